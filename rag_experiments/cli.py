@@ -1,0 +1,68 @@
+"""``rag-exp``: the non-Hydra commands (corpus, golden set, compare, promote, triage, ...).
+
+Each command group lives in ``rag_experiments/commands/<group>.py`` and exposes
+``register(subparsers)``; this file only assembles them and turns user errors into one clear
+message and a non-zero exit (``--debug`` shows the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from .errors import UserError
+
+COMMAND_MODULES = [
+    "db", "corpus", "ingest", "golden", "compare", "promote", "gate", "triage", "export", "bench",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rag-exp",
+        description=(
+            "Evidence for tuning a RAG retriever. Experiments themselves run through Hydra: "
+            "`python run.py` (one config) or `python run.py -m fusion.rrf_k=30,60,90` (a sweep). "
+            "These commands manage the database, the corpus, the golden set, and compare, "
+            "promote and gate runs logged to MLflow."
+        ),
+        epilog="Environment: DATABASE_URL (else an embedded PostgreSQL in .rag-exp/), "
+        "MLFLOW_TRACKING_URI (else sqlite under ./mlruns), ANTHROPIC_API_KEY (golden generate/label).",
+    )
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"rag_experiments.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"rag_experiments.commands.{name}":
+                continue  # command group not built yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 1
+    debug = args.debug or os.environ.get("HYDRA_FULL_ERROR") == "1"
+    try:
+        result = args.func(args)
+    except UserError as exc:
+        if debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per rag-exp command group; each exposes register(subparsers)."""

@@ -1,0 +1,245 @@
+"""The Hydra structured-config schema, and its conversion to plain typed settings.
+
+Two layers on purpose: the schema (OmegaConf-typed dataclasses, registered in Hydra's
+ConfigStore as ``base_config``) rejects wrong *types* at composition time; converting it
+with :func:`settings_from_cfg` into the frozen value dataclasses of the lower layers rejects
+wrong *values* (``rrf_k <= 0``, negative weights, ``depth`` below the largest k, unknown
+variant) before any work starts, with a message naming the key. Below this module nothing
+imports hydra or omegaconf.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from .chunking import ChunkingParams
+from .errors import ConfigError
+from .evaluation.evaluate import EvalParams
+from .retrieval.filters import Filters
+from .retrieval.fusion import FusionParams
+from .retrieval.legs import KeywordParams
+from .retrieval.rerank import RerankParams
+from .retrieval.retriever import RetrievalParams
+from .store import HnswParams
+
+
+# -- schema (what Hydra composes) ---------------------------------------------------------------
+@dataclass
+class CorpusSchema:
+    path: str = "demo"  # 'demo' = the shipped corpus, else a folder of .md files
+    name: Optional[str] = None
+
+
+@dataclass
+class ChunkingSchema:
+    name: str = "heading"
+    max_tokens: int = 200
+    overlap: int = 0
+    breadcrumbs: bool = True
+
+
+@dataclass
+class EmbeddingSchema:
+    name: str = "minilm-onnx"
+    batch_size: int = 64
+
+
+@dataclass
+class KeywordSchema:
+    tsquery: str = "or"
+    rank: str = "ts_rank"
+    normalization: int = 1
+    identifier_boost: float = 1.0
+
+
+@dataclass
+class FiltersSchema:
+    doc_types: list[str] = field(default_factory=list)
+    source_uri_prefix: Optional[str] = None
+
+
+@dataclass
+class HnswSchema:
+    m: int = 16
+    ef_construction: int = 64
+    ef_search: Optional[int] = None  # None: max(40, depth)
+
+
+@dataclass
+class RetrievalSchema:
+    variant: str = "hybrid"
+    keyword: KeywordSchema = field(default_factory=KeywordSchema)
+    filters: FiltersSchema = field(default_factory=FiltersSchema)
+    hnsw: HnswSchema = field(default_factory=HnswSchema)
+    use_cache: bool = True
+
+
+@dataclass
+class FusionSchema:
+    rrf_k: int = 60
+    vector_weight: float = 1.0
+    keyword_weight: float = 1.0
+    depth: int = 50
+    engine: str = "python"
+
+
+@dataclass
+class RerankSchema:
+    name: str = "maxsim"
+    model: str = ""
+    cutoff: int = 20
+
+
+@dataclass
+class GoldenSchema:
+    path: str = "experiments/golden/demo.jsonl"
+
+
+@dataclass
+class EvalSchema:
+    ks: list[int] = field(default_factory=lambda: [5, 20])
+    mrr_k: int = 10
+    ndcg_k: int = 10
+    judged_k: int = 10
+    min_coverage: float = 0.5
+    level: str = "chunk"  # chunk | document (collapse chunk hits to documents: benchmarks)
+    bootstrap_samples: int = 1000
+    seed: int = 13
+
+
+@dataclass
+class DbSchema:
+    url: Optional[str] = None  # None: $DATABASE_URL, else the embedded server
+    pgdata: Optional[str] = None  # embedded server data folder (default .rag-exp/pgdata)
+
+
+@dataclass
+class TrackingSchema:
+    enabled: bool = True
+    uri: Optional[str] = None  # None: $MLFLOW_TRACKING_URI, else sqlite under ./mlruns
+    experiment: str = "rag-experiments"
+    log_per_case: bool = True
+    plots: bool = True
+
+
+@dataclass
+class RootSchema:
+    corpus: CorpusSchema = field(default_factory=CorpusSchema)
+    chunking: ChunkingSchema = field(default_factory=ChunkingSchema)
+    embedding: EmbeddingSchema = field(default_factory=EmbeddingSchema)
+    retrieval: RetrievalSchema = field(default_factory=RetrievalSchema)
+    fusion: FusionSchema = field(default_factory=FusionSchema)
+    rerank: RerankSchema = field(default_factory=RerankSchema)
+    golden: GoldenSchema = field(default_factory=GoldenSchema)
+    eval: EvalSchema = field(default_factory=EvalSchema)
+    db: DbSchema = field(default_factory=DbSchema)
+    tracking: TrackingSchema = field(default_factory=TrackingSchema)
+    objective: str = "recall_at_5"
+    run_name: Optional[str] = None
+    progress: bool = True
+
+
+def register_schema() -> None:
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(name="base_config", node=RootSchema)
+
+
+# -- typed settings (what the pipeline uses) -------------------------------------------------
+@dataclass(frozen=True)
+class Settings:
+    corpus_path: str
+    corpus_name: str | None
+    chunking: ChunkingParams
+    embedding_name: str
+    embedding_batch_size: int
+    retrieval: RetrievalParams
+    hnsw: HnswParams
+    golden_path: Path
+    eval: EvalParams
+    eval_level: str
+    bootstrap_samples: int
+    seed: int
+    db_url: str | None
+    pgdata: Path | None
+    tracking: dict
+    objective: str
+    run_name: str | None
+    progress: bool
+
+
+def project_root() -> Path:
+    return Path(os.environ.get("RAG_EXP_HOME", os.getcwd())).resolve()
+
+
+def _abs(path: str) -> Path:
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else project_root() / p
+
+
+def settings_from_cfg(cfg: Any) -> Settings:
+    """Validate every value and build the typed settings; ConfigError names the offending key."""
+    from omegaconf import OmegaConf
+
+    c = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(c, dict)
+    ev = c["eval"]
+    r = c["retrieval"]
+    f = c["fusion"]
+    eval_params = EvalParams(
+        ks=tuple(int(k) for k in ev["ks"]), mrr_k=ev["mrr_k"], ndcg_k=ev["ndcg_k"],
+        judged_k=ev["judged_k"], min_coverage=ev["min_coverage"],
+    )
+    if ev["level"] not in ("chunk", "document"):
+        raise ConfigError(f"eval.level: must be 'chunk' or 'document', got {ev['level']!r}")
+    fusion = FusionParams(rrf_k=f["rrf_k"], vector_weight=f["vector_weight"],
+                          keyword_weight=f["keyword_weight"], depth=f["depth"])
+    largest_k = max(eval_params.ks)
+    if fusion.depth < largest_k:
+        raise ConfigError(
+            f"fusion.depth: {fusion.depth} is below the largest eval k ({largest_k}); "
+            f"recall@{largest_k} would be capped. Set fusion.depth >= {largest_k}"
+        )
+    rerank = RerankParams(name=c["rerank"]["name"], model=c["rerank"]["model"] or "", cutoff=c["rerank"]["cutoff"])
+    hn = r["hnsw"]
+    if hn["m"] < 2 or hn["ef_construction"] < 4:
+        raise ConfigError(f"retrieval.hnsw: m must be >= 2 and ef_construction >= 4, got m={hn['m']}, "
+                          f"ef_construction={hn['ef_construction']}")
+    if hn["ef_search"] is not None and not 1 <= hn["ef_search"] <= 1000:
+        raise ConfigError(f"retrieval.hnsw.ef_search: must be in 1..1000, got {hn['ef_search']}")
+    retrieval = RetrievalParams(
+        variant=r["variant"],
+        keyword=KeywordParams(**r["keyword"]),
+        fusion=fusion,
+        rerank=rerank,
+        filters=Filters(doc_types=tuple(r["filters"]["doc_types"] or ()),
+                        source_uri_prefix=r["filters"]["source_uri_prefix"]),
+        ef_search=hn["ef_search"],
+        engine=f["engine"],
+        use_cache=r["use_cache"],
+    )
+    ch = c["chunking"]
+    chunking = ChunkingParams(name=ch["name"], max_tokens=ch["max_tokens"], overlap=ch["overlap"],
+                              breadcrumbs=ch["breadcrumbs"])
+    if c["embedding"]["batch_size"] <= 0:
+        raise ConfigError(f"embedding.batch_size: must be > 0, got {c['embedding']['batch_size']}")
+    if ev["bootstrap_samples"] < 0:
+        raise ConfigError(f"eval.bootstrap_samples: must be >= 0, got {ev['bootstrap_samples']}")
+    objective = c["objective"]
+    base = objective.split(".")[0]
+    if base not in eval_params.metric_names():
+        raise ConfigError(f"objective: {objective!r} is not a logged metric; choose one of "
+                          f"{', '.join(eval_params.metric_names())} (optionally with a .segment suffix)")
+    return Settings(
+        corpus_path=c["corpus"]["path"], corpus_name=c["corpus"]["name"],
+        chunking=chunking, embedding_name=c["embedding"]["name"],
+        embedding_batch_size=c["embedding"]["batch_size"], retrieval=retrieval,
+        hnsw=HnswParams(m=hn["m"], ef_construction=hn["ef_construction"]),
+        golden_path=_abs(c["golden"]["path"]), eval=eval_params, eval_level=ev["level"],
+        bootstrap_samples=ev["bootstrap_samples"], seed=ev["seed"],
+        db_url=c["db"]["url"], pgdata=_abs(c["db"]["pgdata"]) if c["db"]["pgdata"] else None,
+        tracking=dict(c["tracking"]), objective=objective, run_name=c["run_name"], progress=c["progress"],
+    )

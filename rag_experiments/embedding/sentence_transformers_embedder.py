@@ -1,0 +1,48 @@
+"""Any sentence-transformers model, for users with torch (the ``rerank`` extra) and a model.
+
+Loaded by hub name (downloads where the user has network) or local path. Not used by the
+default path, so torch stays out of the default install.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import ConfigError
+
+
+class SentenceTransformerEmbedder:
+    def __init__(self, name_or_path: str, device: str = "cpu") -> None:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise ConfigError(
+                f"embedding.name: st:{name_or_path} needs sentence-transformers",
+                hint="pip install 'rag-experiments[rerank]'",
+            ) from None
+        try:
+            self._model = SentenceTransformer(name_or_path, device=device)
+        except Exception as exc:  # noqa: BLE001 - many loader errors; say which model failed
+            raise ConfigError(
+                f"embedding.name: cannot load sentence-transformers model {name_or_path!r}: {exc}",
+                hint="give a local folder path, or a hub name on a machine with network",
+            ) from None
+        self.dim = int(self._model.get_sentence_embedding_dimension())
+        self.max_tokens = int(self._model.max_seq_length)
+        self.model_id = f"st:{name_or_path}"
+        self._tok = self._model.tokenizer
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        enc = self._tok(text, add_special_tokens=False, return_offsets_mapping=True, truncation=False)
+        return [tuple(o) for o in enc["offset_mapping"]]
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._tok(text, add_special_tokens=False, truncation=False)["input_ids"])
+
+    def embed(self, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False) -> np.ndarray:
+        vecs = self._model.encode(
+            list(texts), batch_size=batch_size, show_progress_bar=progress, normalize_embeddings=True
+        )
+        return np.asarray(vecs, dtype=np.float32)

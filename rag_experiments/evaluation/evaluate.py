@@ -1,0 +1,118 @@
+"""Score ranked lists against a golden set: a per-case table and segmented aggregates.
+
+Aggregates are means over scorable cases (cases with at least one non-stale relevant span).
+Segments: by query ``kind`` (logged as ``recall_at_5.exact``) and by ``doc_type`` (logged as
+``recall_at_5.doc_type.config``). Cases whose every relevant span is stale are reported in
+``excluded`` and never counted as misses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import pandas as pd
+
+from ..errors import ConfigError
+from ..golden.resolve import EvalCase, GoldenSet
+from ..types import RankedList
+from . import metrics as M
+from .relevance import credit
+
+
+@dataclass(frozen=True)
+class EvalParams:
+    """``ks``: cutoffs for recall@k and hit@k; ``mrr_k``, ``ndcg_k``, ``judged_k`` as named."""
+
+    ks: tuple[int, ...] = (5, 20)
+    mrr_k: int = 10
+    ndcg_k: int = 10
+    judged_k: int = 10
+    min_coverage: float = 0.5
+    curve_k: int = 20  # recall@1..curve_k per case, for plots
+
+    def __post_init__(self) -> None:
+        if not self.ks or any(k <= 0 for k in self.ks):
+            raise ConfigError(f"eval.ks: every k must be > 0, got {list(self.ks)}")
+        for name in ("mrr_k", "ndcg_k", "judged_k", "curve_k"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"eval.{name}: must be > 0, got {getattr(self, name)}")
+        if not 0 < self.min_coverage <= 1:
+            raise ConfigError(f"eval.min_coverage: must be in (0, 1], got {self.min_coverage}")
+
+    @property
+    def depth_needed(self) -> int:
+        return max(*self.ks, self.mrr_k, self.ndcg_k, self.judged_k, self.curve_k)
+
+    def metric_names(self) -> list[str]:
+        names = [f"recall_at_{k}" for k in self.ks] + [f"mrr_at_{self.mrr_k}", f"ndcg_at_{self.ndcg_k}"]
+        names += [f"hit_at_{k}" for k in self.ks] + [f"judged_at_{self.judged_k}"]
+        return names
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    per_case: pd.DataFrame
+    metrics: dict[str, float]
+    n_cases: int
+    excluded: tuple[str, ...] = ()  # case ids whose relevant evidence is all stale
+    headline: tuple[str, ...] = field(default_factory=tuple)
+
+
+def score_case(case: EvalCase, ranked: RankedList, p: EvalParams) -> dict:
+    hits = ranked.hits[: p.depth_needed]
+    c = credit(case, hits, p.min_coverage)
+    grades = [e.grade for e in case.relevant]
+    row: dict = {
+        "case_id": case.case_id, "query": case.query, "kind": case.kind, "doc_type": case.doc_type,
+        "n_relevant": len(grades),
+        "first_relevant_rank": M.first_relevant_rank(c.gains),
+    }
+    for k in p.ks:
+        row[f"recall_at_{k}"] = M.recall_at_k(c.gains, grades, k)
+    row[f"mrr_at_{p.mrr_k}"] = M.reciprocal_rank(c.gains, grades, p.mrr_k)
+    row[f"ndcg_at_{p.ndcg_k}"] = M.ndcg_at_k(c.gains, grades, p.ndcg_k)
+    for k in p.ks:
+        row[f"hit_at_{k}"] = M.hit_at_k(c.gains, grades, k)
+    row[f"judged_at_{p.judged_k}"] = M.judged_at_k(c.judged, p.judged_k)
+    row["recall_curve"] = [M.recall_at_k(c.gains, grades, k) for k in range(1, p.curve_k + 1)]
+    row["gains"] = list(c.gains)
+    row["grades"] = grades
+    row["top5"] = [h.chunk_id for h in hits[:5]]
+    row["top5_docs"] = [h.doc_id for h in hits[:5]]
+    row["latency_ms"] = ranked.latency_ms
+    return row
+
+
+def aggregate(per_case: pd.DataFrame, names: list[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if per_case.empty:
+        return out
+    for name in names:
+        out[name] = float(per_case[name].mean())
+        for kind, grp in per_case.groupby("kind"):
+            out[f"{name}.{kind}"] = float(grp[name].mean())
+        for dtype, grp in per_case.groupby("doc_type"):
+            out[f"{name}.doc_type.{dtype}"] = float(grp[name].mean())
+    return out
+
+
+def evaluate(golden: GoldenSet, results: Mapping[str, RankedList], p: EvalParams = EvalParams()) -> EvalResult:
+    rows, excluded = [], []
+    for case in golden.cases:
+        if case.all_stale:
+            excluded.append(case.case_id)
+            continue
+        if not case.relevant:
+            raise ConfigError(f"golden set {golden.path}: case {case.case_id} has no relevant evidence")
+        if case.case_id not in results:
+            raise ConfigError(f"no retrieval result for case {case.case_id}")
+        rows.append(score_case(case, results[case.case_id], p))
+    per_case = pd.DataFrame(rows)
+    names = p.metric_names()
+    metrics = aggregate(per_case, names)
+    metrics["n_cases"] = float(len(rows))
+    if len(per_case):
+        metrics["latency_ms_p50"] = float(per_case["latency_ms"].quantile(0.5))
+        metrics["latency_ms_p95"] = float(per_case["latency_ms"].quantile(0.95))
+    return EvalResult(per_case, metrics, len(rows), tuple(excluded), tuple(names))

@@ -1,0 +1,74 @@
+"""Retrieval metrics as small pure functions, following trec_eval / ranx conventions.
+
+Inputs: ``gains`` (the credited gain at each rank, rank 1 first; see :mod:`.relevance`) and
+``grades`` (the grades of all relevant units of the case). Every function raises
+``ValueError`` for a case with no relevant units: such a case is an error, never a silent 0.
+
+* recall@k = |relevant units in top k| / |relevant units|          (trec_eval ``recall_k``)
+* hit@k (success@k) = 1 if any relevant unit is in the top k, else 0
+* precision@k = |relevant in top k| / k                             (trec_eval ``P_k``)
+* RR@k = 1 / rank of the first relevant hit within the top k, else 0 (ranx ``mrr@k``,
+  trec_eval ``recip_rank`` with a cutoff); MRR is its mean over cases.
+* nDCG@k with **linear gain**: DCG = sum_i gain_i / log2(i + 1); ideal DCG from the grades
+  sorted descending (trec_eval ``ndcg_cut_k``, ranx ``ndcg``; not the exponential
+  ``2^g - 1`` of ranx's ``ndcg_burges``).
+* judged@k = share of the top k hits that overlap any judgement (any grade): holes in the
+  labels show up as a low judged@k.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+
+def _check(grades: Sequence[float], k: int) -> None:
+    if k <= 0:
+        raise ValueError(f"k must be > 0, got {k}")
+    if not any(g > 0 for g in grades):
+        raise ValueError("case has no relevant evidence; every case needs at least one relevant unit")
+
+
+def recall_at_k(gains: Sequence[float], grades: Sequence[float], k: int) -> float:
+    _check(grades, k)
+    return sum(1 for g in gains[:k] if g > 0) / sum(1 for g in grades if g > 0)
+
+
+def hit_at_k(gains: Sequence[float], grades: Sequence[float], k: int) -> float:
+    _check(grades, k)
+    return 1.0 if any(g > 0 for g in gains[:k]) else 0.0
+
+
+def precision_at_k(gains: Sequence[float], grades: Sequence[float], k: int) -> float:
+    _check(grades, k)
+    return sum(1 for g in gains[:k] if g > 0) / k
+
+
+def reciprocal_rank(gains: Sequence[float], grades: Sequence[float], k: int) -> float:
+    _check(grades, k)
+    for i, g in enumerate(gains[:k], start=1):
+        if g > 0:
+            return 1.0 / i
+    return 0.0
+
+
+def dcg(gains: Sequence[float], k: int) -> float:
+    return sum(g / math.log2(i + 1) for i, g in enumerate(gains[:k], start=1))
+
+
+def ndcg_at_k(gains: Sequence[float], grades: Sequence[float], k: int) -> float:
+    _check(grades, k)
+    ideal = dcg(sorted((g for g in grades if g > 0), reverse=True), k)
+    return dcg(gains, k) / ideal
+
+
+def judged_at_k(judged: Sequence[bool], k: int) -> float:
+    top = list(judged[:k])
+    return sum(top) / len(top) if top else 0.0
+
+
+def first_relevant_rank(gains: Sequence[float]) -> int | None:
+    for i, g in enumerate(gains, start=1):
+        if g > 0:
+            return i
+    return None

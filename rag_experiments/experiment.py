@@ -1,0 +1,129 @@
+"""One experiment, end to end, from typed settings: ingest if needed, retrieve, evaluate.
+
+No hydra, omegaconf or mlflow here (the pipeline layer adds those); this is what tests and the
+benchmark drive directly.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import psycopg
+
+from .config import Settings, project_root
+from .corpus.loader import DEMO, corpus_manifest, load_corpus
+from .db.connect import connect, resolve_database_url
+from .embedding import load_embedder
+from .evaluation.evaluate import EvalResult, evaluate
+from .golden.resolve import GoldenSet, load_golden
+from .retrieval.retriever import Retriever
+from .store import IngestReport, ingest, strategy_info
+from .types import Hit, RankedList
+
+
+@dataclass
+class ExperimentResult:
+    settings: Settings
+    eval: EvalResult
+    golden: GoldenSet
+    ingest: IngestReport
+    strategy: dict
+    embedding_model: str
+    corpus_manifest: dict
+    timings: dict[str, float] = field(default_factory=dict)
+    cache: dict[str, int] = field(default_factory=dict)
+    results: dict[str, RankedList] = field(default_factory=dict)
+
+
+def corpus_path(settings: Settings) -> str | Path:
+    if settings.corpus_path == DEMO:
+        return DEMO
+    p = Path(settings.corpus_path).expanduser()
+    return p if p.is_absolute() else project_root() / p
+
+
+def open_database(settings: Settings) -> psycopg.Connection:
+    return connect(resolve_database_url(settings.db_url, settings.pgdata))
+
+
+def collapse_to_documents(ranked: RankedList, doc_lengths: dict[str, int]) -> RankedList:
+    """Document-level ranking: each document once, at its best chunk's rank, spanning the whole
+    document (so a whole-document judgement matches it). Used for BEIR/TREC comparability."""
+    seen: set[str] = set()
+    hits: list[Hit] = []
+    for h in ranked.hits:
+        if h.doc_id in seen:
+            continue
+        seen.add(h.doc_id)
+        hits.append(replace(h, start=0, end=doc_lengths[h.doc_id], rank=len(hits) + 1))
+    return RankedList(ranked.query, tuple(hits), ranked.latency_ms)
+
+
+def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -> ExperimentResult:
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    own_conn = conn is None
+    conn = conn or open_database(settings)
+    timings["db_connect_s"] = time.perf_counter() - t0
+    try:
+        t = time.perf_counter()
+        golden = load_golden(settings.golden_path)  # fail fast on a bad golden set, before ingest
+        docs = load_corpus(corpus_path(settings), settings.corpus_name)
+        manifest = corpus_manifest(docs)
+        timings["load_s"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        embedder = load_embedder(settings.embedding_name)
+        timings["model_load_s"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        report = ingest(conn, docs, settings.chunking, embedder, settings.hnsw, progress=settings.progress)
+        timings["ingest_s"] = time.perf_counter() - t
+        strategy = strategy_info(conn, report.strategy_id)
+
+        retriever = Retriever(conn, strategy, embedder, settings.retrieval)
+        cases = golden.scorable
+        depth = settings.eval.depth_needed
+        if settings.eval_level == "document":
+            depth = max(depth, settings.retrieval.fusion.depth * 2)
+        t = time.perf_counter()
+        ranked = _search_with_progress(retriever, [c.query for c in cases], depth, settings.progress)
+        timings["retrieval_s"] = time.perf_counter() - t
+        results = {c.case_id: r for c, r in zip(cases, ranked)}
+        if settings.eval_level == "document":
+            lengths = dict(conn.execute(
+                "SELECT doc_id, length(text) FROM documents WHERE corpus = %s", (report.corpus,)).fetchall())
+            results = {cid: collapse_to_documents(r, lengths) for cid, r in results.items()}
+
+        t = time.perf_counter()
+        ev = evaluate(golden, results, settings.eval)
+        timings["evaluate_s"] = time.perf_counter() - t
+        timings["total_s"] = time.perf_counter() - t0
+        return ExperimentResult(
+            settings=settings, eval=ev, golden=golden, ingest=report, strategy=strategy,
+            embedding_model=embedder.model_id, corpus_manifest=manifest, timings=timings,
+            cache=vars(retriever.stats).copy(), results=results,
+        )
+    finally:
+        if own_conn:
+            conn.close()
+
+
+def _search_with_progress(retriever: Retriever, queries: list[str], limit: int, progress: bool) -> list[RankedList]:
+    """Batches of queries, so cached work is fetched in bulk and a progress bar can move."""
+    out: list[RankedList] = []
+    batch = 50
+    bar = None
+    if progress and len(queries) > batch:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(queries), desc=f"retrieval ({retriever.params.variant})", unit="query")
+    for lo in range(0, len(queries), batch):
+        out.extend(retriever.search_many(queries[lo : lo + batch], limit))
+        if bar is not None:
+            bar.update(min(batch, len(queries) - lo))
+    if bar is not None:
+        bar.close()
+    return out

@@ -1,0 +1,159 @@
+"""The golden-set record types and their strict validation.
+
+One JSONL file per golden set (``experiments/golden/<name>.jsonl``), one record per line, in
+append order. Every record has ``type``, ``id``, ``created_at`` and ``prev`` (the sha256 of the
+previous line's bytes; ``""`` on line 1): a hash chain, so an edit anywhere is found and
+reported with its line number (see :mod:`.store`).
+
+Record types (fields beyond the common ones):
+
+``case``
+    ``query``, ``kind`` (``paraphrase`` | ``exact`` | ``production`` | ``benchmark`` | ...),
+    ``doc_type``, ``evidence`` (list of spans, each with ``grade``), ``provenance``
+    (``method``: llm | human | agent | import; ``model``, ``prompt_version``, ``author``...),
+    optional ``identifier`` (the exact identifier an ``exact`` question carries).
+``judgement``
+    ``case_id``, ``span``, ``verdict`` (YES | PART | NO), ``judge`` (``kind``: llm | human;
+    ``model`` or ``name``; ``prompt_version``), optional ``reason`` and ``supersedes`` (the id
+    of the judgement it replaces; a reason is then required).
+``retire``
+    ``target`` (a case id), ``reason``, ``who``: the case is no longer evaluated.
+``anchor``
+    ``case_id``, ``ref`` (``<case id>#<evidence index>`` or a judgement id), ``status``
+    (moved | fuzzy | stale), ``span`` (the new span, absent when stale), ``similarity``:
+    written when a corpus edit moved a labelled passage (see :mod:`.anchoring`).
+
+A span is ``{doc_id, source_uri, start, end, quote, doc_hash}``: char offsets into the
+document text, plus the quoted text and the document's content hash at labelling time so the
+span can be found again after the document is edited.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from ..errors import GoldenSetError
+
+VERDICTS = {"YES": 2, "PART": 1, "NO": 0}
+RECORD_TYPES = ("case", "judgement", "retire", "anchor")
+ANCHOR_STATUSES = ("moved", "fuzzy", "stale")
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def canonical(record: dict) -> str:
+    """The exact line written for a record: sorted keys, no spaces, UTF-8 kept."""
+    return json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def line_hash(line: str) -> str:
+    return hashlib.sha256(line.encode("utf-8")).hexdigest()
+
+
+def new_id(prefix: str, *parts: Any) -> str:
+    """Deterministic id from content: the same generated question always gets the same id."""
+    raw = "|".join(str(p) for p in parts)
+    return f"{prefix}-{hashlib.sha256(raw.encode()).hexdigest()[:12]}"
+
+
+@dataclass(frozen=True)
+class Span:
+    doc_id: str
+    source_uri: str
+    start: int
+    end: int
+    quote: str
+    doc_hash: str
+
+    def to_json(self) -> dict:
+        return {"doc_id": self.doc_id, "source_uri": self.source_uri, "start": self.start, "end": self.end,
+                "quote": self.quote, "doc_hash": self.doc_hash}
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return (self.doc_id, self.start, self.end)
+
+
+def _need(rec: dict, field: str, typ: type | tuple, where: str) -> Any:
+    if field not in rec:
+        raise GoldenSetError(f"{where}: missing field {field!r}")
+    value = rec[field]
+    if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+        raise GoldenSetError(f"{where}: field {field!r} has type {type(value).__name__}, expected {typ}")
+    return value
+
+
+def parse_span(obj: Any, where: str) -> Span:
+    if not isinstance(obj, dict):
+        raise GoldenSetError(f"{where}: span must be an object")
+    start = _need(obj, "start", int, where)
+    end = _need(obj, "end", int, where)
+    if not 0 <= start < end:
+        raise GoldenSetError(f"{where}: span start/end must satisfy 0 <= start < end, got {start}..{end}")
+    quote = _need(obj, "quote", str, where)
+    if len(quote) != end - start:
+        raise GoldenSetError(f"{where}: quote has {len(quote)} chars but the span is {end - start} chars")
+    return Span(
+        doc_id=_need(obj, "doc_id", str, where),
+        source_uri=_need(obj, "source_uri", str, where),
+        start=start, end=end, quote=quote,
+        doc_hash=_need(obj, "doc_hash", str, where),
+    )
+
+
+def validate(rec: Any, where: str) -> dict:
+    """Check one record's shape; raise GoldenSetError naming ``where`` (file:line) and the field."""
+    if not isinstance(rec, dict):
+        raise GoldenSetError(f"{where}: a record must be a JSON object")
+    rtype = _need(rec, "type", str, where)
+    if rtype not in RECORD_TYPES:
+        raise GoldenSetError(f"{where}: unknown record type {rtype!r}; expected one of {', '.join(RECORD_TYPES)}")
+    _need(rec, "id", str, where)
+    _need(rec, "created_at", str, where)
+    _need(rec, "prev", str, where)
+    if rtype == "case":
+        if not _need(rec, "query", str, where).strip():
+            raise GoldenSetError(f"{where}: field 'query' is empty")
+        _need(rec, "kind", str, where)
+        _need(rec, "doc_type", str, where)
+        prov = _need(rec, "provenance", dict, where)
+        _need(prov, "method", str, f"{where}: provenance")
+        evidence = _need(rec, "evidence", list, where)
+        if not evidence:
+            raise GoldenSetError(f"{where}: case {rec['id']} has no evidence; every case needs at least one span")
+        for i, ev in enumerate(evidence):
+            parse_span(ev, f"{where}: evidence[{i}]")
+            grade = _need(ev, "grade", int, f"{where}: evidence[{i}]")
+            if grade not in (1, 2):
+                raise GoldenSetError(f"{where}: evidence[{i}].grade must be 1 (PART) or 2 (YES), got {grade}")
+    elif rtype == "judgement":
+        _need(rec, "case_id", str, where)
+        parse_span(rec.get("span"), f"{where}: span")
+        verdict = _need(rec, "verdict", str, where)
+        if verdict not in VERDICTS:
+            raise GoldenSetError(f"{where}: verdict must be YES, PART or NO, got {verdict!r}")
+        judge = _need(rec, "judge", dict, where)
+        if _need(judge, "kind", str, f"{where}: judge") not in ("llm", "human"):
+            raise GoldenSetError(f"{where}: judge.kind must be 'llm' or 'human'")
+        if rec.get("supersedes") and not str(rec.get("reason", "")).strip():
+            raise GoldenSetError(f"{where}: a judgement that supersedes another needs a 'reason'")
+    elif rtype == "retire":
+        _need(rec, "target", str, where)
+        if not _need(rec, "reason", str, where).strip():
+            raise GoldenSetError(f"{where}: 'reason' is empty")
+        _need(rec, "who", str, where)
+    elif rtype == "anchor":
+        _need(rec, "case_id", str, where)
+        _need(rec, "ref", str, where)
+        status = _need(rec, "status", str, where)
+        if status not in ANCHOR_STATUSES:
+            raise GoldenSetError(f"{where}: anchor status must be one of {ANCHOR_STATUSES}, got {status!r}")
+        if status != "stale":
+            parse_span(rec.get("span"), f"{where}: span")
+    return rec

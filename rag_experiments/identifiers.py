@@ -1,0 +1,38 @@
+"""Exact identifiers that PostgreSQL's text-search parser breaks.
+
+The default parser splits ``work_mem`` into ``work`` + ``mem`` and ``ts_rank_cd`` into
+``ts`` + ``rank`` + ``cd`` in every configuration, and ``english`` stems what is left, so a
+question that names an identifier matches every chunk that mentions "work" or "memory".
+We extract identifiers ourselves, store them whole (lower-cased) in ``chunks.identifiers``
+and let the keyword leg match them as whole tokens. The same function runs on chunks at
+ingest and on queries at search time, so both sides agree by construction.
+
+Recognised shapes (each a regex below):
+* snake_case and dotted names: ``work_mem``, ``jsonb_path_query``,
+  ``pg_stat_statements.track_utility``, ``default_statistics_target``
+* SQLSTATE-like codes: five characters starting with a digit: ``23505``, ``40P01``, ``0A000``
+* config/file names with an extension: ``pg_hba.conf``, ``postgresql.conf``
+* command-line options: ``--jobs``, ``--no-owner``
+"""
+
+from __future__ import annotations
+
+import re
+
+_PATTERNS = [
+    r"(?<![\w.-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?:\.[A-Za-z_][A-Za-z0-9_]*)*",
+    r"(?<![\w.])[0-9][0-9A-Z]{4}(?![\w])",
+    r"(?<![\w.-])[A-Za-z][\w-]*\.(?:conf|sql|json|control)(?!\w)",
+    r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*",
+]
+_IDENT_RE = re.compile("|".join(f"(?:{p})" for p in _PATTERNS))
+
+
+def extract_identifiers(text: str) -> list[str]:
+    """Distinct identifiers in ``text``, lower-cased, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for match in _IDENT_RE.finditer(text):
+        token = match.group(0).rstrip(".").lower()
+        if token and token not in seen:
+            seen[token] = None
+    return list(seen)

@@ -1,0 +1,120 @@
+"""The pipeline layer: Hydra config in, MLflow run and summary table out.
+
+The only layer (with ``tracking``) that touches hydra, omegaconf and mlflow; it converts the
+composed config into typed settings, runs :func:`rag_experiments.experiment.run_experiment`,
+logs the run and returns the objective (so ``hydra/sweeper=optuna`` can maximise it).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from omegaconf import DictConfig, OmegaConf
+
+from .config import Settings, settings_from_cfg
+from .db.embedded import install_sigterm_handler
+from .errors import UserError
+from .experiment import ExperimentResult, run_experiment
+from .report import print_summary
+
+
+def _in_multirun() -> bool:
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        return HydraConfig.get().mode == RunMode.MULTIRUN
+    except Exception:  # noqa: BLE001 - not under Hydra (tests calling directly)
+        return False
+
+
+def _run_name(cfg: DictConfig, settings: Settings) -> str:
+    if settings.run_name:
+        return settings.run_name
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        overrides = [o for o in HydraConfig.get().overrides.task if not o.startswith("experiment=")]
+    except Exception:  # noqa: BLE001
+        overrides = []
+    return " ".join(overrides) if overrides else f"{settings.retrieval.variant} ({settings.chunking.name})"
+
+
+def _log_failed_child(cfg: DictConfig, error: BaseException) -> None:
+    """A crashing sweep point still leaves a FAILED child under its parent."""
+    if not cfg.tracking.enabled:
+        return
+    import mlflow
+
+    from .tracking.mlflow_run import PARENT_ENV, redact, setup
+
+    setup(cfg.tracking.uri, cfg.tracking.experiment)
+    tags = {"error": f"{type(error).__name__}: {error}"[:5000]}
+    if os.environ.get(PARENT_ENV):
+        tags["mlflow.parentRunId"] = os.environ[PARENT_ENV]
+    with mlflow.start_run(run_name=_run_name(cfg, _NoSettings()), tags=tags):
+        mlflow.log_dict(redact(OmegaConf.to_container(cfg, resolve=True)), "config.json")
+        mlflow.end_run(status="FAILED")
+
+
+class _NoSettings:
+    run_name = None
+
+    class retrieval:  # noqa: N801 - mimics Settings attributes for _run_name
+        variant = "failed"
+
+    class chunking:  # noqa: N801
+        name = "?"
+
+
+def _judge_validation(golden_path) -> dict:
+    """Whether the LLM judge behind this golden set's labels agrees with a human spot-check."""
+    try:
+        from .golden.spotcheck import judge_validation
+    except ImportError:
+        return {"validated": False, "reason": "spot-check module unavailable"}
+    try:
+        return judge_validation(golden_path)
+    except UserError as exc:
+        return {"validated": False, "reason": str(exc)}
+
+
+def log_result(result: ExperimentResult, cfg: DictConfig, run_name: str) -> str | None:
+    s = result.settings
+    if not s.tracking.get("enabled", True):
+        return None
+    from .stats.bootstrap import ci_metrics
+    from .tracking.mlflow_run import log_experiment
+
+    ci = ci_metrics(result.eval.per_case, list(result.eval.headline), s.bootstrap_samples, s.seed)
+    config_dict = OmegaConf.to_container(cfg, resolve=True)
+    return log_experiment(
+        result, config_dict, run_name=run_name, plots=s.tracking.get("plots", True),
+        log_per_case=s.tracking.get("log_per_case", True),
+        judge_validation=_judge_validation(s.golden_path), ci=ci,
+    )
+
+
+def run_from_hydra(cfg: DictConfig) -> float:
+    install_sigterm_handler()
+    multirun = _in_multirun()
+    debug = os.environ.get("HYDRA_FULL_ERROR") == "1"
+    try:
+        settings = settings_from_cfg(cfg)
+        result = run_experiment(settings)
+        run_id = log_result(result, cfg, _run_name(cfg, settings))
+    except UserError as exc:
+        if multirun:
+            _log_failed_child(cfg, exc)
+            raise
+        if debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except BaseException as exc:
+        if multirun and not isinstance(exc, KeyboardInterrupt):
+            _log_failed_child(cfg, exc)
+        raise
+    print_summary(result, run_id)
+    return float(result.eval.metrics.get(settings.objective, float("nan")))

@@ -1,0 +1,56 @@
+"""The summary table a run prints: overall and per segment, one row each."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+
+def short_name(metric: str) -> str:
+    """recall_at_5 -> r@5 (column headers that fit a terminal)."""
+    return metric.replace("recall_at_", "r@").replace("_at_", "@")
+
+
+def console() -> Console:
+    # not a terminal (CI logs, pipes): wide enough that segment names are never cut
+    c = Console()
+    return c if c.is_terminal else Console(width=180)
+
+
+def summary_table(result, title: str | None = None) -> Table:
+    ev = result.eval
+    names = list(ev.headline)
+    table = Table(title=title or (
+        f"{result.settings.retrieval.variant} | {result.strategy['strategy_id']} | "
+        f"golden {result.golden.digest[:12]} ({ev.n_cases} cases)"))
+    table.add_column("segment")
+    table.add_column("n", justify="right")
+    for n in names:
+        table.add_column(short_name(n), justify="right")
+    pc = ev.per_case
+
+    def row(label: str, grp) -> None:
+        table.add_row(label, str(len(grp)), *[f"{grp[n].mean():.3f}" for n in names])
+
+    row("all", pc)
+    for kind, grp in pc.groupby("kind"):
+        row(f"kind={kind}", grp)
+    for dtype, grp in pc.groupby("doc_type"):
+        row(f"doc_type={dtype}", grp)
+    return table
+
+
+def print_summary(result, run_id: str | None) -> None:
+    out = console()
+    out.print(summary_table(result))
+    t = result.timings
+    out.print(
+        f"ingest: {result.ingest.summary()}\n"
+        f"time: total {t.get('total_s', 0):.2f}s (ingest {t.get('ingest_s', 0):.2f}s, retrieval "
+        f"{t.get('retrieval_s', 0):.2f}s, evaluate {t.get('evaluate_s', 0):.2f}s) | cache: {result.cache}"
+    )
+    if result.eval.excluded:
+        out.print(f"[yellow]{len(result.eval.excluded)} case(s) excluded: all their evidence is stale "
+                      "(rag-exp golden check lists them)[/yellow]")
+    if run_id:
+        out.print(f"MLflow run: {run_id}")

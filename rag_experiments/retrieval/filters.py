@@ -1,0 +1,35 @@
+"""Metadata filters as a parameterized WHERE fragment. Values never enter the SQL text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from psycopg import sql
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Restrict candidates: ``doc_types`` (any of), ``source_uri_prefix`` (starts with)."""
+
+    doc_types: tuple[str, ...] = ()
+    source_uri_prefix: str | None = None
+
+    def is_empty(self) -> bool:
+        return not self.doc_types and not self.source_uri_prefix
+
+    def key(self) -> str:
+        return f"types={','.join(sorted(self.doc_types))};prefix={self.source_uri_prefix or ''}"
+
+    def where(self, alias: str = "") -> tuple[sql.Composable, dict]:
+        """``AND ...`` clauses plus their bind parameters (named, prefixed ``f_``)."""
+        col = (lambda c: sql.Identifier(alias, c)) if alias else sql.Identifier
+        parts: list[sql.Composable] = []
+        params: dict = {}
+        if self.doc_types:
+            parts.append(sql.SQL(" AND {} = ANY(%(f_doc_types)s)").format(col("doc_type")))
+            params["f_doc_types"] = list(self.doc_types)
+        if self.source_uri_prefix:
+            # starts_with() instead of LIKE: no wildcard escaping, a '%' in the prefix is data.
+            parts.append(sql.SQL(" AND starts_with({}, %(f_prefix)s)").format(col("source_uri")))
+            params["f_prefix"] = self.source_uri_prefix
+        return sql.Composed(parts), params

@@ -1,0 +1,69 @@
+"""Reciprocal rank fusion, the pure-Python reference (the SQL twin is :mod:`.hybrid_sql`).
+
+``score(chunk) = sum over legs of weight_leg / (rrf_k + rank_leg(chunk))`` where rank is the
+1-based position in the leg's top-``depth`` list (a leg that did not return the chunk adds 0).
+Terms are summed in the fixed leg order ``vector, keyword`` so floating-point results equal
+the SQL version's bit for bit. Ties are broken by ``chunk_id`` ascending, as in SQL.
+(Cormack, Clarke & Buettcher 2009; ranx's ``rrf`` uses the same formula with unit weights.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from ..errors import ConfigError
+from .legs import LegHit
+
+LEG_ORDER = ("vector", "keyword")
+
+
+@dataclass(frozen=True)
+class FusionParams:
+    rrf_k: int = 60
+    vector_weight: float = 1.0
+    keyword_weight: float = 1.0
+    depth: int = 50
+
+    def __post_init__(self) -> None:
+        if self.rrf_k <= 0:
+            raise ConfigError(f"fusion.rrf_k: must be > 0, got {self.rrf_k}")
+        if self.vector_weight < 0:
+            raise ConfigError(f"fusion.vector_weight: must be >= 0, got {self.vector_weight}")
+        if self.keyword_weight < 0:
+            raise ConfigError(f"fusion.keyword_weight: must be >= 0, got {self.keyword_weight}")
+        if self.vector_weight == 0 and self.keyword_weight == 0:
+            raise ConfigError("fusion: vector_weight and keyword_weight are both 0; at least one must be > 0")
+        if self.depth <= 0:
+            raise ConfigError(f"fusion.depth: must be > 0, got {self.depth}")
+
+    def weights(self) -> dict[str, float]:
+        return {"vector": self.vector_weight, "keyword": self.keyword_weight}
+
+
+@dataclass(frozen=True)
+class Fused:
+    hit: LegHit
+    score: float
+    leg_ranks: dict[str, int]
+
+
+def rrf(legs: Mapping[str, Sequence[LegHit]], params: FusionParams, limit: int | None = None) -> list[Fused]:
+    weights = params.weights()
+    ranks: dict[str, dict[str, int]] = {}
+    meta: dict[str, LegHit] = {}
+    for leg in LEG_ORDER:
+        for pos, h in enumerate(legs.get(leg, ())[: params.depth], start=1):
+            ranks.setdefault(h.chunk_id, {})[leg] = pos
+            meta.setdefault(h.chunk_id, h)
+    fused = []
+    for cid, leg_ranks in ranks.items():
+        score = 0.0
+        for leg in LEG_ORDER:  # same summation order as SQL
+            if leg in leg_ranks:
+                score = score + weights[leg] / (params.rrf_k + leg_ranks[leg])
+            else:
+                score = score + 0.0
+        fused.append(Fused(meta[cid], score, dict(leg_ranks)))
+    fused.sort(key=lambda f: (-f.score, f.hit.chunk_id))
+    return fused[:limit] if limit else fused

@@ -1,0 +1,134 @@
+"""The two first-stage legs, each one SQL statement returning ranked candidates.
+
+Both legs break score ties by ``chunk_id`` (ascending) so rankings are deterministic, and the
+Python fusion uses the same key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from ..errors import ConfigError
+from ..identifiers import extract_identifiers
+from .filters import Filters
+
+META_COLUMNS = "chunk_id, doc_id, source_uri, doc_type, start_char, end_char"
+
+TSQUERY_MODES = {
+    # OR of every stemmed query term: the only mode that serves sentence-long questions
+    # (plainto/websearch AND every term; a 10-word question then matches almost nothing).
+    # The cast (not to_tsquery) avoids stemming every word a second time.
+    "or": "replace(plainto_tsquery('english', %(q)s)::text, '&', '|')::tsquery",
+    "and": "plainto_tsquery('english', %(q)s)",
+    "websearch": "websearch_to_tsquery('english', %(q)s)",
+}
+RANK_FUNCTIONS = ("ts_rank", "ts_rank_cd")
+
+
+@dataclass(frozen=True)
+class LegHit:
+    chunk_id: str
+    doc_id: str
+    source_uri: str
+    doc_type: str
+    start: int
+    end: int
+    score: float
+
+    def to_json(self) -> list:
+        return [self.chunk_id, self.doc_id, self.source_uri, self.doc_type, self.start, self.end, self.score]
+
+    @classmethod
+    def from_json(cls, row: list) -> "LegHit":
+        return cls(row[0], row[1], row[2], row[3], int(row[4]), int(row[5]), float(row[6]))
+
+
+@dataclass(frozen=True)
+class KeywordParams:
+    """``tsquery``: or | and | websearch. ``rank``: ts_rank | ts_rank_cd.
+
+    ``identifier_boost`` is added to the text rank once per exact identifier (see
+    :mod:`rag_experiments.identifiers`) that the query and the chunk share.
+    """
+
+    tsquery: str = "or"
+    rank: str = "ts_rank"
+    normalization: int = 1
+    identifier_boost: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.tsquery not in TSQUERY_MODES:
+            raise ConfigError(f"retrieval.keyword.tsquery: unknown mode {self.tsquery!r}; use one of {', '.join(TSQUERY_MODES)}")
+        if self.rank not in RANK_FUNCTIONS:
+            raise ConfigError(f"retrieval.keyword.rank: unknown function {self.rank!r}; use one of {', '.join(RANK_FUNCTIONS)}")
+        if self.identifier_boost < 0:
+            raise ConfigError(f"retrieval.keyword.identifier_boost: must be >= 0, got {self.identifier_boost}")
+
+    def key(self) -> str:
+        return f"{self.tsquery}|{self.rank}|{self.normalization}|{self.identifier_boost}"
+
+
+def keyword_sql(params: KeywordParams, filters: Filters) -> tuple[sql.Composable, dict]:
+    """The keyword leg as a SELECT (chunk metadata + score), ordered, limited to %(depth)s."""
+    where, fparams = filters.where()
+    query = sql.SQL(
+        "SELECT " + META_COLUMNS + ", score FROM ("
+        " SELECT c.*, {rank}(c.tsv, q.tsq, %(norm)s)"
+        "   + %(boost)s * cardinality(ARRAY(SELECT unnest(c.identifiers) INTERSECT SELECT unnest(q.idents)))"
+        "   AS score"
+        " FROM chunks c, (SELECT {tsq} AS tsq, %(idents)s::text[] AS idents) q"
+        " WHERE c.strategy_id = %(sid)s AND (c.tsv @@ q.tsq OR c.identifiers && q.idents){where}"
+        ") s ORDER BY score DESC, chunk_id LIMIT %(depth)s"
+    ).format(rank=sql.Identifier(params.rank), tsq=sql.SQL(TSQUERY_MODES[params.tsquery]), where=where)
+    return query, {"norm": params.normalization, "boost": params.identifier_boost, **fparams}
+
+
+def keyword_search(conn: psycopg.Connection, strategy_id: str, query: str, depth: int,
+                   params: KeywordParams = KeywordParams(), filters: Filters = Filters()) -> list[LegHit]:
+    stmt, bind = keyword_sql(params, filters)
+    bind.update({"q": query, "idents": extract_identifiers(query), "sid": strategy_id, "depth": depth})
+    rows = conn.execute(stmt, bind).fetchall()
+    return [LegHit(*r[:6], float(r[6])) for r in rows]
+
+
+def vector_sql(dim: int, filters: Filters) -> tuple[sql.Composable, dict]:
+    """The vector leg: HNSW cosine KNN, then re-sorted by (score desc, chunk_id).
+
+    The inner ORDER BY must be the bare distance for the HNSW index to serve it; the outer
+    sort adds the chunk-id tie-break. score = 1 - cosine distance.
+    """
+    where, fparams = filters.where()
+    vec = sql.SQL("embedding::vector({})").format(sql.Literal(int(dim)))
+    query = sql.SQL(
+        "SELECT " + META_COLUMNS + ", 1 - dist AS score FROM ("
+        " SELECT " + META_COLUMNS + ", {vec} <=> %(qvec)s::vector({d}) AS dist FROM chunks"
+        " WHERE strategy_id = %(sid)s{where} ORDER BY {vec} <=> %(qvec)s::vector({d}) LIMIT %(depth)s"
+        ") v ORDER BY score DESC, chunk_id"
+    ).format(vec=vec, d=sql.Literal(int(dim)), where=where)
+    return query, fparams
+
+
+def set_vector_session(conn: psycopg.Connection, depth: int, filtered: bool, ef_search: int | None = None) -> None:
+    """``hnsw.ef_search`` >= depth (the default 40 silently returns fewer rows than asked);
+    iterative scans when filtered, so a selective filter never starves the result list."""
+    ef = max(40, depth, ef_search or 0)
+    conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(ef, 1000)),))
+    conn.execute("SELECT set_config('hnsw.iterative_scan', %s, true)", ("strict_order" if filtered else "off",))
+
+
+def vector_search(conn: psycopg.Connection, strategy_id: str, qvec: np.ndarray, depth: int, dim: int,
+                  filters: Filters = Filters(), *, ef_search: int | None = None, exact: bool = False) -> list[LegHit]:
+    """KNN over the strategy's partial HNSW index; ``exact=True`` forces an exact scan (for ANN recall)."""
+    stmt, bind = vector_sql(dim, filters)
+    bind.update({"qvec": qvec, "sid": strategy_id, "depth": depth})
+    with conn.transaction():
+        set_vector_session(conn, depth, not filters.is_empty(), ef_search)
+        if exact:
+            conn.execute("SET LOCAL enable_indexscan = off")
+        # prepare=False: a cached plan would ignore enable_indexscan changes between calls
+        rows = conn.execute(stmt, bind, prepare=False if exact else None).fetchall()
+    return [LegHit(*r[:6], float(r[6])) for r in rows]

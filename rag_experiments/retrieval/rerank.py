@@ -1,0 +1,158 @@
+"""Rerankers: re-order the top ``cutoff`` fused candidates; the rest keep their fused order.
+
+A reranker never changes the candidate set (a test checks recall@cutoff is identical before
+and after). Implementations:
+
+* ``maxsim`` (offline default): late-interaction MaxSim over the bundled MiniLM's contextual
+  token vectors (ColBERT-style scoring with a model not trained for it). No cross-encoder
+  weights can be installed from package registries, so this is the only reranker that runs
+  on a fresh offline machine; measure before trusting it.
+* ``cross-encoder``: sentence-transformers ``CrossEncoder`` by hub name or local path
+  (``cross-encoder/ms-marco-MiniLM-L-6-v2`` is the usual choice where there is network);
+  needs the ``rerank`` extra (torch).
+* ``llm``: asks an Anthropic model to grade each passage 0-10 (through :mod:`rag_experiments.llm`).
+
+Scores are cached by (model, query, chunk text) in the ``rerank_cache`` table.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+from ..errors import ConfigError
+from ..types import sha256_text
+
+RERANKERS = ("maxsim", "cross-encoder", "llm")
+
+
+class Reranker(Protocol):
+    model_id: str
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        """Higher is more relevant; one score per text."""
+
+
+@dataclass(frozen=True)
+class RerankParams:
+    name: str = "maxsim"
+    model: str = ""  # cross-encoder name/path, or LLM model id
+    cutoff: int = 20
+
+    def __post_init__(self) -> None:
+        if self.name not in RERANKERS:
+            raise ConfigError(f"rerank.name: unknown reranker {self.name!r}; use one of {', '.join(RERANKERS)}")
+        if self.cutoff <= 0:
+            raise ConfigError(f"rerank.cutoff: must be > 0, got {self.cutoff}")
+
+
+class MaxSimReranker:
+    def __init__(self) -> None:
+        from ..embedding.onnx_minilm import OnnxMiniLM
+        from ..embedding.base import load_embedder
+
+        emb = load_embedder("minilm-onnx")
+        assert isinstance(emb, OnnxMiniLM)
+        self._emb = emb
+        self.model_id = f"maxsim:{emb.model_id}"
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        q = self._emb.token_vectors([query])[0]
+        docs = self._emb.token_vectors(list(texts))
+        return [float((q @ d.T).max(axis=1).mean()) if len(d) else 0.0 for d in docs]
+
+
+class CrossEncoderReranker:
+    def __init__(self, model: str) -> None:
+        if not model:
+            raise ConfigError(
+                "rerank.model: the cross-encoder reranker needs a model name or local path",
+                hint="e.g. rerank.model=cross-encoder/ms-marco-MiniLM-L-6-v2 (downloads where there is "
+                "network) or rerank.model=/path/to/a/saved/CrossEncoder",
+            )
+        try:
+            from sentence_transformers import CrossEncoder
+        except ImportError:
+            raise ConfigError("rerank.name=cross-encoder needs sentence-transformers and torch",
+                              hint="pip install 'rag-experiments[rerank]'") from None
+        try:
+            self._model = CrossEncoder(model, device="cpu")
+        except Exception as exc:  # noqa: BLE001 - loader raises many types; name the model
+            raise ConfigError(
+                f"rerank.model: cannot load cross-encoder {model!r} ({type(exc).__name__}: {str(exc)[:200]})",
+                hint="no cross-encoder weights ship with this package: pass a local folder saved with "
+                "CrossEncoder.save(), or a hub name on a machine with network (HF_HUB_OFFLINE must be unset)",
+            ) from None
+        self.model_id = f"cross-encoder:{model}"
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        return [float(s) for s in self._model.predict([(query, t) for t in texts], show_progress_bar=False)]
+
+
+class LLMReranker:
+    PROMPT_VERSION = "rerank-v1"
+
+    def __init__(self, model: str = "") -> None:
+        from .. import llm
+
+        self._llm = llm
+        self._client = llm.make_client()
+        self._model = model or llm.DEFAULT_MODEL
+        self.model_id = f"llm:{self._model}:{self.PROMPT_VERSION}"
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        passages = "\n\n".join(f"[{i}] {t}" for i, t in enumerate(texts))
+        prompt = (
+            "Grade how well each passage answers the question, 0 (useless) to 10 (fully answers it).\n"
+            f"Question: {query}\n\nPassages:\n{passages}\n\n"
+            f'Answer with only a JSON list of {len(texts)} numbers, in passage order.'
+        )
+        text, _usage = self._llm.complete(self._client, self._model, prompt, max_tokens=400)
+        try:
+            scores = json.loads(self._llm.extract_json_text(text))
+            if not isinstance(scores, list) or len(scores) != len(texts):
+                raise ValueError("wrong length")
+            return [float(s) for s in scores]
+        except (ValueError, TypeError):
+            return [0.0] * len(texts)  # a malformed answer keeps the fused order (stable sort)
+
+
+def load_reranker(params: RerankParams) -> Reranker:
+    if params.name == "maxsim":
+        return MaxSimReranker()
+    if params.name == "cross-encoder":
+        return CrossEncoderReranker(params.model)
+    return LLMReranker(params.model)
+
+
+def cached_scores(conn, reranker: Reranker, query: str, texts: Sequence[str]) -> list[float]:
+    """Scores via the persistent (model, query hash, text hash) cache; only misses are scored."""
+    qh = sha256_text(query)
+    hashes = [sha256_text(t) for t in texts]
+    rows = conn.execute(
+        "SELECT text_hash, score FROM rerank_cache WHERE model = %s AND query_hash = %s AND text_hash = ANY(%s)",
+        (reranker.model_id, qh, hashes),
+    ).fetchall() if conn is not None else []
+    known = dict(rows)
+    missing = [i for i, h in enumerate(hashes) if h not in known]
+    if missing:
+        fresh = reranker.score(query, [texts[i] for i in missing])
+        for i, s in zip(missing, fresh):
+            known[hashes[i]] = s
+        if conn is not None:
+            with conn.transaction():
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO rerank_cache (model, query_hash, text_hash, score) VALUES (%s, %s, %s, %s)"
+                        " ON CONFLICT DO NOTHING",
+                        [(reranker.model_id, qh, hashes[i], known[hashes[i]]) for i in missing],
+                    )
+    return [float(known[h]) for h in hashes]
+
+
+def rerank_order(scores: Sequence[float], cutoff: int) -> list[int]:
+    """New order of positions: the first ``cutoff`` by score (ties keep fused order), rest unchanged."""
+    n = len(scores)
+    top = sorted(range(min(cutoff, n)), key=lambda i: (-scores[i], i))
+    return top + list(range(min(cutoff, n), n))

@@ -1,0 +1,1 @@
+"""Statistics over per-case metric values: bootstrap intervals, paired tests, Holm correction."""

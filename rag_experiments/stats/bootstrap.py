@@ -1,0 +1,42 @@
+"""Percentile bootstrap confidence intervals over cases (seeded, so reproducible).
+
+Resample the cases of a run with replacement ``samples`` times, take the metric's mean in
+each resample, and report the 2.5th and 97.5th percentiles (a 95% interval). Segments are
+resampled within the segment.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def bootstrap_interval(values: np.ndarray, samples: int = 1000, seed: int = 13,
+                       level: float = 0.95) -> tuple[float, float]:
+    values = np.asarray(values, dtype=float)
+    if len(values) == 0:
+        return (float("nan"), float("nan"))
+    if len(values) == 1 or samples <= 0:
+        v = float(values.mean())
+        return (v, v)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(values), size=(samples, len(values)))
+    means = values[idx].mean(axis=1)
+    alpha = (1 - level) / 2
+    return (float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
+
+
+def ci_metrics(per_case: pd.DataFrame, names: list[str], samples: int = 1000, seed: int = 13) -> dict[str, float]:
+    """``<metric>[.<segment>].ci_low`` / ``.ci_high`` for every metric, overall and per segment."""
+    out: dict[str, float] = {}
+    if per_case.empty or samples <= 0:
+        return out
+    groups: list[tuple[str, pd.DataFrame]] = [("", per_case)]
+    groups += [(f".{k}", g) for k, g in per_case.groupby("kind")]
+    groups += [(f".doc_type.{k}", g) for k, g in per_case.groupby("doc_type")]
+    for name in names:
+        for suffix, grp in groups:
+            lo, hi = bootstrap_interval(grp[name].to_numpy(), samples, seed)
+            out[f"{name}{suffix}.ci_low"] = lo
+            out[f"{name}{suffix}.ci_high"] = hi
+    return out

@@ -1,0 +1,217 @@
+"""Idempotent, incremental, transactional indexing of a corpus under one chunking strategy.
+
+* Several strategies coexist: ``strategy_id`` is a column of ``chunks``.
+* Re-running an unchanged config is a no-op (the strategy's ``content_digest`` matches).
+* A changed corpus re-chunks only the documents whose content hash changed.
+* Embeddings are cached by (model, text hash) and committed batch by batch *outside* the
+  strategy transaction: an interrupted ingest leaves no half strategy behind, yet the
+  embeddings it paid for are kept.
+* An advisory lock per strategy makes parallel sweep jobs wait for one builder instead of
+  building the same strategy twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import psycopg
+
+from .chunking import ChunkingParams, chunk_corpus, strategy_key
+from .corpus.loader import corpus_manifest
+from .embedding.base import Embedder
+from .identifiers import extract_identifiers
+from .types import Chunk, Document, sha256_text
+
+
+@dataclass(frozen=True)
+class HnswParams:
+    """pgvector HNSW build parameters (query-time ``ef_search`` is set per query)."""
+
+    m: int = 16
+    ef_construction: int = 64
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    strategy_id: str
+    corpus: str
+    n_documents: int
+    n_chunks: int
+    docs_rechunked: int
+    chunks_written: int
+    texts_embedded: int
+    embedding_cache_hits: int
+    seconds: float
+    unchanged: bool
+
+    def summary(self) -> str:
+        if self.unchanged:
+            return (f"{self.strategy_id}: unchanged ({self.n_documents} documents, {self.n_chunks} chunks) "
+                    f"in {self.seconds:.2f}s")
+        return (f"{self.strategy_id}: {self.n_documents} documents, {self.n_chunks} chunks "
+                f"({self.docs_rechunked} documents re-chunked, {self.chunks_written} chunks written, "
+                f"{self.texts_embedded} texts embedded, {self.embedding_cache_hits} embedding cache hits) "
+                f"in {self.seconds:.1f}s")
+
+
+def _lock_key(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
+
+
+def hnsw_index_name(strategy_id: str, hnsw: HnswParams) -> str:
+    return f"hnsw_{strategy_id.replace('-', '_')}_m{hnsw.m}_ef{hnsw.ef_construction}"
+
+
+def _as_array(value) -> np.ndarray:
+    """pgvector returns numpy arrays or ``Vector`` objects depending on the adapter path."""
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.asarray(value, dtype=np.float32)
+
+
+def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[str], *,
+                     progress: bool = False, batch_size: int = 256) -> tuple[np.ndarray, int]:
+    """Vectors for ``texts`` via the (model, text hash) cache; returns (vectors, cache hits)."""
+    hashes = [sha256_text(t) for t in texts]
+    found: dict[str, np.ndarray] = {}
+    unique = list(dict.fromkeys(hashes))
+    for lo in range(0, len(unique), 5000):
+        rows = conn.execute(
+            "SELECT text_hash, embedding FROM embedding_cache WHERE model = %s AND text_hash = ANY(%s)",
+            (embedder.model_id, unique[lo : lo + 5000]),
+        ).fetchall()
+        found.update({h: _as_array(v) for h, v in rows})
+    missing = [h for h in unique if h not in found]
+    by_hash = dict(zip(hashes, texts))
+    bar = None
+    if progress and missing:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(missing), desc="embedding", unit="text")
+    for lo in range(0, len(missing), batch_size):
+        batch = missing[lo : lo + batch_size]
+        vecs = embedder.embed([by_hash[h] for h in batch])
+        with conn.transaction():
+            with conn.cursor().copy("COPY embedding_cache (model, text_hash, embedding) FROM STDIN") as cp:
+                for h, v in zip(batch, vecs):
+                    cp.write_row((embedder.model_id, h, v))
+        found.update(zip(batch, vecs))
+        if bar is not None:
+            bar.update(len(batch))
+    if bar is not None:
+        bar.close()
+    hits = len(unique) - len(missing)
+    if not texts:
+        return np.zeros((0, embedder.dim), dtype=np.float32), 0
+    return np.stack([found[h] for h in hashes]), hits
+
+
+def ingest(conn: psycopg.Connection, docs: list[Document], params: ChunkingParams, embedder: Embedder,
+           hnsw: HnswParams = HnswParams(), *, progress: bool = False) -> IngestReport:
+    """Make the strategy for (corpus, params, embedder) match ``docs``; do no more work than needed."""
+    t0 = time.perf_counter()
+    corpus = docs[0].corpus if docs else "empty"
+    key = strategy_key(corpus, params, embedder.model_id)
+    manifest = corpus_manifest(docs)
+    index_name = hnsw_index_name(key, hnsw)
+
+    def current() -> tuple | None:
+        return conn.execute(
+            "SELECT content_digest, n_chunks FROM strategies WHERE strategy_id = %s", (key,)
+        ).fetchone()
+
+    def has_index() -> bool:
+        return conn.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", (index_name,)).fetchone() is not None
+
+    row = current()
+    if row and row[0] == manifest["digest"] and has_index():
+        return IngestReport(key, corpus, len(docs), row[1], 0, 0, 0, 0, time.perf_counter() - t0, True)
+
+    existing = dict(conn.execute(
+        "SELECT doc_id, min(doc_hash) FROM chunks WHERE strategy_id = %s GROUP BY doc_id", (key,)
+    ).fetchall()) if row else {}
+    changed = [d for d in docs if existing.get(d.doc_id) != d.content_hash]
+    gone = set(existing) - {d.doc_id for d in docs}
+    chunks: list[Chunk] = chunk_corpus(changed, params, embedder, key, progress=progress)
+    vectors, cache_hits = embed_with_cache(conn, embedder, [c.indexed_text for c in chunks], progress=progress)
+    by_id = {d.doc_id: d for d in docs}
+
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(key),))
+        row = current()
+        if row and row[0] == manifest["digest"] and has_index():  # a parallel job built it meanwhile
+            return IngestReport(key, corpus, len(docs), row[1], 0, 0, 0, cache_hits,
+                                time.perf_counter() - t0, True)
+        _upsert_documents(conn, docs, corpus)
+        conn.execute(
+            "INSERT INTO strategies (strategy_id, corpus, chunker, params, embedding_model, dim, content_digest, n_chunks)"
+            " VALUES (%s, %s, %s, %s, %s, %s, '', 0)"
+            " ON CONFLICT (strategy_id) DO NOTHING",
+            (key, corpus, params.name, json.dumps(asdict(params)), embedder.model_id, embedder.dim),
+        )
+        stale = [d.doc_id for d in changed] + sorted(gone)
+        if stale:
+            conn.execute("DELETE FROM chunks WHERE strategy_id = %s AND doc_id = ANY(%s)", (key, stale))
+        with conn.cursor().copy(
+            "COPY chunks (strategy_id, chunk_id, doc_id, doc_hash, source_uri, doc_type, ordinal, start_char,"
+            " end_char, n_tokens, text, indexed_text, text_hash, identifiers, embedding) FROM STDIN"
+        ) as cp:
+            for c, v in zip(chunks, vectors):
+                d = by_id[c.doc_id]
+                cp.write_row((key, c.chunk_id, c.doc_id, d.content_hash, d.source_uri, d.doc_type, c.ordinal,
+                              c.start, c.end, c.n_tokens, c.text, c.indexed_text, sha256_text(c.indexed_text),
+                              extract_identifiers(c.indexed_text), v))
+        n_chunks = conn.execute("SELECT count(*) FROM chunks WHERE strategy_id = %s", (key,)).fetchone()[0]
+        conn.execute("UPDATE strategies SET content_digest = %s, n_chunks = %s, built_at = now() WHERE strategy_id = %s",
+                     (manifest["digest"], n_chunks, key))
+        _ensure_hnsw_index(conn, key, embedder.dim, hnsw)
+    conn.execute("ANALYZE chunks")
+    return IngestReport(key, corpus, len(docs), n_chunks, len(changed), len(chunks),
+                        len(chunks) - cache_hits if chunks else 0, cache_hits, time.perf_counter() - t0, False)
+
+
+def _upsert_documents(conn: psycopg.Connection, docs: list[Document], corpus: str) -> None:
+    stored = dict(conn.execute("SELECT doc_id, content_hash FROM documents WHERE corpus = %s", (corpus,)).fetchall())
+    for d in docs:
+        if stored.get(d.doc_id) != d.content_hash:
+            conn.execute(
+                "INSERT INTO documents (corpus, doc_id, source_uri, title, doc_type, text, content_hash)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (corpus, doc_id) DO UPDATE SET source_uri = EXCLUDED.source_uri,"
+                " title = EXCLUDED.title, doc_type = EXCLUDED.doc_type, text = EXCLUDED.text,"
+                " content_hash = EXCLUDED.content_hash",
+                (corpus, d.doc_id, d.source_uri, d.title, d.doc_type, d.text, d.content_hash),
+            )
+    gone = set(stored) - {d.doc_id for d in docs}
+    if gone:
+        conn.execute("DELETE FROM documents WHERE corpus = %s AND doc_id = ANY(%s)", (corpus, sorted(gone)))
+
+
+def _ensure_hnsw_index(conn: psycopg.Connection, key: str, dim: int, hnsw: HnswParams) -> None:
+    """A partial HNSW index per strategy: each strategy may use a model of another dimension."""
+    name = hnsw_index_name(key, hnsw)
+    prefix = f"hnsw_{key.replace('-', '_')}_"
+    for (other,) in conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE %s", (prefix + "%",)):
+        if other != name:
+            conn.execute(f'DROP INDEX IF EXISTS "{other}"')  # name built from our own hex key
+    # DDL cannot take bind parameters; every interpolated value is an int or our hex strategy id.
+    assert all(ch.isalnum() or ch in "-_" for ch in key)
+    conn.execute(
+        f'CREATE INDEX IF NOT EXISTS "{name}" ON chunks USING hnsw ((embedding::vector({int(dim)})) vector_cosine_ops)'
+        f" WITH (m = {int(hnsw.m)}, ef_construction = {int(hnsw.ef_construction)}) WHERE strategy_id = '{key}'"
+    )
+
+
+def strategy_info(conn: psycopg.Connection, strategy_id: str) -> dict:
+    row = conn.execute(
+        "SELECT strategy_id, corpus, chunker, params, embedding_model, dim, content_digest, n_chunks"
+        " FROM strategies WHERE strategy_id = %s", (strategy_id,),
+    ).fetchone()
+    if row is None:
+        return {}
+    keys = ["strategy_id", "corpus", "chunker", "params", "embedding_model", "dim", "content_digest", "n_chunks"]
+    return dict(zip(keys, row))

@@ -1,0 +1,1 @@
+"""Tracking: MLflow logging, the Hydra sweep callback, plots, comparison and promotion."""

@@ -1,0 +1,84 @@
+"""One MLflow parent run per Hydra multirun, with every sweep point as a nested child.
+
+``on_multirun_start`` creates the parent and publishes its id in the environment (same-process
+launchers, and joblib/loky workers spawned afterwards inherit it) and in
+``<sweep dir>/mlflow_parent_run_id`` (for launchers on other machines). ``on_multirun_end``
+closes it: FAILED if any child failed or is missing, else FINISHED. A job that crashes marks its
+own child FAILED (see :mod:`rag_experiments.pipeline`), and an ``atexit`` guard closes a parent
+left RUNNING if Hydra aborts the sweep, so no run stays RUNNING forever.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from .mlflow_run import PARENT_ENV, setup
+
+
+class MlflowSweepCallback(Callback):
+    def __init__(self) -> None:
+        self.parent_id: str | None = None
+        self.n_jobs = 0
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if not config.tracking.enabled:
+            return
+        import mlflow
+        from mlflow.tracking import MlflowClient
+
+        exp_id = setup(config.tracking.uri, config.tracking.experiment)
+        overrides = list(config.hydra.overrides.task)
+        sweep = {k: str(v) for k, v in (config.hydra.sweeper.get("params") or {}).items()}
+        name = "sweep " + " ".join(f"{k}={v}" for k, v in sweep.items()) if sweep else "sweep"
+        client = MlflowClient()
+        run = client.create_run(exp_id, run_name=name[:240], tags={
+            "sweep": "parent", "sweep_overrides": " ".join(overrides)[:5000],
+            "sweep_params": str(sweep)[:5000]})
+        self.parent_id = run.info.run_id
+        os.environ[PARENT_ENV] = self.parent_id
+        sweep_dir = Path(config.hydra.sweep.dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        (sweep_dir / "mlflow_parent_run_id").write_text(self.parent_id + "\n")
+        atexit.register(self._close_if_running)
+        del mlflow
+
+    def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
+        self.n_jobs += 1
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        self._finish()
+
+    def _finish(self) -> None:
+        if not self.parent_id:
+            return
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient()
+        parent = client.get_run(self.parent_id)
+        children = client.search_runs([parent.info.experiment_id],
+                                      filter_string=f"tags.mlflow.parentRunId = '{self.parent_id}'")
+        statuses = [c.info.status for c in children]
+        failed = any(s != "FINISHED" for s in statuses) or len(children) < self.n_jobs
+        client.set_tag(self.parent_id, "children", str(len(children)))
+        client.set_tag(self.parent_id, "children_failed", str(sum(s != "FINISHED" for s in statuses)))
+        client.set_terminated(self.parent_id, status="FAILED" if failed else "FINISHED")
+        os.environ.pop(PARENT_ENV, None)
+        self.parent_id = None
+
+    def _close_if_running(self) -> None:
+        if self.parent_id:
+            try:
+                from mlflow.tracking import MlflowClient
+
+                client = MlflowClient()
+                client.set_tag(self.parent_id, "aborted", "true")
+                client.set_terminated(self.parent_id, status="FAILED")
+            except Exception:  # noqa: BLE001 - best effort at interpreter exit
+                pass
+            self.parent_id = None

@@ -1,0 +1,182 @@
+"""Everything a run logs to MLflow, in one place.
+
+Per run: the resolved config as flattened params and as a YAML artifact (secrets redacted),
+every metric (MLflow rejects ``@``: ``recall_at_5``, ``recall_at_5.exact``), the per-case
+table (``mlflow.log_table``), the golden set and the corpus as input datasets whose digests are
+the golden file's sha256 and the corpus manifest digest, git commit and dirty flag, and tags
+for variant, strategy and label validation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..config import project_root
+from ..db.connect import redact_url
+
+PARENT_ENV = "RAG_EXP_PARENT_RUN_ID"
+_SECRET_KEY = re.compile(r"(api[_-]?key|password|secret|token)", re.I)
+
+
+def tracking_uri(explicit: str | None = None) -> str:
+    """Explicit > $MLFLOW_TRACKING_URI > sqlite:///<project>/mlruns/mlflow.db (absolute, so
+    Hydra's per-job folders never scatter runs)."""
+    uri = explicit or os.environ.get("MLFLOW_TRACKING_URI")
+    if uri:
+        return uri
+    root = project_root() / "mlruns"
+    root.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{root / 'mlflow.db'}"
+
+
+def artifact_root() -> str:
+    return (project_root() / "mlruns" / "artifacts").as_uri()
+
+
+def setup(uri: str | None, experiment: str) -> str:
+    """Point MLflow at the store and make sure the experiment exists; return its id."""
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri(uri))
+    exp = mlflow.get_experiment_by_name(experiment)
+    if exp is not None:
+        return exp.experiment_id
+    location = None if (uri or os.environ.get("MLFLOW_TRACKING_URI")) else artifact_root()
+    try:
+        return mlflow.create_experiment(experiment, artifact_location=location)
+    except Exception:  # noqa: BLE001 - a parallel job created it first
+        exp = mlflow.get_experiment_by_name(experiment)
+        if exp is None:
+            raise
+        return exp.experiment_id
+
+
+def redact(obj: Any, key: str = "") -> Any:
+    """Config with secrets removed: API keys/passwords blanked, DB URL passwords masked."""
+    if isinstance(obj, dict):
+        return {k: redact(v, k) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact(v, key) for v in obj]
+    if isinstance(obj, str):
+        if _SECRET_KEY.search(key) and obj:
+            return "***"
+        if "://" in obj:
+            return redact_url(obj)
+    return obj
+
+
+def flatten(obj: Any, prefix: str = "") -> dict[str, str]:
+    out: dict[str, str] = {}
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.update(flatten(v, f"{prefix}{k}."))
+    else:
+        out[prefix[:-1]] = json.dumps(obj) if isinstance(obj, (list, dict)) else str(obj)
+    return out
+
+
+def git_state() -> dict[str, str]:
+    root = project_root()
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                                timeout=5).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return {"git_commit": "unknown", "git_dirty": "unknown"}
+    return {"git_commit": commit or "unknown", "git_dirty": str(bool(dirty)).lower()}
+
+
+def per_case_for_mlflow(per_case: pd.DataFrame) -> pd.DataFrame:
+    """The per-case table as logged: list columns stay lists (log_table writes JSON)."""
+    return per_case.copy()
+
+
+def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tags: dict[str, str] | None = None,
+                   plots: bool = True, log_per_case: bool = True, judge_validation: dict | None = None,
+                   ci: dict | None = None) -> str:
+    """Log one finished experiment as an MLflow run (a child when a sweep parent exists)."""
+    import mlflow
+
+    s = result.settings
+    setup(s.tracking.get("uri"), s.tracking.get("experiment", "rag-experiments"))
+    safe_config = redact(config_dict)
+    tags = {
+        "variant": s.retrieval.variant,
+        "strategy": result.strategy["strategy_id"],
+        "chunking": s.chunking.name,
+        "embedding_model": result.embedding_model,
+        "golden_set": Path(s.golden_path).name,
+        "golden_sha256": result.golden.digest,
+        "corpus_digest": result.corpus_manifest["digest"],
+        "eval_level": s.eval_level,
+        **git_state(),
+    }
+    if judge_validation is not None:
+        tags["labels_validated"] = str(bool(judge_validation.get("validated"))).lower()
+    parent = os.environ.get(PARENT_ENV)
+    if parent:
+        tags["mlflow.parentRunId"] = parent
+    tags.update(extra_tags or {})
+    with warnings.catch_warnings(), mlflow.start_run(run_name=run_name, tags=tags) as run:
+        # MLflow warns about dataset-source ambiguity and integer schema columns: noise here
+        warnings.simplefilter("ignore", UserWarning)
+        params = flatten(safe_config)
+        items = list(params.items())
+        for lo in range(0, len(items), 90):  # MLflow caps a log_params batch at 100
+            mlflow.log_params(dict(items[lo : lo + 90]))
+        mlflow.log_text(_to_yaml(safe_config), "config.yaml")
+        metrics = {k: v for k, v in result.eval.metrics.items()}
+        metrics.update({f"time.{k}": v for k, v in result.timings.items()})
+        metrics.update({f"cache.{k}": float(v) for k, v in result.cache.items()})
+        metrics.update({f"golden.anchors.{k}": float(v) for k, v in result.golden.anchor_counts().items()})
+        metrics["golden.excluded_all_stale"] = float(len(result.eval.excluded))
+        if ci:
+            metrics.update(ci)
+        mlflow.log_metrics(metrics)
+        _log_datasets(result)
+        if log_per_case and not result.eval.per_case.empty:
+            mlflow.log_table(per_case_for_mlflow(result.eval.per_case), artifact_file="per_case.json")
+        if result.eval.excluded:
+            mlflow.log_dict({"all_stale_cases": list(result.eval.excluded)}, "golden_excluded.json")
+        mlflow.log_dict(result.corpus_manifest, "corpus_manifest.json")
+        if judge_validation is not None:
+            mlflow.log_dict(judge_validation, "judge_validation.json")
+        if plots and not result.eval.per_case.empty:
+            from .plots import log_run_plots
+
+            log_run_plots(result.eval.per_case)
+        return run.info.run_id
+
+
+def _log_datasets(result) -> None:
+    import mlflow
+
+    golden_df = pd.DataFrame([
+        {"case_id": c.case_id, "query": c.query, "kind": c.kind, "doc_type": c.doc_type,
+         "n_relevant": len(c.relevant)} for c in result.golden.cases
+    ])
+    golden_ds = mlflow.data.from_pandas(golden_df, source=str(result.golden.path),
+                                        name=f"golden:{Path(result.golden.path).stem}",
+                                        digest=result.golden.digest[:36])
+    mlflow.log_input(golden_ds, context="golden")
+    docs = result.corpus_manifest["documents"]
+    corpus_df = pd.DataFrame({"doc_id": list(docs), "content_hash": list(docs.values())})
+    corpus_ds = mlflow.data.from_pandas(corpus_df, source=str(result.settings.corpus_path),
+                                        name=f"corpus:{result.strategy['corpus']}",
+                                        digest=result.corpus_manifest["digest"][:36])
+    mlflow.log_input(corpus_ds, context="corpus")
+
+
+def _to_yaml(obj: dict) -> str:
+    import yaml
+
+    return yaml.safe_dump(obj, sort_keys=False)

