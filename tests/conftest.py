@@ -8,7 +8,9 @@ The server is an embedded one started from the wheel in a temp folder, or, when
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -28,8 +30,27 @@ def _with_db(url: str, name: str) -> str:
     return make_conninfo(**params)
 
 
+def server_folder() -> Path:
+    """A folder for an embedded server's data, outside pytest's tmp tree.
+
+    As root, PostgreSQL runs as a separate system user that must traverse the parents of
+    its data folder; pytest keeps its tmp root at mode 0700 (and resets it when another
+    pytest session starts), so the data folder lives in its own world-traversable folder.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="rag-exp-pg-", dir="/tmp"))
+    folder.chmod(0o755)
+    return folder
+
+
+@pytest.fixture
+def pg_folder():
+    folder = server_folder()
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory):
+def pg_server():
     """(admin url, EmbeddedPostgres or None)."""
     external = os.environ.get("DATABASE_URL")
     if external:
@@ -37,10 +58,12 @@ def pg_server(tmp_path_factory):
         return
     from rag_experiments.db.embedded import EmbeddedPostgres
 
-    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg") / "pgdata")
+    folder = server_folder()
+    server = EmbeddedPostgres(folder / "pgdata")
     server.ensure_running()
     yield server.url("postgres"), server
     server.stop()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

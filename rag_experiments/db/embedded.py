@@ -82,6 +82,8 @@ class LockInfo:
 
 def is_our_postmaster(pgdata: Path, info: LockInfo) -> bool:
     """True when ``info.pid`` is a live postgres serving ``pgdata`` (never trust the pid alone)."""
+    if info.pid <= 0:  # a standalone backend (e.g. initdb's bootstrap) writes a negative pid
+        return False
     try:
         proc = psutil.Process(info.pid)
         name = proc.name()

@@ -1,0 +1,32 @@
+# Two commands on a fresh machine (Python >= 3.11):
+#   make run    set up, then run the default experiment end to end (embedded defaults)
+#   make test   set up, then run the test suite (real PostgreSQL + pgvector, real MLflow store)
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+
+.PHONY: setup run test bench ui clean-db
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test,sweep]'
+	touch $@
+
+run: setup
+	$(BIN)/python run.py
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+bench: setup
+	$(BIN)/python -m rag_experiments.bench
+
+ui: setup
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlruns/mlflow.db --workers 1
+
+clean-db:
+	-$(BIN)/rag-exp db stop
+	rm -rf .rag-exp

@@ -1,0 +1,379 @@
+"""``rag-exp golden``: build, label, check and inspect the append-only golden set.
+
+generate / label / add read the corpus through ``rag_experiments.app.open_retriever`` (imported
+lazily: the database is only touched by the commands that need it); ``--set KEY=VALUE`` is passed
+through as Hydra overrides (``--set retrieval=hybrid``, ``--set chunking.max_tokens=256``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, UserError
+
+DEFAULT_GOLDEN = "experiments/golden/golden.jsonl"
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "golden", help="build, label, spot-check and inspect the golden set",
+        description="The golden set is an append-only JSONL file (hash-chained, with a manifest): "
+        "cases with evidence spans, judgements, retirements. Its sha256 is the golden-set version "
+        "every run records.")
+    sub = p.add_subparsers(dest="golden_command", metavar="SUBCOMMAND")
+    p.set_defaults(func=lambda args: (p.print_help(), 1)[1])
+
+    def golden_arg(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--golden", default=DEFAULT_GOLDEN, metavar="PATH",
+                        help=f"golden-set file (default: {DEFAULT_GOLDEN})")
+
+    def overrides_arg(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="Hydra override for the retriever/corpus config, repeatable "
+                        "(e.g. --set retrieval=hybrid --set chunking.max_tokens=256)")
+
+    def llm_args(sp: argparse.ArgumentParser, concurrency_default: int = 4) -> None:
+        from ..llm import DEFAULT_MAX_RETRIES, DEFAULT_MODEL
+
+        g = sp.add_argument_group("LLM (needs ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL optional)")
+        g.add_argument("--model", default=DEFAULT_MODEL, help=f"Claude model (default: {DEFAULT_MODEL})")
+        g.add_argument("--price", metavar="IN,OUT", help="USD per million input,output tokens, for a model "
+                       "missing from the built-in price table")
+        g.add_argument("--concurrency", type=int, default=concurrency_default,
+                       help=f"parallel requests (default: {concurrency_default})")
+        g.add_argument("--max-retries", type=int, default=DEFAULT_MAX_RETRIES,
+                       help=f"SDK retries on 429/529/5xx/timeouts, with backoff (default: {DEFAULT_MAX_RETRIES})")
+        g.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default: 60)")
+        g.add_argument("--batch", action="store_true",
+                       help="use the Message Batches API (half price, up to 24 h); the batch id is "
+                       "checkpointed, so rerunning resumes polling instead of resubmitting")
+        g.add_argument("--poll-interval", type=float, default=30.0, help="seconds between batch polls (default: 30)")
+        g.add_argument("--poll-timeout", type=float, default=None,
+                       help="stop polling after this many seconds (rerun later to resume); default: wait")
+        g.add_argument("--retry-malformed", action="store_true",
+                       help="ask again for items whose earlier answer was unusable (malformed JSON)")
+        g.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation of the cost estimate")
+
+    sp = sub.add_parser(
+        "generate", help="generate question cases from a stratified sample of chunks (LLM)",
+        description="Sample chunks (stratified over doc type x token-count bucket, boilerplate "
+        "skipped), ask the model for a paraphrase and an exact-identifier question per chunk, "
+        "validate strictly, append `case` records. Resumable: outcomes are checkpointed in "
+        "<golden stem>.generate.log.jsonl; a rerun never asks again for a finished chunk. "
+        "Shows a cost estimate and asks before spending.")
+    golden_arg(sp)
+    sp.add_argument("-n", "--n", type=int, default=150, help="chunks to sample (default: 150)")
+    sp.add_argument("--seed", type=int, default=13, help="sampling seed (default: 13)")
+    sp.add_argument("--dry-run", action="store_true", help="show the sample and the estimate, call nothing")
+    llm_args(sp)
+    overrides_arg(sp)
+    sp.set_defaults(func=cmd_generate)
+
+    sp = sub.add_parser(
+        "label", help="judge the top-k retrieved passages of every case (LLM, pooling)",
+        description="For each case, retrieve the top k, skip hits that already cover the case's "
+        "evidence (>= 50% of a span) or overlap a span already judged for it, and ask the judge "
+        "YES / PART / NO. Appends `judgement` records. Resumable via <golden stem>.label.log.jsonl.")
+    golden_arg(sp)
+    sp.add_argument("-k", type=int, default=20, help="hits per case to judge (default: 20)")
+    sp.add_argument("--dry-run", action="store_true", help="show the pairs to judge and the estimate, call nothing")
+    llm_args(sp)
+    overrides_arg(sp)
+    sp.set_defaults(func=cmd_label)
+
+    sp = sub.add_parser(
+        "spotcheck", help="check the LLM judge by hand: agreement and Cohen's kappa",
+        description="Shows seeded-random LLM-judged (question, passage) pairs with the verdict "
+        "hidden; answer y(es) / p(art) / n(o), s to skip, q to quit. Each answer is saved at once "
+        "to experiments/spotcheck/<golden stem>.jsonl (not the golden set). The judge is validated "
+        "with >= 30 pairs and <= 10% disagreement. Reads answers from stdin (pipes work).")
+    golden_arg(sp)
+    sp.add_argument("-n", "--n", type=int, default=30, help="pairs to check in total (default: 30)")
+    sp.add_argument("--seed", type=int, default=7, help="pair-order seed (default: 7)")
+    sp.add_argument("--author", help="who answers (default: $USER)")
+    sp.add_argument("--report", action="store_true", help="only print the agreement report")
+    sp.set_defaults(func=cmd_spotcheck)
+
+    sp = sub.add_parser(
+        "add", help="add a production failure as a case (kind 'production')",
+        description="The expected evidence is a chunk id (--chunk-id) or a document and a quoted "
+        "passage (--source-uri with --quote or --quote-file) that must occur exactly once in the "
+        "document text (whitespace differences are tolerated and reported).")
+    golden_arg(sp)
+    sp.add_argument("--query", required=True, help="the user's query, as asked in production")
+    src = sp.add_mutually_exclusive_group(required=True)
+    src.add_argument("--chunk-id", help="a chunk of the configured chunking strategy that answers the query")
+    src.add_argument("--source-uri", help="the document that answers the query (with --quote/--quote-file)")
+    q = sp.add_mutually_exclusive_group()
+    q.add_argument("--quote", help="the passage of that document that answers the query")
+    q.add_argument("--quote-file", type=Path, help="read the passage from this file ('-' = stdin)")
+    sp.add_argument("--author", help="who adds it (default: $USER)")
+    sp.add_argument("--note", help="free text kept in the provenance, e.g. the incident or ticket")
+    overrides_arg(sp)
+    sp.set_defaults(func=cmd_add)
+
+    sp = sub.add_parser("verify", help="check the hash chain and manifest; print counts",
+                        description="Reads the whole file, checking every line's hash chain and "
+                        "the manifest (edits, insertions, truncation are reported by line).")
+    golden_arg(sp)
+    sp.set_defaults(func=cmd_verify)
+
+    sp = sub.add_parser("stats", help="counts by kind, doc type, verdict and judge; judge validation",
+                        description="Counts of cases by kind and doc type, judgements by verdict and "
+                        "by judge, and whether the LLM judge is validated by spot-checks.")
+    golden_arg(sp)
+    sp.set_defaults(func=cmd_stats)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _say(console: Any, *objects: Any, **kwargs: Any) -> None:
+    """Print without markup: paths, queries and API messages may contain [brackets]."""
+    console.print(*objects, markup=False, **kwargs)
+
+
+def _open_session(overrides: list[str]) -> Any:
+    from ..app import open_retriever  # lazy: the database is only needed here
+
+    return open_retriever(overrides or None)
+
+
+def _price(args: argparse.Namespace) -> Any:
+    from ..llm import Price
+
+    if not args.price:
+        return None
+    try:
+        inp, out = (float(x) for x in args.price.split(","))
+    except ValueError:
+        raise ConfigError(f"--price: expected IN,OUT in USD per million tokens, got {args.price!r}") from None
+    return Price(inp, out)
+
+
+def _check_llm_args(args: argparse.Namespace) -> None:
+    if args.concurrency < 1:
+        raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
+    if args.max_retries < 0:
+        raise ConfigError(f"--max-retries must be >= 0, got {args.max_retries}")
+
+
+def _confirm(console: Any, estimate: Any, yes: bool) -> bool:
+    _say(console, f"Estimate: {estimate.describe()}")
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        raise UserError("not confirming the cost without a terminal", hint="pass --yes to proceed non-interactively")
+    answer = input("Proceed? [y/N] ").strip().lower()
+    if answer not in ("y", "yes"):
+        _say(console, "cancelled; nothing was sent")
+        return False
+    return True
+
+
+def _client(args: argparse.Namespace) -> Any:
+    from ..llm import make_client
+
+    return make_client(max_retries=args.max_retries, timeout=args.timeout)
+
+
+def _progress(total: int, label: str) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    task = progress.add_task(label, total=total)
+    return progress, (lambda entry: progress.advance(task))
+
+
+def _usage_line(report: Any, model: str) -> str:
+    u = report.usage + report.batch_usage
+    cost = "unknown (no price for this model; pass --price)" if report.cost_usd is None else f"${report.cost_usd:.4f}"
+    return (f"Usage: {u.requests} responses, {u.input_tokens:,} input + {u.output_tokens:,} output tokens "
+            f"on {model}; cost {cost}")
+
+
+def _counter_line(counter: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counter.items())) or "none"
+
+
+# -- commands ----------------------------------------------------------------------------------
+def cmd_generate(args: argparse.Namespace) -> int:
+    from ..golden.generate import plan_generation, run_generation
+
+    _check_llm_args(args)
+    console = _console()
+    price = _price(args)
+    session = _open_session(args.overrides)
+    try:
+        chunks = session.chunks()
+    finally:
+        session.close()
+    plan = plan_generation(chunks, args.golden, n=args.n, seed=args.seed, model=args.model, batch=args.batch,
+                           retry_failed=args.retry_malformed, price=price)
+    s = plan.sample
+    _say(console, f"{len(chunks)} chunks; skipped as boilerplate: {_counter_line(s.skipped)}")
+    _say(console, f"sampled {len(s.chunks)} over {len(s.strata)} strata (doc type x tokens): "
+                  + ", ".join(f"{d}/{b} {t}/{e}" for (d, b), (e, t) in s.strata.items()))
+    _say(console, f"already done (checkpoint {plan.checkpoint_path}): {plan.already_done}; "
+                  f"in open batches: {plan.in_open_batches}; to send: {len(plan.pending)}")
+    if args.dry_run:
+        _say(console, f"Estimate: {plan.estimate.describe()}")
+        return 0
+    client = None
+    if plan.pending or plan.in_open_batches:
+        if plan.pending and not _confirm(console, plan.estimate, args.yes):
+            return 1
+        client = _client(args)
+    progress, tick = _progress(len(plan.pending) + plan.in_open_batches, "generating")
+    with progress:
+        report = run_generation(plan, client, concurrency=args.concurrency, on_progress=tick,
+                                poll_interval=args.poll_interval, poll_timeout=args.poll_timeout, price=price)
+    _say(console, f"Chunks answered: {report.processed}, API errors (retried on rerun): {report.api_errors}; "
+                  f"cases appended: {report.cases_appended} (+{report.cases_reconciled} from the checkpoint), "
+                  f"already present: {report.cases_already_present}")
+    _say(console, f"Validation: {_counter_line(dict(report.problems))}")
+    for err in report.errors[:5]:
+        _say(console, f"  error: {err}")
+    _say(console, _usage_line(report, args.model))
+    return 0 if not report.api_errors else 3
+
+
+def cmd_label(args: argparse.Namespace) -> int:
+    from ..golden.label import plan_labelling, run_labelling
+
+    _check_llm_args(args)
+    if args.k < 1:
+        raise ConfigError(f"-k must be >= 1, got {args.k}")
+    console = _console()
+    price = _price(args)
+    session = _open_session(args.overrides)
+    try:
+        plan = plan_labelling(args.golden, lambda q: session.search(q, args.k), k=args.k, model=args.model,
+                              batch=args.batch, retry_failed=args.retry_malformed, price=price)
+    finally:
+        session.close()
+    _say(console, f"{plan.cases} cases, {len(plan.jobs)} (case, passage) pairs to judge; skipped: "
+                  f"{_counter_line(plan.skipped)}")
+    _say(console, f"already judged (checkpoint {plan.checkpoint_path}): {plan.already_done}; "
+                  f"in open batches: {plan.in_open_batches}; to send: {len(plan.pending)}")
+    if args.dry_run:
+        _say(console, f"Estimate: {plan.estimate.describe()}")
+        return 0
+    client = None
+    if plan.pending or plan.in_open_batches:
+        if plan.pending and not _confirm(console, plan.estimate, args.yes):
+            return 1
+        client = _client(args)
+    progress, tick = _progress(len(plan.pending) + plan.in_open_batches, "judging")
+    with progress:
+        report = run_labelling(plan, client, concurrency=args.concurrency, on_progress=tick,
+                               poll_interval=args.poll_interval, poll_timeout=args.poll_timeout, price=price)
+    _say(console, f"Pairs judged: {report.processed}, API errors (retried on rerun): {report.api_errors}; "
+                  f"judgements appended: {report.judgements_appended} (+{report.judgements_reconciled} from the "
+                  f"checkpoint)")
+    _say(console, f"Outcomes: {_counter_line(dict(report.problems))}")
+    for err in report.errors[:5]:
+        _say(console, f"  error: {err}")
+    _say(console, _usage_line(report, args.model))
+    return 0 if not report.api_errors else 3
+
+
+def cmd_spotcheck(args: argparse.Namespace) -> int:
+    from ..golden.spotcheck import judge_validation, print_report, run_spotcheck
+
+    console = _console()
+    if args.report:
+        print_report(judge_validation(args.golden), console)
+        return 0
+    run_spotcheck(args.golden, n=args.n, seed=args.seed, author=args.author, console=console)
+    return 0
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    from ..golden.add import add_production_case
+
+    quote = args.quote
+    if args.quote_file is not None:
+        quote = sys.stdin.read() if str(args.quote_file) == "-" else args.quote_file.read_text(encoding="utf-8")
+    if args.source_uri and not quote:
+        raise UserError("--source-uri needs --quote or --quote-file")
+    if args.chunk_id and quote:
+        raise UserError("--quote/--quote-file go with --source-uri, not with --chunk-id")
+    session = _open_session(args.overrides)
+    try:
+        result = add_production_case(args.golden, args.query, chunk_id=args.chunk_id, source_uri=args.source_uri,
+                                     quote=quote, chunk_lookup=session.chunk, doc_lookup=session.document,
+                                     author=args.author, note=args.note)
+    finally:
+        session.close()
+    ev = result.record["evidence"][0]
+    how = {"chunk": "the chunk's span", "exact": "quote found verbatim",
+           "whitespace": "quote found with whitespace differences (the stored quote is the document's text)"}
+    console = _console()
+    _say(console, f"added case {result.record['id']} ({ev['source_uri']} chars {ev['start']}..{ev['end']}; "
+                  f"{how[result.located]})")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from ..golden.store import GoldenFile
+
+    gf = GoldenFile(args.golden)
+    records = gf.read()
+    counts = Counter(r["type"] for r in records)
+    manifest = "checked" if gf.manifest_path.exists() else "missing (only the chain was checked)"
+    print(f"{gf.path}: OK, {len(records)} records ({_counter_line(dict(counts))}); manifest {manifest}")
+    print(f"sha256 (golden-set version): {gf.digest()}")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from ..golden.resolve import load_golden
+    from ..golden.spotcheck import judge_validation
+
+    console = _console()
+    golden = load_golden(args.golden)
+    records = golden.records
+    cases = [r for r in records if r["type"] == "case"]
+    retired = {r["target"] for r in records if r["type"] == "retire"}
+    judgements = [r for r in records if r["type"] == "judgement"]
+    _say(console, f"{golden.path}  sha256 {golden.digest}")
+    _say(console, f"cases: {len(cases)} ({len(retired)} retired, {len(golden.scorable)} scorable); "
+                  f"judgements: {len(judgements)}; anchors: {_counter_line(golden.anchor_counts())}")
+
+    def table(title: str, counter: Counter, *cols: str) -> None:
+        from rich.text import Text
+
+        t = Table(title=title)
+        for c in cols:
+            t.add_column(c)
+        t.add_column("n", justify="right")
+        for key, n in sorted(counter.items()):
+            t.add_row(*(Text(str(k)) for k in (key if isinstance(key, tuple) else (key,))), str(n))
+        _say(console, t)
+
+    live = [r for r in cases if r["id"] not in retired]
+    table("cases by kind", Counter(r["kind"] for r in live), "kind")
+    table("cases by doc type", Counter(r["doc_type"] for r in live), "doc type")
+    table("judgements by verdict", Counter(r["verdict"] for r in judgements), "verdict")
+    table("judgements by judge", golden.judges(), "kind", "model / name", "prompt version")
+    v = judge_validation(args.golden)
+    if v["judge_model"] is None:
+        _say(console, "judge validation: no LLM judgements")
+    else:
+        kappa = "undefined" if v["kappa"] is None else f"{v['kappa']:.3f}"
+        agreement = "n/a" if v["agreement"] is None else f"{v['agreement']:.1%}"
+        _say(console, f"judge validation ({v['judge_model']} / {v['judge_prompt_version']}): "
+                      f"{'VALIDATED' if v['validated'] else 'not validated'}; {v['n']} spot-checked pairs "
+                      f"(need {v['min_pairs']}), agreement {agreement}, kappa {kappa}")
+    return 0

@@ -1,0 +1,256 @@
+"""Label retrieved passages with an LLM judge (pooling), resumably.
+
+For each case, the top-k hits of a retriever are judged (YES / PART / NO) unless:
+
+* the hit already covers the case's known relevant evidence (:func:`covers`: same document and
+  the hit covers at least half of an evidence span; the same rule evaluation uses to call a
+  retrieved chunk relevant), or
+* a span overlapping it was already judged for this case (:func:`already_judged`: same document
+  and the overlap is at least half of the shorter of the two spans), in the golden set, in the
+  checkpoint, or earlier in this run. A (case, span) pair is never judged twice.
+
+Each verdict is appended as a ``judgement`` record (span = the hit's text span with its quote and
+document hash; ``judge = {kind: llm, model, prompt_version}``). Outcomes are checkpointed in
+``<golden stem>.label.log.jsonl`` first (see :mod:`.generate` for the resume rules); malformed
+judge answers are counted and skipped, never fatal.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .. import llm
+from ..errors import GoldenSetError
+from .generate import (Checkpoint, GoldenAppender, Job, JobRunner, _fill_usage, checkpoint_path,
+                       jobs_in_open_batches, pending_jobs, read_state)
+from .records import VERDICTS, new_id
+from .resolve import load_golden
+from .store import GoldenFile
+
+PROMPT_VERSION = "judge-v1"
+MIN_COVERAGE = 0.5
+EXPECTED_OUTPUT_TOKENS = 60  # per verdict, for the cost estimate
+
+SYSTEM_PROMPT = """\
+You judge the results of a search engine over technical documentation. You get a user's \
+question and one passage. Decide whether the passage answers the question.
+
+YES: the passage fully answers the question on its own.
+PART: the passage answers part of the question, or gives information needed for the answer \
+without giving the answer itself.
+NO: the passage does not help answer the question (same topic but a different question is NO).
+
+Judge from the passage only; do not fill gaps with outside knowledge.
+Answer with one JSON object and nothing else:
+{"verdict": "YES" | "PART" | "NO", "reason": "<one short sentence>"}"""
+
+
+def build_prompt(query: str, passage: str) -> str:
+    return f"Question: {query}\n\nPassage:\n<passage>\n{passage}\n</passage>\n\nAnswer with the JSON object only."
+
+
+# -- overlap rules ------------------------------------------------------------------------------
+def overlap(a_start: int, a_end: int, b_start: int, b_end: int) -> int:
+    """Characters shared by ``[a_start, a_end)`` and ``[b_start, b_end)``."""
+    return max(0, min(a_end, b_end) - max(a_start, b_start))
+
+
+def covers(hit: dict, evidence: Any, min_coverage: float = MIN_COVERAGE) -> bool:
+    """A hit covers an evidence span when both are in the same document and the hit contains at
+    least ``min_coverage`` (50%) of the evidence span's characters."""
+    if hit["doc_id"] != evidence.doc_id:
+        return False
+    return overlap(hit["start"], hit["end"], evidence.start, evidence.end) >= min_coverage * (evidence.end - evidence.start)
+
+
+def same_passage(a: tuple[str, int, int], b: tuple[str, int, int], min_share: float = MIN_COVERAGE) -> bool:
+    """Two ``(doc_id, start, end)`` spans are the same passage for judging purposes when they are
+    in the same document and overlap by at least half of the shorter one."""
+    if a[0] != b[0]:
+        return False
+    shorter = min(a[2] - a[1], b[2] - b[1])
+    return shorter > 0 and overlap(a[1], a[2], b[1], b[2]) >= min_share * shorter
+
+
+def already_judged(span: tuple[str, int, int], judged: Iterable[tuple[str, int, int]]) -> bool:
+    return any(same_passage(span, j) for j in judged)
+
+
+def pair_key(case_id: str, doc_id: str, start: int, end: int) -> str:
+    """The checkpoint key of a (case, span) pair: ``case_id|doc_id|start|end``."""
+    return f"{case_id}|{doc_id}|{start}|{end}"
+
+
+def parse_pair_key(key: str) -> tuple[str, tuple[str, int, int]]:
+    case_id, rest = key.split("|", 1)  # case ids never contain "|"; doc ids might
+    doc_id, start, end = rest.rsplit("|", 2)
+    return case_id, (doc_id, int(start), int(end))
+
+
+# -- answers ------------------------------------------------------------------------------------
+def parse_verdict(text: str) -> tuple[str | None, str | None, str | None]:
+    """``(verdict, reason, problem)``: strict JSON object with ``verdict`` in YES/PART/NO."""
+    try:
+        data = llm.extract_json(text)
+    except llm.JSONExtractionError:
+        return None, None, "malformed_json"
+    if not isinstance(data, dict):
+        return None, None, "not_an_object"
+    verdict = data.get("verdict")
+    if verdict not in VERDICTS:
+        return None, None, "bad_verdict"
+    reason = data.get("reason")
+    reason = " ".join(reason.split())[:500] if isinstance(reason, str) and reason.strip() else None
+    return verdict, reason, None
+
+
+def judgement_record(case_id: str, hit: dict, verdict: str, reason: str | None, model: str) -> dict:
+    rec = {
+        "type": "judgement",
+        "id": new_id("j", case_id, hit["doc_id"], hit["start"], hit["end"], "llm", model, PROMPT_VERSION),
+        "case_id": case_id,
+        "span": {"doc_id": hit["doc_id"], "source_uri": hit["source_uri"], "start": int(hit["start"]),
+                 "end": int(hit["end"]), "quote": hit["text"], "doc_hash": hit["doc_hash"]},
+        "verdict": verdict,
+        "judge": {"kind": "llm", "model": model, "prompt_version": PROMPT_VERSION},
+    }
+    if reason:
+        rec["reason"] = reason
+    return rec
+
+
+def interpret_verdict(model: str) -> Callable[[dict, str], dict]:
+    def interpret(payload: dict, text: str) -> dict:
+        verdict, reason, problem = parse_verdict(text)
+        if problem:
+            return {"records": [], "problems": {problem: 1}, "unusable": True}
+        rec = judgement_record(payload["case_id"], payload["hit"], verdict, reason, model)
+        return {"records": [rec], "problems": {f"verdict_{verdict}": 1}, "unusable": False}
+    return interpret
+
+
+# -- plan + run ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LabelPlan:
+    golden_path: Path
+    checkpoint_path: Path
+    model: str
+    batch: bool
+    cases: int
+    jobs: tuple[Job, ...]
+    pending: tuple[Job, ...]
+    skipped: dict[str, int]  # covers_evidence, already_judged, duplicate_in_run, hit_text_mismatch, ...
+    already_done: int
+    in_open_batches: int
+    estimate: llm.CostEstimate
+
+
+@dataclass
+class LabelReport:
+    pairs: int
+    skipped: dict[str, int]
+    already_done: int
+    processed: int = 0
+    api_errors: int = 0
+    judgements_appended: int = 0
+    judgements_reconciled: int = 0
+    problems: Counter = field(default_factory=Counter)
+    usage: llm.Usage = field(default_factory=llm.Usage)
+    batch_usage: llm.Usage = field(default_factory=llm.Usage)
+    cost_usd: float | None = None
+    batches: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+_HIT_KEYS = ("doc_id", "source_uri", "start", "end", "text", "doc_hash")
+
+
+def plan_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]], *, k: int = 20,
+                   model: str = llm.DEFAULT_MODEL, batch: bool = False, retry_failed: bool = False,
+                   price: llm.Price | None = None,
+                   on_case: Callable[[int, int], None] | None = None) -> LabelPlan:
+    """Retrieve top-k for every (non-retired) case and decide which (case, span) pairs to judge.
+
+    ``retrieve(query)`` returns hit dicts (chunk_id, doc_id, source_uri, start, end, text,
+    doc_hash); only the first ``k`` are used. No API call is made here.
+    """
+    golden = load_golden(golden_path)
+    cp_path = checkpoint_path(golden_path, "label")
+    state = read_state(Checkpoint(cp_path))
+    checkpointed: dict[str, list[tuple[str, int, int]]] = {}
+    keys = [e["key"] for e in state.entries if e.get("event") == "item" and e.get("status") == "done"]
+    keys += [item["key"] for b in state.open_batches for item in b["items"].values()]
+    for key in keys:
+        case_id, span = parse_pair_key(key)
+        checkpointed.setdefault(case_id, []).append(span)
+    retry_keys = state.failed if retry_failed else frozenset()
+
+    skipped: Counter = Counter()
+    jobs: list[Job] = []
+    for i, case in enumerate(golden.cases):
+        if on_case:
+            on_case(i, len(golden.cases))
+        judged = [e.span.key for e in case.evidence]  # everything judged or given, any grade
+        judged += checkpointed.get(case.case_id, [])
+        relevant = case.relevant
+        for hit in list(retrieve(case.query))[:k]:
+            if any(key not in hit for key in _HIT_KEYS):
+                skipped["hit_missing_fields"] += 1
+                continue
+            start, end = int(hit["start"]), int(hit["end"])
+            if len(hit["text"]) != end - start or end <= start:
+                skipped["hit_text_mismatch"] += 1
+                continue
+            key = pair_key(case.case_id, hit["doc_id"], start, end)
+            span = (hit["doc_id"], start, end)
+            if any(covers(hit, e.span) for e in relevant):
+                skipped["covers_evidence"] += 1
+                continue
+            if key in retry_keys:
+                pass  # an unusable answer for exactly this pair: ask again
+            elif already_judged(span, judged):
+                skipped["already_judged"] += 1
+                continue
+            judged.append(span)
+            payload = {"case_id": case.case_id, "hit": {k2: hit[k2] for k2 in _HIT_KEYS}}
+            payload["hit"]["start"], payload["hit"]["end"] = start, end
+            jobs.append(Job(key, build_prompt(case.query, hit["text"]), payload))
+    open_keys = jobs_in_open_batches(state)
+    pending = [j for j in pending_jobs(jobs, state, retry_failed) if j.key not in open_keys]
+    estimate = llm.estimate_cost(model, [SYSTEM_PROMPT + "\n" + j.prompt for j in pending],
+                                 output_tokens_per_request=EXPECTED_OUTPUT_TOKENS, batch=batch, price=price)
+    return LabelPlan(Path(golden_path), cp_path, model, batch, len(golden.cases), tuple(jobs), tuple(pending),
+                     dict(skipped), sum(j.key in state.done for j in jobs), len(open_keys), estimate)
+
+
+def run_labelling(plan: LabelPlan, client: Any, *, concurrency: int = 4, max_tokens: int = 256,
+                  on_progress: Callable[[dict], None] | None = None, poll_interval: float = 30.0,
+                  poll_timeout: float | None = None, price: llm.Price | None = None) -> LabelReport:
+    golden = GoldenFile(plan.golden_path)
+    cp = Checkpoint(plan.checkpoint_path)
+    state = read_state(cp)
+    report = LabelReport(pairs=len(plan.jobs), skipped=dict(plan.skipped), already_done=plan.already_done)
+    appender = GoldenAppender(golden)
+    report.judgements_reconciled = appender.reconcile(state)
+
+    def record(entry: dict) -> None:
+        report.problems.update(entry.get("problems") or {})
+        report.judgements_appended += appender.add(entry.get("records") or [])[0]
+
+    if not plan.pending and not state.open_batches:
+        return report
+    if client is None:
+        raise GoldenSetError("run_labelling needs an API client: pairs are pending")
+    runner = JobRunner(client, cp, system=SYSTEM_PROMPT, model=plan.model, prompt_version=PROMPT_VERSION,
+                       max_tokens=max_tokens, interpret=interpret_verdict(plan.model), record=record,
+                       on_progress=on_progress)
+    try:
+        runner.run(list(plan.pending), state, batch=plan.batch, concurrency=concurrency,
+                   poll_interval=poll_interval, poll_timeout=poll_timeout)
+    finally:
+        _fill_usage(report, runner.stats, plan.model, price)
+        appender.flush()
+    return report

@@ -1,0 +1,234 @@
+"""Human spot-check of the LLM judge: agreement, Cohen's kappa, confusion matrix.
+
+``rag-exp golden spotcheck`` shows seeded-random LLM-judged (case, span) pairs, the question and
+the passage, with the judge's verdict hidden; the human answers YES / PART / NO (``s`` skips,
+``q`` quits). Each answer is appended at once to ``experiments/spotcheck/<golden stem>.jsonl``,
+so quitting loses nothing and a rerun continues where it stopped. These records validate the
+judge; they are not labels and never go into the golden set.
+
+Pair order: judgements sorted by ``sha256("<seed>|<judgement id>")``: reproducible, and stable
+when more judgements are appended later (a new judgement slots in without reshuffling the rest).
+
+The judge counts as validated (:func:`judge_validation`) when at least :data:`MIN_PAIRS` (30)
+pairs judged by the current judge (the most frequent LLM model + prompt version in the golden
+set) have a human verdict and the human disagrees with the judge on at most
+:data:`MAX_DISAGREEMENT` (10%) of them.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, TextIO
+
+from .records import new_id, now_iso
+from .store import GoldenFile
+
+LABELS = ("YES", "PART", "NO")
+MIN_PAIRS = 30
+MAX_DISAGREEMENT = 0.10
+DEFAULT_SEED = 7
+_ANSWERS = {"y": "YES", "yes": "YES", "p": "PART", "part": "PART", "n": "NO", "no": "NO",
+            "s": "SKIP", "skip": "SKIP", "q": "QUIT", "quit": "QUIT"}
+
+
+def spotcheck_path(golden_path: str | Path) -> Path:
+    """``experiments/spotcheck/<stem>.jsonl`` for ``experiments/golden/<stem>.jsonl``; for a golden
+    file elsewhere, ``<its folder>/spotcheck/<stem>.jsonl``."""
+    p = Path(golden_path)
+    stem = p.name.removesuffix(".jsonl")
+    base = p.parent.parent if p.parent.name == "golden" else p.parent
+    return base / "spotcheck" / f"{stem}.jsonl"
+
+
+# -- statistics ---------------------------------------------------------------------------------
+def confusion_matrix(pairs: list[tuple[str, str]], labels: tuple[str, ...] = LABELS) -> dict[str, dict[str, int]]:
+    """``matrix[human][judge]`` counts over (human, judge) verdict pairs."""
+    m = {h: {j: 0 for j in labels} for h in labels}
+    for h, j in pairs:
+        m[h][j] += 1
+    return m
+
+
+def cohen_kappa(pairs: list[tuple[str, str]], labels: tuple[str, ...] = LABELS) -> float | None:
+    """Cohen's kappa = (p_o - p_e) / (1 - p_e), with p_o the observed agreement and
+    p_e = sum over labels of (human share x judge share). None when undefined (no pairs, or
+    p_e = 1: both raters used one and the same label throughout)."""
+    n = len(pairs)
+    if n == 0:
+        return None
+    p_o = sum(h == j for h, j in pairs) / n
+    human, judge = Counter(h for h, _ in pairs), Counter(j for _, j in pairs)
+    p_e = sum(human[lab] * judge[lab] for lab in labels) / (n * n)
+    if p_e >= 1.0:
+        return None
+    return (p_o - p_e) / (1 - p_e)
+
+
+def agreement_stats(pairs: list[tuple[str, str]]) -> dict:
+    n = len(pairs)
+    agreement = sum(h == j for h, j in pairs) / n if n else None
+    return {"n": n, "agreement": agreement, "kappa": cohen_kappa(pairs), "confusion": confusion_matrix(pairs)}
+
+
+# -- data ---------------------------------------------------------------------------------------
+def read_spotchecks(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn last line from a killed session
+        if isinstance(rec, dict) and rec.get("type") == "spotcheck":
+            out.append(rec)
+    return out
+
+
+def append_spotcheck(path: Path, rec: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def llm_judged_pairs(records: list[dict]) -> list[dict]:
+    """The current LLM judgement of each (case, span) of a live case (not superseded, not retired)."""
+    retired = {r["target"] for r in records if r["type"] == "retire"}
+    superseded = {r["supersedes"] for r in records if r["type"] == "judgement" and r.get("supersedes")}
+    cases = {r["id"] for r in records if r["type"] == "case"} - retired
+    latest: dict[tuple, dict] = {}
+    for r in records:
+        if (r["type"] == "judgement" and r["judge"]["kind"] == "llm" and r["id"] not in superseded
+                and r["case_id"] in cases):
+            latest[(r["case_id"], r["span"]["doc_id"], r["span"]["start"], r["span"]["end"])] = r
+    return list(latest.values())
+
+
+def _judge_id(j: dict) -> tuple[str, str]:
+    return (j["judge"].get("model") or j["judge"].get("name", ""), j["judge"].get("prompt_version", ""))
+
+
+def current_judge(records: list[dict]) -> tuple[str, str] | None:
+    counts = Counter(_judge_id(j) for j in llm_judged_pairs(records))
+    return max(sorted(counts), key=lambda k: counts[k]) if counts else None
+
+
+def order_pairs(judgements: list[dict], seed: int) -> list[dict]:
+    return sorted(judgements, key=lambda j: hashlib.sha256(f"{seed}|{j['id']}".encode()).hexdigest())
+
+
+def judge_validation(golden_path: str | Path, spot_path: str | Path | None = None) -> dict:
+    """Judge-validation status for a run to record: ``validated`` (>= 30 spot-checked pairs of the
+    current judge, disagreement <= 10%), ``agreement``, ``kappa``, ``n``, ``judge_model``,
+    ``judge_prompt_version``, ``disagreement``, ``confusion`` and the spot-check file."""
+    records = GoldenFile(golden_path).read()
+    spot = Path(spot_path) if spot_path else spotcheck_path(golden_path)
+    judge = current_judge(records)
+    checks = [s for s in read_spotchecks(spot) if s.get("human_verdict") in LABELS]
+    if judge is not None:
+        checks = [s for s in checks if (s["judge"].get("model", ""), s["judge"].get("prompt_version", "")) == judge]
+    latest: dict[str, dict] = {}
+    for s in checks:
+        latest[s["judgement_id"]] = s  # one verdict per judgement: the human's last word
+    stats = agreement_stats([(s["human_verdict"], s["llm_verdict"]) for s in latest.values()])
+    disagreement = None if stats["agreement"] is None else 1 - stats["agreement"]
+    validated = bool(judge and stats["n"] >= MIN_PAIRS and disagreement is not None
+                     and disagreement <= MAX_DISAGREEMENT + 1e-12)
+    return {"validated": validated, "agreement": stats["agreement"], "kappa": stats["kappa"], "n": stats["n"],
+            "disagreement": disagreement, "judge_model": judge[0] if judge else None,
+            "judge_prompt_version": judge[1] if judge else None, "min_pairs": MIN_PAIRS,
+            "max_disagreement": MAX_DISAGREEMENT, "confusion": stats["confusion"], "spotcheck_file": str(spot)}
+
+
+# -- the interactive flow -----------------------------------------------------------------------
+def _read_answer(stdin: TextIO, console: Any) -> str:
+    while True:
+        console.print("[bold]Verdict?[/] [green]y[/]=YES  [yellow]p[/]=PART  [red]n[/]=NO  s=skip  q=quit: ", end="")
+        line = stdin.readline()
+        if not line:
+            console.print()
+            return "QUIT"  # end of input: stop, progress is saved
+        answer = _ANSWERS.get(line.strip().lower())
+        if answer:
+            return answer
+        console.print(f"  not understood: {line.strip()!r}", markup=False)
+
+
+def run_spotcheck(golden_path: str | Path, *, n: int = MIN_PAIRS, seed: int = DEFAULT_SEED,
+                  author: str | None = None, stdin: TextIO | None = None, console: Any = None,
+                  spot_path: str | Path | None = None) -> dict:
+    """Ask for human verdicts until ``n`` pairs have one (skips do not count), or quit / EOF.
+    Works with piped stdin. Returns :func:`judge_validation` plus ``asked`` / ``answered`` /
+    ``skipped`` counts for this session."""
+    from rich.console import Console
+    from rich.panel import Panel
+    from rich.text import Text
+
+    stdin = stdin or sys.stdin
+    console = console or Console(highlight=False)
+    author = author or os.environ.get("USER") or getpass.getuser()
+    spot = Path(spot_path) if spot_path else spotcheck_path(golden_path)
+    records = GoldenFile(golden_path).read()
+    queries = {r["id"]: r["query"] for r in records if r["type"] == "case"}
+    existing = read_spotchecks(spot)
+    seen = {s["judgement_id"] for s in existing}
+    have = len({s["judgement_id"] for s in existing if s.get("human_verdict") in LABELS})
+    todo = [j for j in order_pairs(llm_judged_pairs(records), seed) if j["id"] not in seen]
+    session = Counter()
+    need = max(0, n - have)
+    console.print(f"Spot-check of the LLM judge: {have} of {n} pairs checked, {len(todo)} unchecked pairs left; "
+                  f"verdicts go to {spot}", markup=False)
+    for j in todo:
+        if session["answered"] >= need:
+            break
+        done = have + session["answered"]
+        console.rule(f"pair {done + 1} of {n}")
+        console.print(Text("Question: ", style="bold") + Text(queries.get(j["case_id"], "?")))
+        console.print(Panel(Text(j["span"]["quote"]), title=Text(j["span"]["source_uri"]), expand=True))
+        answer = _read_answer(stdin, console)
+        if answer == "QUIT":
+            session["quit"] += 1
+            break
+        session["asked"] += 1
+        session["answered" if answer != "SKIP" else "skipped"] += 1
+        model, pv = _judge_id(j)
+        append_spotcheck(spot, {
+            "type": "spotcheck", "id": new_id("s", j["id"], author, now_iso()), "judgement_id": j["id"],
+            "case_id": j["case_id"], "span": {k: j["span"][k] for k in ("doc_id", "source_uri", "start", "end")},
+            "human_verdict": answer, "llm_verdict": j["verdict"], "judge": {"model": model, "prompt_version": pv},
+            "author": author, "golden_set": Path(golden_path).name, "created_at": now_iso(),
+        })
+    result = judge_validation(golden_path, spot)
+    result.update({"asked": session["asked"], "answered": session["answered"], "skipped": session["skipped"]})
+    print_report(result, console)
+    return result
+
+
+def print_report(result: dict, console: Any) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    if not result["n"]:
+        console.print("No spot-checked pairs yet.")
+        return
+    kappa = "undefined" if result["kappa"] is None else f"{result['kappa']:.3f}"
+    status = "[green]validated[/]" if result["validated"] else "[yellow]not validated[/]"
+    console.print(f"Judge {escape(str(result['judge_model']))} / {escape(str(result['judge_prompt_version']))}: "
+                  f"n={result['n']}, "
+                  f"agreement {result['agreement']:.1%}, Cohen's kappa {kappa}: {status} "
+                  f"(needs >= {result['min_pairs']} pairs and <= {result['max_disagreement']:.0%} disagreement)")
+    table = Table(title="rows: human, columns: LLM judge")
+    table.add_column("human \\ judge")
+    for lab in LABELS:
+        table.add_column(lab, justify="right")
+    for h in LABELS:
+        table.add_row(h, *(str(result["confusion"][h][j]) for j in LABELS))
+    console.print(table)

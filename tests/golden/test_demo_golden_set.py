@@ -1,0 +1,105 @@
+"""The shipped demo golden set (experiments/golden/demo.jsonl): integrity and coverage.
+
+No database: everything is checked against the demo corpus files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from rag_experiments.corpus.loader import load_corpus
+from rag_experiments.golden.resolve import load_golden
+from rag_experiments.golden.store import GoldenFile
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "experiments" / "golden" / "demo.jsonl"
+
+
+@pytest.fixture(scope="module")
+def records() -> list[dict]:
+    return GoldenFile(GOLDEN).read()  # verifies the hash chain and the manifest
+
+
+@pytest.fixture(scope="module")
+def docs() -> dict:
+    return {d.doc_id: d for d in load_corpus("demo")}
+
+
+@pytest.fixture(scope="module")
+def cases(records) -> list[dict]:
+    return [r for r in records if r["type"] == "case"]
+
+
+def _spans(records):
+    for r in records:
+        if r["type"] == "case":
+            for ev in r["evidence"]:
+                yield r["id"], ev
+        elif r["type"] == "judgement":
+            yield r["id"], r["span"]
+
+
+def test_file_verifies_and_manifest_matches(records, cases):
+    gf = GoldenFile(GOLDEN)
+    assert gf.manifest_path.exists()
+    manifest = json.loads(gf.manifest_path.read_text())
+    assert manifest["records"] == len(records)
+    assert manifest["cases"] == len(cases)
+    assert manifest["sha256"] == gf.digest()
+    assert len(records) == len({r["id"] for r in records})
+
+
+def test_every_span_resolves_in_the_demo_corpus(records, docs):
+    n = 0
+    for rid, span in _spans(records):
+        doc = docs.get(span["doc_id"])
+        assert doc is not None, f"{rid}: unknown document {span['doc_id']}"
+        assert span["doc_hash"] == doc.content_hash, f"{rid}: document {span['doc_id']} changed"
+        assert doc.text[span["start"]:span["end"]] == span["quote"], f"{rid}: span text differs from quote"
+        assert span["source_uri"] == doc.source_uri
+        n += 1
+    assert n >= 200
+
+
+def test_exact_cases_carry_a_verbatim_identifier(cases):
+    exact = [c for c in cases if c["kind"] == "exact"]
+    assert exact
+    for c in exact:
+        ident = c.get("identifier")
+        assert ident, f"{c['id']}: exact case without identifier"
+        assert ident in c["query"], f"{c['id']}: identifier {ident!r} not in the query"
+        assert any(ident in ev["quote"] for ev in c["evidence"]), f"{c['id']}: identifier {ident!r} not in the evidence"
+
+
+def test_size_and_balance(cases, docs):
+    assert len(cases) >= 200
+    chunks = {c["provenance"]["source_chunk"] for c in cases}
+    assert len(chunks) >= 100
+    kinds = Counter(c["kind"] for c in cases)
+    assert set(kinds) == {"paraphrase", "exact"}
+    for kind in ("paraphrase", "exact"):
+        assert 0.40 <= kinds[kind] / len(cases) <= 0.60, kinds
+    assert {c["doc_type"] for c in cases} == {d.doc_type for d in docs.values()}
+
+
+def test_provenance_is_truthful(cases):
+    for c in cases:
+        prov = c["provenance"]
+        assert prov["method"] == "agent"
+        assert "no API call" in prov["author"]
+        assert prov["chunking"] == "heading-200-breadcrumbs"
+
+
+def test_human_judgements(records, cases):
+    case_ids = {c["id"] for c in cases}
+    judgements = [r for r in records if r["type"] == "judgement"]
+    assert all(j["case_id"] in case_ids for j in judgements)
+    assert all(j["judge"]["kind"] == "human" and j.get("reason") for j in judgements)
+    judged_cases = {j["case_id"] for j in judgements if j["judge"]["kind"] == "human"}
+    assert len(judged_cases) >= 50
+    resolved = load_golden(GOLDEN)
+    assert sum(1 for c in resolved.cases if "human" in c.judge_kinds) >= 50

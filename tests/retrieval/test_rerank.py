@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import pytest
+
+from rag_experiments.errors import ConfigError
+from rag_experiments.retrieval.fusion import FusionParams
+from rag_experiments.retrieval.rerank import CrossEncoderReranker, RerankParams, rerank_order
+from rag_experiments.retrieval.retriever import Retriever, RetrievalParams
+
+QUERIES = ["How can I build an index without blocking writes?", "What does SQLSTATE 23505 mean?",
+           "How much memory may a sort use?", "cover density ranking"]
+
+
+def test_rerank_order_keeps_the_tail():
+    assert rerank_order([0.1, 0.9, 0.5, 0.99, 0.0], cutoff=3) == [1, 2, 0, 3, 4]
+    assert rerank_order([0.5, 0.5], cutoff=5) == [0, 1]  # ties keep fused order
+
+
+@pytest.mark.parametrize("cutoff", [3, 8])
+def test_reranker_never_changes_the_candidate_set(conn, mini_strategy, embedder, cutoff):
+    fusion = FusionParams(depth=20)
+    fused = Retriever(conn, mini_strategy, embedder, RetrievalParams(variant="hybrid", fusion=fusion))
+    reranked = Retriever(conn, mini_strategy, embedder, RetrievalParams(
+        variant="hybrid_rerank", fusion=fusion, rerank=RerankParams(cutoff=cutoff)))
+    moved = 0
+    for q in QUERIES:
+        a, b = fused.search(q, 20).hits, reranked.search(q, 20).hits
+        assert {h.chunk_id for h in a[:cutoff]} == {h.chunk_id for h in b[:cutoff]}  # same recall@cutoff
+        assert [h.chunk_id for h in a[cutoff:]] == [h.chunk_id for h in b[cutoff:]]  # tail untouched
+        assert all("rerank" in h.leg_ranks for h in b[:cutoff]) and all("rerank" not in h.leg_ranks for h in b[cutoff:])
+        moved += [h.chunk_id for h in a[:cutoff]] != [h.chunk_id for h in b[:cutoff]]
+    assert moved > 0  # and it did re-order something
+
+
+def test_rerank_scores_are_cached(conn, mini_strategy, embedder):
+    p = RetrievalParams(variant="hybrid_rerank", rerank=RerankParams(cutoff=5))
+    Retriever(conn, mini_strategy, embedder, p).search(QUERIES[0])
+    n = conn.execute("SELECT count(*) FROM rerank_cache").fetchone()[0]
+    Retriever(conn, mini_strategy, embedder, p).search(QUERIES[0])
+    assert conn.execute("SELECT count(*) FROM rerank_cache").fetchone()[0] == n > 0
+
+
+def test_missing_cross_encoder_is_a_clear_error():
+    with pytest.raises(ConfigError) as err:
+        CrossEncoderReranker("")
+    assert "rerank.model" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        CrossEncoderReranker("/nonexistent/cross-encoder")
+    assert "rerank" in str(err.value)

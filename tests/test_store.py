@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from rag_experiments.chunking import ChunkingParams
+from rag_experiments.db.connect import connect
+from rag_experiments.store import HnswParams, hnsw_index_name, ingest
+
+
+@pytest.fixture
+def fresh(fresh_db_url):
+    c = connect(fresh_db_url)
+    yield c
+    c.close()
+
+
+def test_ingest_is_idempotent_and_strategies_coexist(fresh, mini_docs, embedder):
+    heading = ChunkingParams("heading", 60)
+    first = ingest(fresh, mini_docs, heading, embedder)
+    assert not first.unchanged and first.n_chunks > 0 and first.texts_embedded == first.n_chunks
+    again = ingest(fresh, mini_docs, heading, embedder)
+    assert again.unchanged and again.n_chunks == first.n_chunks and again.seconds < 1.0
+    fixed = ingest(fresh, mini_docs, ChunkingParams("fixed", 40, 10), embedder)
+    counts = dict(fresh.execute("SELECT strategy_id, count(*) FROM chunks GROUP BY 1").fetchall())
+    assert counts == {first.strategy_id: first.n_chunks, fixed.strategy_id: fixed.n_chunks}
+
+
+def test_same_text_is_never_embedded_twice(fresh, mini_docs, embedder):
+    a = ingest(fresh, mini_docs, ChunkingParams("heading", 60, breadcrumbs=False), embedder)
+    # paragraph chunking of these small docs yields many of the same texts: cache hits
+    b = ingest(fresh, mini_docs, ChunkingParams("paragraph", 60, breadcrumbs=False), embedder)
+    assert b.embedding_cache_hits > 0 and b.texts_embedded == b.n_chunks - b.embedding_cache_hits
+    n_cached = fresh.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+    assert n_cached == a.texts_embedded + b.texts_embedded
+
+
+def test_changed_document_is_rechunked_alone(fresh, mini_docs, embedder):
+    p = ChunkingParams("heading", 60)
+    base = ingest(fresh, mini_docs, p, embedder)
+    edited = [replace(d, text=d.text + "\nA new closing paragraph about autovacuum.\n") if i == 0 else d
+              for i, d in enumerate(mini_docs)]
+    r = ingest(fresh, edited, p, embedder)
+    assert r.docs_rechunked == 1 and r.strategy_id == base.strategy_id
+    removed = edited[1:]
+    r2 = ingest(fresh, removed, p, embedder)
+    assert r2.docs_rechunked == 0
+    ids = {row[0] for row in fresh.execute("SELECT DISTINCT doc_id FROM chunks WHERE strategy_id = %s", (base.strategy_id,))}
+    assert ids == {d.doc_id for d in removed}
+
+
+def test_interrupted_ingest_leaves_no_half_strategy(fresh, mini_docs, embedder, monkeypatch):
+    from rag_experiments import store
+
+    def boom(*a, **k):
+        raise RuntimeError("killed mid-ingest")
+
+    monkeypatch.setattr(store, "_ensure_hnsw_index", boom)  # fails after the chunks were written
+    with pytest.raises(RuntimeError):
+        ingest(fresh, mini_docs, ChunkingParams("heading", 60), embedder)
+    assert fresh.execute("SELECT count(*) FROM chunks").fetchone()[0] == 0
+    assert fresh.execute("SELECT count(*) FROM strategies").fetchone()[0] == 0
+    paid = fresh.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+    assert paid > 0  # embeddings already paid for are kept...
+    monkeypatch.undo()
+    r = ingest(fresh, mini_docs, ChunkingParams("heading", 60), embedder)
+    assert r.texts_embedded == 0 and r.embedding_cache_hits == r.n_chunks  # ...and reused
+
+
+def test_hnsw_index_follows_build_parameters(fresh, mini_docs, embedder):
+    p = ChunkingParams("heading", 60)
+    r = ingest(fresh, mini_docs, p, embedder, HnswParams(m=8, ef_construction=32))
+    names = {row[0] for row in fresh.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'hnsw_%'")}
+    assert names == {hnsw_index_name(r.strategy_id, HnswParams(8, 32))}
+    ingest(fresh, mini_docs, p, embedder, HnswParams(m=16, ef_construction=64))
+    names = {row[0] for row in fresh.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'hnsw_%'")}
+    assert names == {hnsw_index_name(r.strategy_id, HnswParams(16, 64))}
