@@ -184,8 +184,9 @@ def settings_from_cfg(cfg: Any) -> Settings:
     """Validate every value and build the typed settings; ConfigError names the offending key."""
     from omegaconf import OmegaConf
 
-    c = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(c, dict)
+    # the hydra node (present with return_hydra_config) holds job-time interpolations: skip it
+    c = {k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k]) else cfg[k]
+         for k in cfg if k != "hydra"}
     ev = c["eval"]
     r = c["retrieval"]
     f = c["fusion"]

@@ -49,11 +49,11 @@ def _log_failed_child(cfg: DictConfig, error: BaseException) -> None:
 
     from .tracking.mlflow_run import PARENT_ENV, redact, setup
 
-    setup(cfg.tracking.uri, cfg.tracking.experiment)
+    exp_id = setup(cfg.tracking.uri, cfg.tracking.experiment)
     tags = {"error": f"{type(error).__name__}: {error}"[:5000]}
     if os.environ.get(PARENT_ENV):
         tags["mlflow.parentRunId"] = os.environ[PARENT_ENV]
-    with mlflow.start_run(run_name=_run_name(cfg, _NoSettings()), tags=tags):
+    with mlflow.start_run(experiment_id=exp_id, run_name=_run_name(cfg, _NoSettings()), tags=tags):
         mlflow.log_dict(redact(OmegaConf.to_container(cfg, resolve=True)), "config.json")
         mlflow.end_run(status="FAILED")
 

@@ -35,11 +35,16 @@ class _Piece:
     prefix: str = ""  # text to put before the piece in indexed_text if it starts a chunk
 
 
+# Bump when a change to this module changes the chunks it makes for the same input: the
+# version is part of every strategy id, so old strategies are never mistaken for new ones.
+CHUNKER_VERSION = 1
+
+
 def strategy_key(corpus: str, params: ChunkingParams, model_id: str) -> str:
     """The ``strategies.strategy_id``: readable prefix + digest of everything that shapes chunks."""
     import hashlib
 
-    raw = f"{corpus}|{params.digest()}|{model_id}"
+    raw = f"{corpus}|{params.digest()}|{model_id}|v{CHUNKER_VERSION}"
     return f"{params.name}-{hashlib.sha256(raw.encode()).hexdigest()[:12]}"
 
 

@@ -82,15 +82,29 @@ class OnnxMiniLM:
     def count_tokens(self, text: str) -> int:
         return len(self._tok_plain.encode(text, add_special_tokens=False).ids)
 
-    def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """Unit-normalised contextual token vectors per text (special tokens dropped), for MaxSim."""
-        out = []
-        for enc in self._tok.encode_batch(list(texts)):
-            ids = np.asarray([enc.ids], dtype=np.int64)
+    def token_vectors(self, texts: Sequence[str], batch_size: int = 32) -> list[np.ndarray]:
+        """Unit-normalised contextual token vectors per text (special tokens dropped), for MaxSim.
+
+        Batched with padding like :meth:`embed`; each text's rows are cut back to its length.
+        """
+        encodings = self._tok.encode_batch(list(texts))
+        out: list[np.ndarray] = [np.zeros((0, self.dim), dtype=np.float32)] * len(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for lo in range(0, len(order), batch_size):
+            idx = order[lo : lo + batch_size]
+            width = max(len(encodings[i].ids) for i in idx)
+            ids = np.zeros((len(idx), width), dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for row, i in enumerate(idx):
+                e = encodings[i].ids
+                ids[row, : len(e)] = e
+                mask[row, : len(e)] = 1
             hidden = self._session.run(
-                None, {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-            )[0][0][1:-1]
-            out.append(hidden / np.clip(np.linalg.norm(hidden, axis=1, keepdims=True), 1e-12, None))
+                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            )[0]
+            for row, i in enumerate(idx):
+                vecs = hidden[row, 1 : len(encodings[i].ids) - 1]  # drop [CLS] and [SEP]
+                out[i] = vecs / np.clip(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12, None)
         return out
 
     # -- vectors --------------------------------------------------------------------------------

@@ -21,6 +21,8 @@ import json
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
+import numpy as np
+
 from ..errors import ConfigError
 from ..types import sha256_text
 
@@ -56,10 +58,16 @@ class MaxSimReranker:
         assert isinstance(emb, OnnxMiniLM)
         self._emb = emb
         self.model_id = f"maxsim:{emb.model_id}"
+        # Chunk token vectors do not depend on the query, and the same candidates recur across
+        # queries: compute each chunk's once per process.
+        self._doc_vectors: dict[str, np.ndarray] = {}
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         q = self._emb.token_vectors([query])[0]
-        docs = self._emb.token_vectors(list(texts))
+        missing = list(dict.fromkeys(t for t in texts if t not in self._doc_vectors))
+        if missing:
+            self._doc_vectors.update(zip(missing, self._emb.token_vectors(missing)))
+        docs = [self._doc_vectors[t] for t in texts]
         return [float((q @ d.T).max(axis=1).mean()) if len(d) else 0.0 for d in docs]
 
 

@@ -48,15 +48,18 @@ def setup(uri: str | None, experiment: str) -> str:
     mlflow.set_tracking_uri(tracking_uri(uri))
     exp = mlflow.get_experiment_by_name(experiment)
     if exp is not None:
+        mlflow.set_experiment(experiment_id=exp.experiment_id)
         return exp.experiment_id
     location = None if (uri or os.environ.get("MLFLOW_TRACKING_URI")) else artifact_root()
     try:
-        return mlflow.create_experiment(experiment, artifact_location=location)
+        exp_id = mlflow.create_experiment(experiment, artifact_location=location)
     except Exception:  # noqa: BLE001 - a parallel job created it first
         exp = mlflow.get_experiment_by_name(experiment)
         if exp is None:
             raise
-        return exp.experiment_id
+        exp_id = exp.experiment_id
+    mlflow.set_experiment(experiment_id=exp_id)
+    return exp_id
 
 
 def redact(obj: Any, key: str = "") -> Any:
@@ -107,7 +110,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
     import mlflow
 
     s = result.settings
-    setup(s.tracking.get("uri"), s.tracking.get("experiment", "rag-experiments"))
+    exp_id = setup(s.tracking.get("uri"), s.tracking.get("experiment", "rag-experiments"))
     safe_config = redact(config_dict)
     tags = {
         "variant": s.retrieval.variant,
@@ -126,7 +129,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
     if parent:
         tags["mlflow.parentRunId"] = parent
     tags.update(extra_tags or {})
-    with warnings.catch_warnings(), mlflow.start_run(run_name=run_name, tags=tags) as run:
+    with warnings.catch_warnings(), mlflow.start_run(experiment_id=exp_id, run_name=run_name, tags=tags) as run:
         # MLflow warns about dataset-source ambiguity and integer schema columns: noise here
         warnings.simplefilter("ignore", UserWarning)
         params = flatten(safe_config)

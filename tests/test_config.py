@@ -1,0 +1,73 @@
+"""Every config group option and experiment preset composes; bad values name their key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+
+from rag_experiments.config import register_schema, settings_from_cfg
+from rag_experiments.errors import ConfigError
+
+CONF = Path(__file__).resolve().parent.parent / "conf"
+GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name != "experiment")
+
+
+def _compose(overrides=(), return_hydra=False):
+    register_schema()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides), return_hydra_config=return_hydra)
+
+
+@pytest.mark.parametrize("group, option", [(g, p.stem) for g in GROUPS for p in sorted((CONF / g).glob("*.yaml"))])
+def test_every_group_option_composes_and_validates(group, option):
+    cfg = _compose([f"{group}={option}"])
+    settings_from_cfg(cfg)
+
+
+@pytest.mark.parametrize("preset", sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")))
+def test_every_experiment_preset_composes(preset):
+    cfg = _compose([f"experiment={preset}"], return_hydra=True)
+    settings_from_cfg(cfg)
+
+
+def test_defaults():
+    s = settings_from_cfg(_compose())
+    assert s.retrieval.variant == "hybrid" and s.chunking.name == "heading"
+    assert s.eval.ks == (5, 20) and s.retrieval.fusion.rrf_k == 60
+    assert s.golden_path.name == "demo.jsonl"
+
+
+@pytest.mark.parametrize("override, key", [
+    ("fusion.rrf_k=0", "fusion.rrf_k"),
+    ("fusion.rrf_k=-5", "fusion.rrf_k"),
+    ("fusion.vector_weight=-1", "fusion.vector_weight"),
+    ("fusion.keyword_weight=-0.5", "fusion.keyword_weight"),
+    ("fusion.depth=10", "fusion.depth"),
+    ("retrieval.variant=bm25", "retrieval.variant"),
+    ("chunking.overlap=300", "chunking.overlap"),
+    ("chunking.max_tokens=0", "chunking.max_tokens"),
+    ("rerank.cutoff=0", "rerank.cutoff"),
+    ("eval.ks=[0,5]", "eval.ks"),
+    ("objective=precision_at_3", "objective"),
+    ("retrieval.keyword.rank=bm25", "retrieval.keyword.rank"),
+    ("fusion.engine=spark", "fusion.engine"),
+])
+def test_bad_values_are_rejected_with_the_key(override, key):
+    with pytest.raises(ConfigError) as err:
+        settings_from_cfg(_compose([override]))
+    assert key in str(err.value)
+
+
+def test_wrong_types_and_unknown_options_fail_at_composition():
+    from hydra.errors import ConfigCompositionException
+
+    with pytest.raises(Exception) as err:
+        _compose(["fusion.rrf_k=sixty"])
+    assert "rrf_k" in str(err.value)
+    with pytest.raises(ConfigCompositionException) as err:
+        _compose(["retrieval=bm25"])
+    assert "retrieval" in str(err.value)

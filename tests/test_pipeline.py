@@ -1,0 +1,141 @@
+"""End to end: real PostgreSQL, real MLflow store in a temp folder, real Hydra composition."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import mlflow
+import pytest
+from mlflow.tracking import MlflowClient
+
+from rag_experiments.config import settings_from_cfg
+from rag_experiments.evaluation import metrics as M
+from rag_experiments.evaluation.relevance import credit
+from rag_experiments.experiment import run_experiment
+
+from .test_config import _compose
+
+ROOT = Path(__file__).resolve().parent.parent
+MINI = ROOT / "tests" / "fixtures" / "mini_corpus"
+
+
+def _mini_overrides(golden: Path, *extra: str) -> list[str]:
+    return [f"corpus.path={MINI}", "corpus.name=mini", f"golden.path={golden}", "chunking.max_tokens=60",
+            "progress=false", "eval.bootstrap_samples=200", *extra]
+
+
+def test_run_logs_metrics_equal_to_an_independent_computation(project, mini_golden):
+    ranx = pytest.importorskip("ranx")
+    from rag_experiments.pipeline import log_result
+
+    cfg = _compose(_mini_overrides(mini_golden))
+    settings = settings_from_cfg(cfg)
+    result = run_experiment(settings)
+    run_id = log_result(result, cfg, "e2e")
+
+    # independent computation: our crediting mapped to pseudo doc ids, scored by ranx
+    qrels, run = {}, {}
+    for case in result.golden.scorable:
+        hits = result.results[case.case_id].hits[:20]
+        cr = credit(case, hits)
+        qrels[case.case_id] = {e.ref: e.grade for e in case.relevant}
+        run[case.case_id] = {(ref or h.chunk_id): float(len(hits) - i) for i, (h, ref) in enumerate(zip(hits, cr.refs))}
+    expected = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), ["recall@5", "recall@20", "mrr@10", "ndcg@10"],
+                             make_comparable=True)
+
+    mlflow.set_tracking_uri(f"sqlite:///{project / 'mlruns' / 'mlflow.db'}")
+    logged = MlflowClient().get_run(run_id)
+    m = logged.data.metrics
+    for ours, theirs in (("recall_at_5", "recall@5"), ("recall_at_20", "recall@20"), ("mrr_at_10", "mrr@10"),
+                         ("ndcg_at_10", "ndcg@10")):
+        assert m[ours] == pytest.approx(expected[theirs], abs=1e-9)
+    assert m["n_cases"] == 10
+    assert {"recall_at_5.exact", "recall_at_5.paraphrase", "recall_at_5.doc_type.config",
+            "recall_at_5.ci_low", "recall_at_5.exact.ci_high", "judged_at_10"} <= set(m)
+    assert m["recall_at_5.ci_low"] <= m["recall_at_5"] <= m["recall_at_5.ci_high"]
+    tags = logged.data.tags
+    assert tags["variant"] == "hybrid" and tags["golden_sha256"] == result.golden.digest
+    assert tags["strategy"].startswith("heading-") and "git_commit" in tags
+    inputs = {d.dataset.name: d.dataset.digest for d in logged.inputs.dataset_inputs}
+    assert inputs["golden:mini"] == result.golden.digest[:36]
+    artifacts = {a.path for a in MlflowClient().list_artifacts(run_id)}
+    assert {"config.yaml", "per_case.json", "corpus_manifest.json", "plots"} <= artifacts
+    config_text = mlflow.artifacts.load_text(f"runs:/{run_id}/config.yaml")
+    assert "golden" in config_text
+    table = mlflow.load_table("per_case.json", run_ids=[run_id])
+    assert len(table) == 10 and {"query", "kind", "first_relevant_rank", "top5", "latency_ms"} <= set(table.columns)
+
+
+def test_secrets_never_reach_mlflow(project, mini_golden, monkeypatch):
+    from rag_experiments.pipeline import log_result
+
+    url = os.environ["DATABASE_URL"]
+    cfg = _compose(_mini_overrides(mini_golden, f"db.url='{url}'", "rerank.model=sk-ant-secret"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-do-not-log")
+    from rag_experiments.tracking.mlflow_run import redact
+
+    assert redact({"db": {"url": "postgresql://u:hunter2@h/db"}, "api_key": "sk-1"}) == {
+        "db": {"url": "postgresql://u:***@h/db"}, "api_key": "***"}
+    result = run_experiment(settings_from_cfg(cfg))
+    run_id = log_result(result, cfg, "secrets")
+    mlflow.set_tracking_uri(f"sqlite:///{project / 'mlruns' / 'mlflow.db'}")
+    run = MlflowClient().get_run(run_id)
+    dump = str(run.data.params) + str(run.data.tags) + mlflow.artifacts.load_text(f"runs:/{run_id}/config.yaml")
+    assert "sk-ant-do-not-log" not in dump and "hunter2" not in dump
+
+
+def test_two_chunkings_measured_by_one_golden_set(project, mini_golden):
+    scores = {}
+    for chunking in ("heading", "fixed"):
+        cfg = _compose(_mini_overrides(mini_golden, f"chunking={chunking}", "chunking.max_tokens=48",
+                                       "tracking.enabled=false"))
+        result = run_experiment(settings_from_cfg(cfg))
+        scores[chunking] = result.eval.metrics
+    for name, m in scores.items():
+        assert 0.3 < m["recall_at_20"] <= 1.0 and m["mrr_at_10"] > 0.2, name
+    assert scores["heading"] != scores["fixed"]
+
+
+def _run_py(project: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RAG_EXP_HOME": str(project), "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_sweep_creates_a_parent_with_one_child_per_point(project, mini_golden):
+    proc = _run_py(project, "-m", "fusion.rrf_k=30,90", *_mini_overrides(mini_golden, "tracking.plots=false"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    mlflow.set_tracking_uri(f"sqlite:///{project / 'mlruns' / 'mlflow.db'}")
+    client = MlflowClient()
+    exp = client.get_experiment_by_name("rag-experiments")
+    parents = client.search_runs([exp.experiment_id], "tags.sweep = 'parent'")
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+    children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{parents[0].info.run_id}'")
+    assert sorted(c.data.params["fusion.rrf_k"] for c in children) == ["30", "90"]
+    assert all(c.info.status == "FINISHED" for c in children)
+
+
+def test_a_crashing_sweep_point_fails_its_child_and_the_parent(project, mini_golden):
+    missing = project / "nope.jsonl"
+    proc = _run_py(project, "-m", f"golden.path={mini_golden},{missing}",
+                   *[o for o in _mini_overrides(mini_golden, "tracking.plots=false") if not o.startswith("golden.path")])
+    assert proc.returncode != 0
+    mlflow.set_tracking_uri(f"sqlite:///{project / 'mlruns' / 'mlflow.db'}")
+    client = MlflowClient()
+    exp = client.get_experiment_by_name("rag-experiments")
+    parent = client.search_runs([exp.experiment_id], "tags.sweep = 'parent'")[0]
+    children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
+    assert sorted(c.info.status for c in children) == ["FAILED", "FINISHED"]
+    assert parent.info.status == "FAILED"
+    assert all(r.info.status != "RUNNING" for r in client.search_runs([exp.experiment_id]))
+
+
+def test_bad_config_exits_with_one_clear_line(project, mini_golden):
+    proc = _run_py(project, *_mini_overrides(mini_golden, "fusion.rrf_k=0"))
+    assert proc.returncode == 2
+    assert "fusion.rrf_k" in proc.stderr and "Traceback" not in proc.stderr
+    proc = _run_py(project, *_mini_overrides(mini_golden, "golden.path=/does/not/exist.jsonl"))
+    assert proc.returncode == 2 and "/does/not/exist.jsonl" in proc.stderr and "Traceback" not in proc.stderr
