@@ -6,8 +6,8 @@
 * Embeddings are cached by (model, text hash) and committed batch by batch *outside* the
   strategy transaction: an interrupted ingest leaves no half strategy behind, yet the
   embeddings it paid for are kept.
-* An advisory lock per strategy makes parallel sweep jobs wait for one builder instead of
-  building the same strategy twice.
+* A session-level advisory lock per strategy makes parallel sweep jobs wait for one builder
+  instead of building the same strategy twice (the waiters find it built and return).
 """
 
 from __future__ import annotations
@@ -131,6 +131,20 @@ def ingest(conn: psycopg.Connection, docs: list[Document], params: ChunkingParam
     if row and row[0] == manifest["digest"] and has_index():
         return IngestReport(key, corpus, len(docs), row[1], 0, 0, 0, 0, time.perf_counter() - t0, True)
 
+    # One builder per strategy across processes (parallel sweep jobs): the others wait here,
+    # then find the strategy built and return at once instead of chunking and embedding again.
+    lock = _lock_key(key)
+    conn.execute("SELECT pg_advisory_lock(%s)", (lock,))
+    try:
+        row = current()
+        if row and row[0] == manifest["digest"] and has_index():
+            return IngestReport(key, corpus, len(docs), row[1], 0, 0, 0, 0, time.perf_counter() - t0, True)
+        return _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress)
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (lock,))
+
+
+def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress) -> IngestReport:
     existing = dict(conn.execute(
         "SELECT doc_id, min(doc_hash) FROM chunks WHERE strategy_id = %s GROUP BY doc_id", (key,)
     ).fetchall()) if row else {}
@@ -141,11 +155,6 @@ def ingest(conn: psycopg.Connection, docs: list[Document], params: ChunkingParam
     by_id = {d.doc_id: d for d in docs}
 
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(key),))
-        row = current()
-        if row and row[0] == manifest["digest"] and has_index():  # a parallel job built it meanwhile
-            return IngestReport(key, corpus, len(docs), row[1], 0, 0, 0, cache_hits,
-                                time.perf_counter() - t0, True)
         _upsert_documents(conn, docs, corpus)
         conn.execute(
             "INSERT INTO strategies (strategy_id, corpus, chunker, params, embedding_model, dim, content_digest, n_chunks)"

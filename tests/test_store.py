@@ -76,3 +76,23 @@ def test_hnsw_index_follows_build_parameters(fresh, mini_docs, embedder):
     ingest(fresh, mini_docs, p, embedder, HnswParams(m=16, ef_construction=64))
     names = {row[0] for row in fresh.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'hnsw_%'")}
     assert names == {hnsw_index_name(r.strategy_id, HnswParams(16, 64))}
+
+
+def test_parallel_ingests_of_one_strategy_build_it_once(fresh_db_url, mini_docs, embedder):
+    """Two sweep jobs (separate connections) asking for the same new strategy: one builds, one waits."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def job(_):
+        c = connect(fresh_db_url)
+        try:
+            return ingest(c, mini_docs, ChunkingParams("heading", 60), embedder)
+        finally:
+            c.close()
+
+    with ThreadPoolExecutor(2) as pool:
+        reports = list(pool.map(job, range(2)))
+    assert sorted(r.unchanged for r in reports) == [False, True]
+    c = connect(fresh_db_url)
+    assert c.execute("SELECT count(*) FROM strategies").fetchone()[0] == 1
+    assert c.execute("SELECT count(*) FROM chunks").fetchone()[0] == reports[0].n_chunks
+    c.close()

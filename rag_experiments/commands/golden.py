@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import ConfigError, UserError
 
-DEFAULT_GOLDEN = "experiments/golden/golden.jsonl"
+DEFAULT_GOLDEN = "experiments/golden/demo.jsonl"
 
 
 def register(subparsers: Any) -> None:

@@ -69,6 +69,9 @@ def ensure_vector_extension(conn: psycopg.Connection, url: str) -> None:
         )
     try:
         with conn.transaction():
+            # serialise with other processes doing the same on a fresh database (parallel jobs):
+            # IF NOT EXISTS alone still races on the catalog's unique index
+            conn.execute("SELECT pg_advisory_xact_lock(727001)")
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     except psycopg.Error as exc:
         raise DatabaseError(
