@@ -80,7 +80,20 @@ def _judge_validation(golden_path) -> dict:
         return {"validated": False, "reason": str(exc)}
 
 
-def log_result(result: ExperimentResult, cfg: DictConfig, run_name: str) -> str | None:
+def label_status(result: ExperimentResult) -> dict:
+    """Judge validation plus a one-word status: labels made by an LLM judge are trusted only
+    after a human spot-check agrees (rag-exp golden spotcheck); say so loudly otherwise."""
+    validation = _judge_validation(result.settings.golden_path)
+    n_llm = sum(1 for r in result.golden.records if r["type"] == "judgement" and r["judge"]["kind"] == "llm")
+    validation["llm_judgements"] = n_llm
+    if n_llm == 0:
+        validation["status"] = "no-llm-labels"
+    else:
+        validation["status"] = "validated" if validation.get("validated") else "NOT-VALIDATED"
+    return validation
+
+
+def log_result(result: ExperimentResult, cfg: DictConfig, run_name: str, validation: dict | None = None) -> str | None:
     s = result.settings
     if not s.tracking.get("enabled", True):
         return None
@@ -88,11 +101,12 @@ def log_result(result: ExperimentResult, cfg: DictConfig, run_name: str) -> str 
     from .tracking.mlflow_run import log_experiment
 
     ci = ci_metrics(result.eval.per_case, list(result.eval.headline), s.bootstrap_samples, s.seed)
+    validation = validation or label_status(result)
     config_dict = OmegaConf.to_container(cfg, resolve=True)
     return log_experiment(
         result, config_dict, run_name=run_name, plots=s.tracking.get("plots", True),
         log_per_case=s.tracking.get("log_per_case", True),
-        judge_validation=_judge_validation(s.golden_path), ci=ci,
+        judge_validation=validation, ci=ci,
     )
 
 
@@ -103,7 +117,8 @@ def run_from_hydra(cfg: DictConfig) -> float:
     try:
         settings = settings_from_cfg(cfg)
         result = run_experiment(settings)
-        run_id = log_result(result, cfg, _run_name(cfg, settings))
+        validation = label_status(result)
+        run_id = log_result(result, cfg, _run_name(cfg, settings), validation)
     except UserError as exc:
         if multirun:
             _log_failed_child(cfg, exc)
@@ -117,4 +132,8 @@ def run_from_hydra(cfg: DictConfig) -> float:
             _log_failed_child(cfg, exc)
         raise
     print_summary(result, run_id)
+    if validation["status"] == "NOT-VALIDATED":
+        print(f"WARNING: {validation['llm_judgements']} labels in {result.settings.golden_path.name} come from an "
+              "LLM judge that no human spot-check has validated (rag-exp golden spotcheck); treat the metrics "
+              "as provisional.", file=sys.stderr)
     return float(result.eval.metrics.get(settings.objective, float("nan")))

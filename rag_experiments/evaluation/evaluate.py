@@ -80,6 +80,10 @@ def score_case(case: EvalCase, ranked: RankedList, p: EvalParams) -> dict:
     row["grades"] = grades
     row["top5"] = [h.chunk_id for h in hits[:5]]
     row["top5_docs"] = [h.doc_id for h in hits[:5]]
+    # the ranking itself (first 100), so a run can be exported for trec_eval / ranx
+    row["ranked_ids"] = [h.chunk_id for h in ranked.hits[:100]]
+    row["ranked_docs"] = [h.doc_id for h in ranked.hits[:100]]
+    row["ranked_scores"] = [float(h.score) for h in ranked.hits[:100]]
     row["latency_ms"] = ranked.latency_ms
     return row
 

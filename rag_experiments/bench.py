@@ -1,0 +1,257 @@
+"""The benchmark: where time and memory go. A script that prints numbers, not a test.
+
+    python -m rag_experiments.bench                 # or: make bench / rag-exp bench
+    python -m rag_experiments.bench --strategies heading --queries 100
+
+Runs in a throwaway database on the configured server (embedded by default), so "cold" is
+really cold (no chunks, no embedding cache, no candidate cache), and drops it afterwards.
+
+Sections (one table, with the machine described):
+* ingest: chunks/s per chunking strategy, next to the raw embedding model's passages/s on the
+  same texts (their ratio shows how close ingest is to the model's speed limit);
+* query latency p50/p95 per variant, next to the bare pgvector KNN and bare full-text queries
+  (the database floor);
+* evaluation wall time on the demo golden set per variant: cold (caches empty), warm (same
+  config again), and a marginal sweep point (only ``rrf_k`` changed);
+* metric computation against ranx on the same qrels and run;
+* peak RSS of a default run (measured in a child process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import replace
+
+import psycopg
+
+
+def _machine() -> str:
+    cpu = "unknown cpu"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    import onnxruntime
+
+    return (f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Python {platform.python_version()}, "
+            f"onnxruntime {onnxruntime.__version__}")
+
+
+def _pct(values: list[float], q: float) -> float:
+    vs = sorted(values)
+    return vs[min(len(vs) - 1, int(round(q * (len(vs) - 1))))]
+
+
+class Table:
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str, str]] = []
+
+    def add(self, section: str, what: str, value: str) -> None:
+        self.rows.append((section, what, value))
+        print(f"  {section:10s} {what:58s} {value}", flush=True)
+
+    def render(self) -> str:
+        w = max(len(r[1]) for r in self.rows)
+        out = [f"| section | measurement{' ' * (w - 11)} | value |", f"| --- | {'-' * w} | --- |"]
+        out += [f"| {s} | {m}{' ' * (w - len(m))} | {v} |" for s, m, v in self.rows]
+        return "\n".join(out)
+
+
+def bench_ingest(conn, docs, embedder, strategies, table: Table) -> None:
+    from .chunking import ChunkingParams, chunk_corpus
+    from .store import ingest
+
+    presets = {"heading": ChunkingParams("heading", 200, 0, True), "fixed": ChunkingParams("fixed", 128, 32, False),
+               "paragraph": ChunkingParams("paragraph", 200, 0, False)}
+    for name in strategies:
+        params = presets[name]
+        chunks = chunk_corpus(docs, params, embedder)
+        texts = [c.indexed_text for c in chunks]
+        sample = texts[: min(len(texts), 600)]
+        t = time.perf_counter()
+        embedder.embed(sample)
+        raw = len(sample) / (time.perf_counter() - t)
+        report = ingest(conn, docs, params, embedder)
+        cold = report.n_chunks / report.seconds
+        again = ingest(conn, docs, params, embedder)
+        table.add("ingest", f"{name}: raw model passages/s (same texts, {len(sample)} sampled)", f"{raw:.1f}")
+        table.add("ingest", f"{name}: cold ingest chunks/s ({report.n_chunks} chunks, {report.seconds:.1f}s)",
+                  f"{cold:.1f} (model/ingest time ratio {raw / cold:.2f}x)")
+        table.add("ingest", f"{name}: unchanged re-run", f"{again.seconds:.3f}s")
+    size = conn.execute("SELECT pg_size_pretty(pg_total_relation_size('chunks'))").fetchone()[0]
+    table.add("ingest", "chunks table incl. indexes (all strategies)", size)
+
+
+def bench_latency(conn, strategy, embedder, queries, table: Table) -> None:
+    from .retrieval.legs import set_vector_session
+    from .retrieval.retriever import VARIANTS, Retriever, RetrievalParams
+
+    qvecs = embedder.embed(queries)
+    knn = (f"SELECT chunk_id FROM chunks WHERE strategy_id = %(sid)s "
+           f"ORDER BY embedding::vector({strategy['dim']}) <=> %(q)s::vector({strategy['dim']}) LIMIT 50")
+    fts = ("SELECT chunk_id FROM chunks WHERE strategy_id = %(sid)s AND tsv @@ plainto_tsquery('english', %(t)s) "
+           "ORDER BY ts_rank(tsv, plainto_tsquery('english', %(t)s)) DESC LIMIT 50")
+    for label, sql_text in (("bare pgvector KNN (depth 50)", knn), ("bare full-text query (AND, depth 50)", fts)):
+        times = []
+        for q, v in zip(queries, qvecs):
+            t = time.perf_counter()
+            with conn.transaction():
+                set_vector_session(conn, 50, False)
+                conn.execute(sql_text, {"sid": strategy["strategy_id"], "q": v, "t": q}).fetchall()
+            times.append((time.perf_counter() - t) * 1000)
+        table.add("latency", f"{label} p50 / p95 ms", f"{_pct(times, .5):.1f} / {_pct(times, .95):.1f}")
+    for variant in VARIANTS:
+        r = Retriever(conn, strategy, embedder, RetrievalParams(variant=variant, use_cache=False))
+        r.embed_queries(queries)  # query embedding is reported separately below
+        times = []
+        for q in queries:
+            t = time.perf_counter()
+            r.search(q, 20)
+            times.append((time.perf_counter() - t) * 1000)
+        table.add("latency", f"{variant} (uncached legs) p50 / p95 ms", f"{_pct(times, .5):.1f} / {_pct(times, .95):.1f}")
+    t = time.perf_counter()
+    for q in queries:
+        embedder.embed([q])
+    table.add("latency", "query embedding, one at a time, mean ms", f"{(time.perf_counter() - t) * 1000 / len(queries):.1f}")
+
+
+def bench_evaluation(url: str, settings, table: Table) -> None:
+    from .experiment import run_experiment
+    from .retrieval.fusion import FusionParams
+
+    conn = psycopg.connect(url, autocommit=True)
+    for variant in ("vector", "keyword", "hybrid", "hybrid_rerank"):
+        s = replace(settings, retrieval=replace(settings.retrieval, variant=variant))
+        conn.execute("TRUNCATE candidate_cache, rerank_cache")
+        conn.execute("DELETE FROM embedding_cache WHERE length(text_hash) = 64 AND text_hash NOT IN "
+                     "(SELECT text_hash FROM chunks)")  # forget query embeddings, keep chunk ones
+        from .db.connect import connect
+
+        c = connect(url)
+        t = time.perf_counter()
+        cold = run_experiment(s, c)
+        cold_s = time.perf_counter() - t
+        t = time.perf_counter()
+        run_experiment(s, c)
+        warm_s = time.perf_counter() - t
+        marginal = replace(s, retrieval=replace(s.retrieval, fusion=FusionParams(
+            rrf_k=s.retrieval.fusion.rrf_k + 17, vector_weight=s.retrieval.fusion.vector_weight,
+            keyword_weight=s.retrieval.fusion.keyword_weight, depth=s.retrieval.fusion.depth)))
+        t = time.perf_counter()
+        run_experiment(marginal, c)
+        marg_s = time.perf_counter() - t
+        c.close()
+        table.add("eval", f"{variant}: cold / warm / rrf_k-only point, s ({cold.eval.n_cases} cases)",
+                  f"{cold_s:.2f} / {warm_s:.2f} ({100 * warm_s / cold_s:.0f}%) / {marg_s:.2f} ({100 * marg_s / cold_s:.0f}%)")
+    conn.close()
+
+
+def bench_metrics(table: Table, n_queries: int = 2000) -> None:
+    import random
+
+    import ranx
+
+    from .evaluation import metrics as M
+
+    rng = random.Random(7)
+    qrels, run, gains, grades = {}, {}, [], []
+    for q in range(n_queries):
+        rel = {f"d{rng.randrange(500)}": rng.choice([1, 2]) for _ in range(rng.randint(1, 4))}
+        docs = [f"d{rng.randrange(500)}" for _ in range(40)]
+        docs = list(dict.fromkeys(docs))[:20]
+        qrels[f"q{q}"] = rel
+        run[f"q{q}"] = {d: float(20 - i) for i, d in enumerate(docs)}
+        gains.append([rel.get(d, 0) for d in docs])
+        grades.append(list(rel.values()))
+    t = time.perf_counter()
+    for g, gr in zip(gains, grades):
+        M.recall_at_k(g, gr, 5), M.recall_at_k(g, gr, 20), M.reciprocal_rank(g, gr, 10), M.ndcg_at_k(g, gr, 10)
+    ours = time.perf_counter() - t
+    qr, rn = ranx.Qrels(qrels), ranx.Run(run)
+    ranx.evaluate(qr, rn, ["recall@5"])  # numba JIT warm-up, not counted
+    t = time.perf_counter()
+    ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), ["recall@5", "recall@20", "mrr@10", "ndcg@10"])
+    theirs = time.perf_counter() - t
+    table.add("metrics", f"4 metrics x {n_queries} queries: ours / ranx (incl. building Qrels+Run), ms",
+              f"{ours * 1000:.1f} / {theirs * 1000:.1f}")
+
+
+def bench_peak_rss(table: Table, url: str) -> None:
+    code = ("import resource, sys; sys.argv=['run.py','progress=false','tracking.enabled=false']; "
+            "import runpy; runpy.run_path('run.py', run_name='__main__')")
+    env = {**os.environ, "DATABASE_URL": url}
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code + "\n"], env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
+    table.add("memory", f"default run (python run.py, warm caches): peak RSS / wall ({status})",
+              f"{peak_kb / 1024:.0f} MiB / {wall:.1f}s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="rag-exp bench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--strategies", default="heading,fixed,paragraph", help="chunkings to ingest cold")
+    ap.add_argument("--queries", type=int, default=100, help="queries for the latency section")
+    ap.add_argument("--skip", default="", help="sections to skip: ingest,latency,eval,metrics,memory")
+    args = ap.parse_args(argv)
+    skip = set(filter(None, args.skip.split(",")))
+
+    from .app import compose_settings
+    from .corpus.loader import load_corpus
+    from .db.connect import connect, resolve_database_url
+    from .embedding import load_embedder
+    from .golden.resolve import load_golden
+    from .store import ingest, strategy_info
+
+    settings, _ = compose_settings(["progress=false", "tracking.enabled=false"])
+    admin = resolve_database_url(settings.db_url, settings.pgdata)
+    name = f"rag_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin, autocommit=True) as c:
+        c.execute(f'CREATE DATABASE "{name}"')
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    url = make_conninfo(**{**conninfo_to_dict(admin), "dbname": name})
+    table = Table()
+    print(f"machine: {_machine()}\nthrowaway database: {name}\n")
+    try:
+        conn = connect(url)
+        table.add("machine", "PostgreSQL", conn.execute("SHOW server_version").fetchone()[0])
+        docs = load_corpus("demo")
+        embedder = load_embedder()
+        if "ingest" not in skip:
+            bench_ingest(conn, docs, embedder, [s for s in args.strategies.split(",") if s], table)
+        rep = ingest(conn, docs, settings.chunking, embedder)
+        strategy = strategy_info(conn, rep.strategy_id)
+        golden = load_golden(settings.golden_path)
+        queries = [c.query for c in golden.scorable][: args.queries]
+        if "latency" not in skip:
+            bench_latency(conn, strategy, embedder, queries, table)
+        conn.close()
+        if "eval" not in skip:
+            bench_evaluation(url, settings, table)
+        if "metrics" not in skip:
+            bench_metrics(table)
+        if "memory" not in skip:
+            bench_peak_rss(table, url)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as c:
+            c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    print("\n" + f"machine: {_machine()}\n\n" + table.render())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
