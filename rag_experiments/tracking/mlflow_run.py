@@ -32,9 +32,12 @@ def tracking_uri(explicit: str | None = None) -> str:
     uri = explicit or os.environ.get("MLFLOW_TRACKING_URI")
     if uri:
         return uri
-    root = project_root() / "mlruns"
-    root.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{root / 'mlflow.db'}"
+    (project_root() / "mlruns").mkdir(parents=True, exist_ok=True)
+    return tracking_uri_default()
+
+
+def tracking_uri_default() -> str:
+    return f"sqlite:///{project_root() / 'mlruns' / 'mlflow.db'}"
 
 
 def artifact_root() -> str:
@@ -45,12 +48,20 @@ def setup(uri: str | None, experiment: str) -> str:
     """Point MLflow at the store and make sure the experiment exists; return its id."""
     import mlflow
 
-    mlflow.set_tracking_uri(tracking_uri(uri))
+    # Decide before set_tracking_uri: it exports MLFLOW_TRACKING_URI, which would make every
+    # store look user-chosen. Only our own sqlite default gets an explicit artifact folder
+    # (mlruns/artifacts); a user's server keeps its own artifact root.
+    user_chose = bool(uri or os.environ.get("MLFLOW_TRACKING_URI"))
+    resolved = tracking_uri(uri)
+    if not user_chose or resolved == tracking_uri_default():
+        location = artifact_root()
+    else:
+        location = None
+    mlflow.set_tracking_uri(resolved)
     exp = mlflow.get_experiment_by_name(experiment)
     if exp is not None:
         mlflow.set_experiment(experiment_id=exp.experiment_id)
         return exp.experiment_id
-    location = None if (uri or os.environ.get("MLFLOW_TRACKING_URI")) else artifact_root()
     try:
         exp_id = mlflow.create_experiment(experiment, artifact_location=location)
     except Exception:  # noqa: BLE001 - a parallel job created it first

@@ -1,0 +1,86 @@
+"""``rag-exp compare``: runs side by side, with intervals, paired deltas and Holm-corrected p-values.
+
+    rag-exp compare --last-sweep
+    rag-exp compare RUN_A RUN_B --metrics recall_at_5,mrr_at_10 --segments exact,paraphrase
+    rag-exp compare --sweep PARENT_ID --baseline RUN_ID --markdown >> "$GITHUB_STEP_SUMMARY"
+    rag-exp compare --tag variant=hybrid --log-plots
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..errors import UserError
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "compare", help="compare runs side by side (intervals, paired tests vs a baseline)",
+        description="One row per run: every metric with its 95% bootstrap interval, the primary "
+        "metric per segment, and against the baseline the paired delta over cases (aligned by "
+        "case_id), the p-value of a two-sided paired randomization test (Holm-corrected across the "
+        "runs compared, per column) and win/tie/loss counts on the primary metric. The baseline is "
+        "--baseline, else the first run given (with --sweep/--last-sweep: the first sweep point to "
+        "start). Runs measured on different golden sets or corpora are flagged loudly.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1])
+    p.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="runs to compare (first = baseline)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--sweep", metavar="PARENT_ID", help="the child runs of this sweep parent run")
+    src.add_argument("--last-sweep", action="store_true", help="the children of the latest sweep parent")
+    src.add_argument("--tag", metavar="KEY=VALUE", help="every run with this tag (e.g. variant=hybrid)")
+    p.add_argument("--baseline", metavar="RUN_ID", help="compare every other run with this one "
+                   "(default: the first run)")
+    p.add_argument("--metrics", type=_csv, default=["recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10"],
+                   metavar="M1,M2", help="metric columns (default: recall_at_5,recall_at_20,mrr_at_10,ndcg_at_10)")
+    p.add_argument("--segments", type=_csv, default=None, metavar="S1,S2",
+                   help="segment columns showing the primary metric: query kinds (exact, paraphrase) "
+                   "or doc types (doc_type.config) (default: every query kind)")
+    p.add_argument("--primary", default="recall_at_5", help="metric for segments and W/T/L (default: recall_at_5)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level for the * marks (default: 0.05)")
+    p.add_argument("--resamples", type=int, default=10000,
+                   help="random sign flips per test when cases are too many to enumerate (default: 10000)")
+    p.add_argument("--seed", type=int, default=13, help="seed of the randomization test (default: 13)")
+    p.add_argument("--markdown", action="store_true", help="print a GitHub-flavoured Markdown table")
+    p.add_argument("--log-plots", action="store_true", help="log comparison plots to the sweep parent run, "
+                   "else to a new run tagged comparison=true")
+    p.add_argument("--plots-dir", metavar="DIR", help="also save the plots as PNG files in DIR")
+    p.set_defaults(func=cmd_compare)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ..tracking.compare import build_comparison, log_plots, print_comparison, save_plots
+    from ..tracking.runs import client, get_run, select_runs
+
+    if not (args.run_ids or args.sweep or args.last_sweep or args.tag):
+        raise UserError("nothing to compare", hint="give RUN_IDs, --sweep PARENT_ID, --last-sweep or --tag KEY=VALUE")
+    if not 0 < args.alpha < 1:
+        raise UserError(f"--alpha must be in (0, 1), got {args.alpha}")
+    c = client()
+    runs, parent = select_runs(args.run_ids, args.sweep, args.last_sweep, args.tag, c=c)
+    if args.baseline:
+        base = next((r for r in runs if r.id == args.baseline.lower()), None) or get_run(args.baseline, c=c)
+        runs = [base] + [r for r in runs if r.id != base.id]
+    if len(runs) < 2:
+        raise UserError(f"need at least two runs to compare, found {len(runs)}")
+    cmp = build_comparison(runs, args.metrics, args.segments, args.primary, args.alpha, args.resamples, args.seed)
+    print_comparison(cmp, markdown=args.markdown)
+    if args.plots_dir:
+        for path in save_plots(cmp, args.plots_dir):
+            _say(args, f"saved {path}")
+    if args.log_plots:
+        run_id, paths = log_plots(cmp, parent, c)
+        _say(args, f"logged {', '.join(paths)} to run {run_id}")
+    return 0
+
+
+def _say(args: argparse.Namespace, text: str) -> None:
+    import sys
+
+    # with --markdown, stdout is the table (it may be appended to a job summary): report elsewhere
+    print(text, file=sys.stderr if args.markdown else sys.stdout)

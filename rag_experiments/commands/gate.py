@@ -1,0 +1,179 @@
+"""``rag-exp gate``: does today's run of the promoted config still match the champion?
+
+    rag-exp gate --run-now --markdown-summary "$GITHUB_STEP_SUMMARY"    # the nightly job
+    rag-exp gate --run RUN_ID
+    rag-exp gate                                                         # the newest FINISHED run
+
+Compares the run with the champion's recorded run (registry alias ``champion`` of
+``rag-retriever-NAME``; else the committed ``experiments/promoted/NAME.record.json``) by the
+paired randomization test over cases. Exit 1 on a significant regression on the primary metric
+or on the ``exact`` segment, or when the two cannot be compared (another golden set or corpus);
+0 otherwise. The verdict is logged as tags on the run (``gate=pass|fail``, ``gate_reason``, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+
+NIGHTLY_RUN_NAME = "nightly"
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "gate", help="check the current run of the promoted config against the champion (exit 1 on regression)",
+        description=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="usage examples:\n" + __doc__.split("\n\n")[1])
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--run", metavar="RUN_ID", help="the run to check (default: the newest FINISHED run)")
+    src.add_argument("--run-now", action="store_true",
+                     help=f"run `python run.py experiment=promoted run_name={NIGHTLY_RUN_NAME}` first and check it")
+    p.add_argument("--name", default="default", help="champion name (default: default)")
+    p.add_argument("--metric", help="primary metric (default: the one the champion was promoted on)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
+    p.add_argument("--markdown-summary", metavar="FILE", help="append a Markdown report to FILE "
+                   "(e.g. $GITHUB_STEP_SUMMARY)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra Hydra override for --run-now, repeatable")
+    p.add_argument("--resamples", type=int, default=10000, help="random sign flips per test (default: 10000)")
+    p.add_argument("--seed", type=int, default=13, help="seed of the randomization test (default: 13)")
+    p.set_defaults(func=cmd_gate)
+
+
+def experiment_override(root: Path, preset: str) -> str:
+    """``experiment=X`` when conf/config.yaml's defaults list has an experiment slot, else ``+experiment=X``."""
+    import yaml
+
+    try:
+        defaults = (yaml.safe_load((root / "conf" / "config.yaml").read_text()) or {}).get("defaults") or []
+    except (OSError, yaml.YAMLError):
+        defaults = []
+    for entry in defaults:
+        keys = entry.keys() if isinstance(entry, dict) else [entry]
+        if any(str(k).split()[-1] == "experiment" or str(k).startswith("experiment") for k in keys):
+            return f"experiment={preset}"
+    return f"+experiment={preset}"
+
+
+def run_now(name: str, overrides: list[str]) -> str:
+    """Run the promoted preset through Hydra in a subprocess; return the new run's id."""
+    from ..config import project_root
+    from ..tracking.promote import preset_name
+    from ..tracking.runs import search, tag_filter
+
+    root = project_root()
+    preset = preset_name(name)
+    if not (root / "conf" / "experiment" / f"{preset}.yaml").exists():
+        raise UserError(f"{root / 'conf/experiment' / (preset + '.yaml')} does not exist",
+                        hint="promote a run first: rag-exp promote --metric recall_at_5")
+    entry = root / "run.py"
+    if not entry.exists():
+        raise UserError(f"{entry} not found: run the gate from the project folder (or set RAG_EXP_HOME)")
+    cmd = [sys.executable, str(entry), experiment_override(root, preset), f"run_name={NIGHTLY_RUN_NAME}",
+           *overrides]
+    print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
+    started = int(time.time() * 1000) - 1000
+    proc = subprocess.run(cmd, cwd=root)
+    if proc.returncode != 0:
+        raise UserError(f"the {NIGHTLY_RUN_NAME} run failed (exit code {proc.returncode}); see its output above")
+    found = [r for r in search(tag_filter("mlflow.runName", NIGHTLY_RUN_NAME), per_case=False, order="DESC",
+                               max_results=20) if r.start_time >= started and r.status == "FINISHED"]
+    if not found:
+        raise UserError(f"the {NIGHTLY_RUN_NAME} run finished but no new FINISHED run named "
+                        f"{NIGHTLY_RUN_NAME!r} is in the store", hint="is tracking.enabled false in the preset?")
+    return found[0].id
+
+
+def newest_run(exclude: set[str]) -> str:
+    from ..tracking.runs import search
+
+    for r in search("attributes.status = 'FINISHED'", per_case=False, order="DESC", max_results=200):
+        if r.id not in exclude and r.tags.get("sweep") != "parent" and r.tags.get("comparison") != "true" \
+                and r.tags.get("golden_sha256"):
+            return r.id
+    raise UserError("no FINISHED run to check", hint="give --run RUN_ID or --run-now")
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from ..report import console
+    from ..tracking.compare import build_comparison, markdown_table, print_comparison
+    from ..tracking.promote import (GUARD_SEGMENT, current_champion, decide, decision_markdown, decision_table,
+                                    model_name, record_path)
+    from ..tracking.runs import client, get_run
+
+    if not 0 < args.alpha < 1:
+        raise UserError(f"--alpha must be in (0, 1), got {args.alpha}")
+    c = client()
+    champion = current_champion(args.name, c, record_fallback=True)
+    if champion is None:
+        raise UserError(f"no champion: {model_name(args.name)} has no alias 'champion' in the registry and "
+                        f"{record_path(args.name)} does not exist", hint="promote a run first: rag-exp promote")
+    metric = args.metric or champion.metric or "recall_at_5"
+    if args.run_now:
+        run_id = run_now(args.name, args.overrides)
+    elif args.run:
+        run_id = args.run
+    else:
+        run_id = newest_run({champion.run.id})
+    current = get_run(run_id, c=c)
+    if current.per_case is None:
+        raise UserError(f"run {current.id} has no per-case table (per_case.json): the gate needs it",
+                        hint="run with tracking.log_per_case=true")
+    if current.id == champion.run.id:
+        raise UserError(f"run {current.id} is the champion's own run: nothing to check",
+                        hint="give --run with a newer run, or --run-now")
+    decision = decide(champion, current, metric, args.alpha, "no_loss", GUARD_SEGMENT, args.resamples, args.seed)
+    passed = decision.ok
+    verdict = "pass" if passed else "fail"
+    reason = "; ".join(decision.reasons) if not passed else "no significant regression"
+    where = "registry" if champion.source == "registry" else f"record {record_path(args.name).name}"
+
+    out = console()
+    for w in decision.warnings:
+        out.print(f"[bold red]WARNING: {w}[/]")
+    title = (f"gate: run {current.id[:12]} ({current.label}) vs champion {champion.run.id[:12]} "
+             f"({where}{', version ' + champion.version if champion.version else ''})")
+    if decision.checks:
+        out.print(decision_table(decision, title, candidate_label="current"))
+    out.print(f"[bold {'green' if passed else 'red'}]gate {verdict.upper()}[/]: {reason}")
+    cmp = None
+    if champion.run.per_case is not None:
+        cmp = build_comparison([champion.run, current], primary=metric, alpha=args.alpha,
+                               n_resamples=args.resamples, seed=args.seed,
+                               labels=[f"champion {champion.run.id[:8]}", f"current {current.id[:8]}"])
+        print_comparison(cmp, console=out)
+
+    tags = {"gate": verdict, "gate_reason": reason[:5000], "gate_champion_run": champion.run.id,
+            "gate_champion_source": champion.source, "gate_metric": metric, "gate_alpha": f"{args.alpha:g}"}
+    if champion.version:
+        tags["gate_champion_version"] = champion.version
+    for chk in decision.checks:
+        if chk.p is not None:
+            tags[f"gate_p.{chk.key}"] = f"{chk.p:.6f}"
+            tags[f"gate_delta.{chk.key}"] = f"{chk.delta:+.6f}"
+    for k, v in tags.items():
+        c.set_tag(current.id, k, v)
+
+    if args.markdown_summary:
+        md = [f"## Retrieval gate: {'✅ PASS' if passed else '❌ FAIL'}", "",
+              f"Run `{current.id}` ({current.label}) against the champion `{champion.run.id}` "
+              f"({model_name(args.name)}, {where}{', version ' + champion.version if champion.version else ''}); "
+              f"primary metric {metric}, alpha {args.alpha:g}, golden `{(current.golden or 'unknown')[:12]}`.", ""]
+        md += [f"> [!WARNING]\n> {w}\n" for w in decision.warnings]
+        if not passed:
+            md += [f"**Why:** {reason}", ""]
+        if decision.checks:
+            md += [decision_markdown(decision, candidate_label="current")]
+        if cmp is not None:
+            md += ["<details><summary>all metrics (champion = baseline)</summary>", "", markdown_table(cmp),
+                   "</details>", ""]
+        path = Path(args.markdown_summary)
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write("\n".join(md) + "\n")
+    return 0 if passed else 1

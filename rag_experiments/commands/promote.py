@@ -1,0 +1,83 @@
+"""``rag-exp promote``: make the best run the champion, only if it beats the current one.
+
+    rag-exp promote --metric recall_at_5                 # best FINISHED run on the newest golden set
+    rag-exp promote --metric recall_at_5 --sweep PARENT_ID --dry-run
+    rag-exp promote --metric mrr_at_10 --name faq --force   # past the gate (tagged promoted_forced)
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..errors import UserError
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "promote", help="promote the best run to champion (model registry alias), if it beats the champion",
+        description="Among FINISHED runs (of --sweep, else of the store or --experiment) on the golden set "
+        "of the newest such run, take the best on --metric and compare it with the current champion "
+        "(registered model rag-retriever-NAME, alias champion) by a paired randomization test over "
+        "cases: it must be significantly better on --metric and not significantly worse on the "
+        "'exact' segment. No champion yet: promote. Champion on another golden set or corpus: refuse. "
+        "--force promotes anyway (tagged promoted_forced=true). On success: alias champion, run tag "
+        "champion=true, experiments/promoted/NAME.yaml and conf/experiment/promoted.yaml "
+        "(promoted_NAME.yaml for other names). Exit 1 when refused.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    p.add_argument("--metric", default="recall_at_5", help="primary metric (default: recall_at_5)")
+    p.add_argument("--sweep", metavar="PARENT_ID", help="choose among this sweep's child runs")
+    p.add_argument("--experiment", metavar="NAME", help="choose among this MLflow experiment's runs "
+                   "(default: every experiment in the store)")
+    p.add_argument("--name", default="default", help="champion name: registered model rag-retriever-NAME "
+                   "(default: default)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
+    p.add_argument("--force", action="store_true", help="promote even when the gate refuses")
+    p.add_argument("--dry-run", action="store_true", help="show the decision, change nothing")
+    p.add_argument("--resamples", type=int, default=10000, help="random sign flips per test (default: 10000)")
+    p.add_argument("--seed", type=int, default=13, help="seed of the randomization test (default: 13)")
+    p.set_defaults(func=cmd_promote)
+
+
+def cmd_promote(args: argparse.Namespace) -> int:
+    from rich.panel import Panel
+
+    from ..report import console
+    from ..tracking.promote import decision_table, model_name, preset_name, promote, replaced_summary
+
+    if not 0 < args.alpha < 1:
+        raise UserError(f"--alpha must be in (0, 1), got {args.alpha}")
+    out = console()
+    result = promote(args.metric, args.sweep, args.name, args.force, args.alpha, args.experiment,
+                     args.dry_run, args.resamples, args.seed)
+    d = result.decision
+    cand = d.candidate
+    out.print(f"best on {args.metric}: run {cand.id} ({cand.label}) = {cand.metrics[args.metric]:.4f}")
+    for w in d.warnings:
+        out.print(Panel(w, title="WARNING", style="bold red"))
+    if d.champion is not None and d.checks:
+        out.print(decision_table(d, f"candidate vs champion {d.champion.run.id[:12]} ({d.champion.run.label[:40]})"))
+    if result.already_champion:
+        out.print(f"run {cand.id} is already the champion of {model_name(args.name)} "
+                  f"(version {result.version}); nothing to do")
+        return 0
+    if not result.promoted:
+        verdict = "would promote" if d.ok else "REFUSED"
+        out.print(f"[bold {'green' if d.ok else 'red'}]{verdict}[/]" + (" (dry run)" if args.dry_run else ""))
+        for r in d.reasons:
+            out.print(f"  - {r}")
+        if not d.ok and not args.dry_run:
+            out.print("  (--force promotes anyway; the run is then tagged promoted_forced=true)")
+        return 0 if d.ok else 1
+    if result.forced:
+        out.print("[bold yellow]FORCED: promoted although the gate refused:[/]")
+        for r in d.reasons:
+            out.print(f"  - {r}")
+    out.print(f"[bold green]promoted[/] run {cand.id} ({cand.label}) as {model_name(args.name)} version "
+              f"{result.version}, alias champion")
+    for line in replaced_summary(d):
+        out.print(line)
+    for f in result.files:
+        out.print(f"wrote {f}")
+    out.print(f"reproduce: python run.py experiment={preset_name(args.name)}")
+    return 0

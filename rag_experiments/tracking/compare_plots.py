@@ -1,0 +1,174 @@
+"""Comparison plots of several runs (PNG artifacts of ``rag-exp compare --log-plots``).
+
+* recall@k for k = 1..20: the mean of the per-case ``recall_curve`` of every run, one chart;
+* the primary metric per segment (all, each query kind, each doc type), one bar per run, with
+  the 95% bootstrap interval as whiskers;
+* when the runs differ in exactly one parameter: the primary metric against that parameter,
+  with intervals (and each query kind as a thinner line).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .compare import Column, Segment, metric_title
+from .plots import _plt
+from .runs import RunView
+
+ValueFn = Callable[[RunView, Column], tuple[float | None, tuple[float, float] | None]]
+
+
+def _colors(n: int) -> list:
+    plt = _plt()
+    cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
+    return [cmap(i % cmap.N) for i in range(n)]
+
+
+def _legend_below(ax, n: int, offset: float = -0.16) -> None:
+    labels = ax.get_legend_handles_labels()[1]
+    ncol = min(n, 4 if max((len(t) for t in labels), default=0) <= 24 else 2)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, offset), ncol=ncol, frameon=False, fontsize=9)
+
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+
+
+def _yerr(value: float, interval: tuple[float, float] | None) -> tuple[float, float]:
+    if interval is None:
+        return (0.0, 0.0)
+    return (max(0.0, value - interval[0]), max(0.0, interval[1] - value))
+
+
+def recall_curves_figure(runs: Sequence[RunView], labels: Sequence[str], title: str | None = None):
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 5.0))
+    ks = None
+    for i, (run, label, color) in enumerate(zip(runs, labels, _colors(len(runs)))):
+        curves = np.array(run.per_case["recall_curve"].tolist(), dtype=float)
+        ks = np.arange(1, curves.shape[1] + 1)
+        ax.plot(ks, curves.mean(axis=0), marker=MARKERS[i % len(MARKERS)], ms=5 if i == 0 else 4,
+                lw=2.6 if i == 0 else 1.5, color=color, alpha=0.9, zorder=3 if i == 0 else 2,
+                label=f"{label} (baseline)" if i == 0 and len(runs) > 1 else label)
+    n = len(runs[0].per_case) if runs and runs[0].per_case is not None else 0
+    ax.set_xlabel("k (chunks retrieved)")
+    ax.set_ylabel("mean recall@k")
+    ax.set_ylim(0, 1.02)
+    if ks is not None:
+        ax.set_xticks(ks)
+        ax.set_xlim(0.5, ks[-1] + 0.5)
+    ax.grid(alpha=0.3)
+    ax.set_title(title or f"recall@k, {len(runs)} runs ({n} cases)")
+    _legend_below(ax, len(runs))
+    fig.tight_layout()
+    return fig
+
+
+def segment_bars_figure(runs: Sequence[RunView], labels: Sequence[str], primary: str,
+                        segments: Sequence[Segment], value_fn: ValueFn, title: str | None = None):
+    """Grouped bars: x = segment (all, query kinds, doc types), one bar per run, interval whiskers."""
+    plt = _plt()
+    groups: list[tuple[str, Column]] = [("all", Column(primary, primary, None, "all"))]
+    for s in segments:
+        groups.append((s.value, Column(f"{primary}.{s.suffix}", primary, s, s.title)))
+    base = runs[0].per_case
+    names = []
+    for (name, col) in groups:
+        if base is None:
+            names.append(name)
+            continue
+        seg = col.segment
+        n = len(base) if seg is None else int((base[seg.column].astype(str) == seg.value).sum()) \
+            if seg.column in base else None
+        names.append(name if n is None else f"{name}\nn={n}")
+    n_runs, n_groups = len(runs), len(groups)
+    width = 0.8 / n_runs
+    fig, ax = plt.subplots(figsize=(min(18.0, max(7.5, 1.5 + n_groups * (0.22 * n_runs + 0.45))), 5.4))
+    x = np.arange(n_groups)
+    for i, (run, label, color) in enumerate(zip(runs, labels, _colors(n_runs))):
+        vals, errs = [], []
+        for _, col in groups:
+            v, iv = value_fn(run, col)
+            vals.append(np.nan if v is None else v)
+            errs.append(_yerr(v, iv) if v is not None else (0.0, 0.0))
+        ax.bar(x - 0.4 + width * (i + 0.5), vals, width * 0.9, yerr=np.array(errs).T,
+               capsize=max(1.5, min(4.0, 16 / n_runs)), color=color, label=label,
+               error_kw={"elinewidth": 1.0, "ecolor": "#333333"})
+    # separators and second-level labels: overall | query kinds | doc types
+    kinds = [i for i, (_, c) in enumerate(groups) if c.segment is not None and c.segment.column == "kind"]
+    dtypes = [i for i, (_, c) in enumerate(groups) if c.segment is not None and c.segment.column == "doc_type"]
+    for block, text in ((kinds, "query kind"), (dtypes, "doc type")):
+        if block:
+            ax.axvline(block[0] - 0.5, color="#888888", lw=0.8, ls=":")
+            ax.annotate(text, xy=((block[0] + block[-1]) / 2, 1.075), xycoords=("data", "data"),
+                        ha="center", va="center", fontsize=9, color="#555555")
+    ax.set_xticks(x)
+    ax.set_xticklabels(names, fontsize=9)
+    ax.set_xlim(-0.6, n_groups - 0.4)
+    ax.set_ylim(0, 1.12)
+    ax.set_yticks(np.linspace(0, 1, 6))
+    ax.set_ylabel(metric_title(primary))
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_title(title or f"{metric_title(primary)} per segment (whiskers: 95% bootstrap interval)")
+    _legend_below(ax, n_runs, offset=-0.2)
+    fig.tight_layout()
+    return fig
+
+
+def _as_numbers(values: Sequence[str | None]) -> list[float] | None:
+    try:
+        return [float(v) for v in values]  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def param_figure(runs: Sequence[RunView], param: str, primary: str, value_fn: ValueFn,
+                 kinds: Sequence[str] | None = None, title: str | None = None):
+    """The primary metric (with interval) against the one parameter that differs between runs."""
+    plt = _plt()
+    raw = [r.params.get(param) for r in runs]
+    numbers = _as_numbers(raw)
+    order = sorted(range(len(runs)), key=lambda i: numbers[i]) if numbers is not None else list(range(len(runs)))
+    xs = [numbers[i] for i in order] if numbers is not None else list(range(len(order)))
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    col = Column(primary, primary, None, "all")
+    vals, errs = [], []
+    for i in order:
+        v, iv = value_fn(runs[i], col)
+        vals.append(np.nan if v is None else v)
+        errs.append(_yerr(v, iv) if v is not None else (0.0, 0.0))
+    categorical = numbers is None
+    ax.errorbar(xs, vals, yerr=np.array(errs).T, fmt="o" if categorical else "o-", color="black", lw=2,
+                capsize=5, ms=7, label="all cases (95% interval)", zorder=3)
+    if kinds is None:
+        kinds = sorted({str(k) for r in runs if r.per_case is not None and "kind" in r.per_case
+                        for k in r.per_case["kind"].dropna()})
+    span = (max(xs) - min(xs)) if len(xs) > 1 else 1.0
+    for j, (kind, color) in enumerate(zip(kinds, _colors(len(kinds)))):
+        seg = Segment("kind", kind)
+        kc = Column(f"{primary}.{seg.suffix}", primary, seg, kind)
+        kv = [np.nan if v is None else v for v in (value_fn(runs[i], kc)[0] for i in order)]
+        # a small horizontal offset keeps equal values of different kinds visible
+        step = 0.12 if categorical else 0.02 * (span or 1.0)
+        shift = (j - (len(kinds) - 1) / 2) * step
+        kx = [x + shift for x in xs]
+        ax.plot(kx, kv, marker=MARKERS[(j + 1) % len(MARKERS)], ms=6, lw=0 if categorical else 1.2, ls="--",
+                color=color, label=f"{kind} only", alpha=0.9, zorder=4)
+    if numbers is None:
+        ax.set_xticks(xs)
+        ax.set_xticklabels([str(raw[i]) for i in order], rotation=20 if len(order) > 4 else 0)
+        ax.set_xlim(-0.5, len(xs) - 0.5)
+    else:
+        ax.set_xticks(xs)
+        ax.set_xticklabels([f"{x:g}" for x in xs])
+        pad = (max(xs) - min(xs)) * 0.06 or 0.5
+        ax.set_xlim(min(xs) - pad, max(xs) + pad)
+    ax.set_xlabel(param)
+    ax.set_ylabel(metric_title(primary))
+    ax.set_ylim(0, 1.05)
+    ax.grid(alpha=0.3)
+    ax.set_title(title or f"{metric_title(primary)} vs {param}")
+    ax.legend(loc="best", fontsize=9)
+    fig.tight_layout()
+    return fig

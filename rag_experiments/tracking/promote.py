@@ -1,0 +1,426 @@
+"""Promote the best run to champion, only on evidence; and the checks the nightly gate reuses.
+
+The champion lives in the MLflow model registry: registered model ``rag-retriever-<name>``,
+alias ``champion``; each version's source is the run's ``config.yaml`` artifact (the "model" of
+a retriever is its resolved config). MLflow 3.17's ``mlflow.register_model("runs:/<id>/config.yaml")``
+looks for a *logged model* under that path and fails for a plain artifact (after creating the
+registered model), so versions are created with ``MlflowClient.create_model_version(name,
+source=<artifact uri>/config.yaml, run_id=...)``, which works with a sqlite store.
+
+Promotion gate (paired randomization test over cases aligned by ``case_id``):
+
+* the candidate must beat the champion on the primary metric: delta > 0 and p < alpha;
+* and must not lose on the ``exact`` segment: not (delta < 0 and p < alpha).
+
+The two checks are not Holm-corrected together: the second is a guard, and correcting it would
+make a real loss on exact queries *easier* to pass. A champion measured on another golden set or
+corpus cannot be paired with the candidate: promotion is then refused unless ``--force``.
+
+On success the run is tagged ``champion=true`` and two committed files are written, relative to
+:func:`rag_experiments.config.project_root`: ``experiments/promoted/<name>.yaml`` (the run's
+resolved config under a comment header saying what it replaced and by how much) and
+``conf/experiment/promoted.yaml`` (``promoted_<name>.yaml`` for other names: a ``@package
+_global_`` preset with the same values, for ``python run.py experiment=promoted``), plus
+``experiments/promoted/<name>.record.json`` (the champion's metrics and per-case scores, so the
+nightly gate still has a baseline in CI when the registry lives in a throwaway store).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..config import project_root
+from ..errors import UserError
+from ..stats.paired import WinTieLoss, paired_permutation_test, win_tie_loss
+from .compare import Segment, metric_title, paired_values
+from .runs import RunView, client, get_run, search, sweep_children
+
+MODEL_PREFIX = "rag-retriever-"
+ALIAS = "champion"
+GUARD_SEGMENT = "exact"
+PROMOTED_DIR = Path("experiments/promoted")
+PRESET_DIR = Path("conf/experiment")
+#: keys of the resolved config that describe where/how a run is logged, not the retriever
+PRESET_DROP = ("hydra", "db", "tracking", "run_name", "progress")
+HEADLINE = ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+
+def model_name(name: str) -> str:
+    if not _NAME.match(name):
+        raise UserError(f"--name {name!r}: use letters, digits, '_' and '-' (at most 64)")
+    return MODEL_PREFIX + name
+
+
+def preset_name(name: str) -> str:
+    return "promoted" if name == "default" else f"promoted_{name}"
+
+
+@dataclass(frozen=True)
+class Champion:
+    run: RunView
+    version: str | None  # registry version, None when read from the committed record
+    source: str  # "registry" | "record"
+    metric: str | None  # the primary metric it was promoted on
+
+
+@dataclass(frozen=True)
+class Check:
+    """One paired comparison of candidate against champion on one metric (and segment)."""
+
+    key: str  # recall_at_5 or recall_at_5.exact
+    title: str
+    champion: float | None
+    candidate: float | None
+    delta: float | None
+    p: float | None
+    n: int
+    wtl: WinTieLoss | None
+    passed: bool
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Decision:
+    candidate: RunView
+    champion: Champion | None
+    metric: str
+    alpha: float
+    checks: list[Check]
+    ok: bool  # the gate's verdict without --force
+    reasons: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+# -- the champion ---------------------------------------------------------------------------------
+def current_champion(name: str = "default", c=None, record_fallback: bool = False) -> Champion | None:
+    """The run behind alias ``champion`` of ``rag-retriever-<name>``; optionally the committed record."""
+    from mlflow.exceptions import MlflowException
+
+    c = c or client()
+    try:
+        mv = c.get_model_version_by_alias(model_name(name), ALIAS)
+    except MlflowException:
+        mv = None
+    if mv is not None and mv.run_id:
+        return Champion(get_run(mv.run_id, c=c), str(mv.version), "registry", (mv.tags or {}).get("primary_metric"))
+    if record_fallback:
+        return read_record(name)
+    return None
+
+
+def record_path(name: str) -> Path:
+    return project_root() / PROMOTED_DIR / f"{name}.record.json"
+
+
+def read_record(name: str) -> Champion | None:
+    path = record_path(name)
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        from .runs import parse_per_case
+
+        run = RunView(id=data["run_id"], name=data.get("run_name", ""), status="FINISHED",
+                      experiment_id=data.get("experiment_id", ""), start_time=int(data.get("start_time", 0)),
+                      tags=data.get("tags", {}), metrics=data.get("metrics", {}), params={},
+                      per_case=parse_per_case(data["per_case"]))
+    except (KeyError, ValueError, TypeError) as exc:
+        raise UserError(f"{path}: not a promotion record ({exc})") from exc
+    return Champion(run, data.get("version"), "record", data.get("primary_metric"))
+
+
+# -- candidates -----------------------------------------------------------------------------------
+def eligible(run: RunView, metric: str) -> bool:
+    t = run.tags
+    return (run.status == "FINISHED" and t.get("sweep") != "parent" and t.get("comparison") != "true"
+            and "gate" not in t and bool(t.get("golden_sha256")) and metric in run.metrics)
+
+
+def candidate_runs(metric: str, sweep: str | None = None, experiment: str | None = None, c=None) -> list[RunView]:
+    """FINISHED runs (of the sweep, else of the store or ``experiment``) with the metric, on the
+    golden set of the newest of them."""
+    c = c or client()
+    runs = (sweep_children(sweep, per_case=False, c=c) if sweep else
+            search("attributes.status = 'FINISHED'", per_case=False, c=c, experiment=experiment))
+    runs = [r for r in runs if eligible(r, metric)]
+    if not runs:
+        where = f"sweep {sweep}" if sweep else (f"experiment {experiment!r}" if experiment else "the store")
+        raise UserError(f"no FINISHED run in {where} logged {metric!r}")
+    newest = max(runs, key=lambda r: r.start_time)
+    return [r for r in runs if r.golden == newest.golden]
+
+
+def pick_best(runs: Sequence[RunView], metric: str) -> RunView:
+    """Highest mean on ``metric``; ties go to the higher interval lower bound, then the newer run."""
+    def key(r: RunView):
+        lo = (r.interval(metric) or (-math.inf, 0))[0]
+        return (r.metrics[metric], lo, r.start_time)
+
+    return max(runs, key=key)
+
+
+# -- checks ---------------------------------------------------------------------------------------
+def paired_check(champion: RunView, candidate: RunView, metric: str, segment: Segment | None, alpha: float,
+                 mode: str, n_resamples: int = 10000, seed: int = 13) -> Check:
+    """``mode='beat'``: pass when significantly better; ``mode='no_loss'``: pass unless significantly worse."""
+    key = metric if segment is None else f"{metric}.{segment.suffix}"
+    title = metric_title(metric) + ("" if segment is None else f" ({segment.title})")
+    a_val, b_val = champion.metric(key), candidate.metric(key)
+    if champion.per_case is None or candidate.per_case is None:
+        return Check(key, title, a_val, b_val, None, None, 0, None, False, "no per-case table: no paired test")
+    a, b = paired_values(champion.per_case, candidate.per_case, metric, segment)
+    if len(a) == 0:
+        if segment is not None:
+            return Check(key, title, a_val, b_val, None, None, 0, None, True, "no cases in this segment: skipped")
+        return Check(key, title, a_val, b_val, None, None, 0, None, False, "no common cases")
+    delta = float(b.mean() - a.mean())
+    p = paired_permutation_test(a, b, n_resamples=n_resamples, seed=seed)
+    significant = p < alpha
+    passed = (significant and delta > 0) if mode == "beat" else not (significant and delta < 0)
+    a_val = float(a.mean()) if a_val is None else a_val
+    b_val = float(b.mean()) if b_val is None else b_val
+    return Check(key, title, a_val, b_val, delta, p, len(a), win_tie_loss(a, b), passed)
+
+
+def digest_warnings(champion: RunView, candidate: RunView) -> list[str]:
+    out = []
+    for tag, what in (("golden_sha256", "golden set"), ("corpus_digest", "corpus")):
+        x, y = champion.tags.get(tag), candidate.tags.get(tag)
+        if x != y:
+            out.append(f"the champion was measured on another {what} ({tag} {str(x)[:12]} vs {str(y)[:12]}): "
+                       "the paired test over cases is impossible")
+    return out
+
+
+def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: float = 0.05, mode: str = "beat",
+           guard_segment: str = GUARD_SEGMENT, n_resamples: int = 10000, seed: int = 13) -> Decision:
+    """The gate. ``mode='beat'`` (promote): the candidate must beat the champion on ``metric`` and
+    not lose on ``guard_segment``. ``mode='no_loss'`` (nightly gate): it must lose on neither."""
+    if champion is None:
+        return Decision(candidate, None, metric, alpha, [], True, ["no champion yet"])
+    warnings = digest_warnings(champion.run, candidate)
+    if warnings:
+        return Decision(candidate, champion, metric, alpha, [], False,
+                        ["champion and candidate cannot be compared case by case"], warnings)
+    seg = Segment("kind", guard_segment) if guard_segment else None
+    checks = [paired_check(champion.run, candidate, metric, None, alpha, mode, n_resamples, seed)]
+    if seg is not None:
+        checks.append(paired_check(champion.run, candidate, metric, seg, alpha, "no_loss", n_resamples, seed))
+    reasons = []
+    for chk in checks:
+        if chk.passed:
+            continue
+        if chk.p is None:
+            reasons.append(f"{chk.title}: {chk.note}")
+        elif mode == "beat" and chk.key == metric:
+            reasons.append(f"{chk.title}: not significantly better than the champion "
+                           f"(Δ{chk.delta:+.3f}, p={chk.p:.3f}, alpha {alpha:g})")
+        else:
+            reasons.append(f"{chk.title}: significantly worse than the champion (Δ{chk.delta:+.3f}, p={chk.p:.3f})")
+    return Decision(candidate, champion, metric, alpha, checks, not reasons, reasons, warnings)
+
+
+# -- files ----------------------------------------------------------------------------------------
+def _yaml(obj: Any) -> str:
+    import yaml
+
+    return yaml.safe_dump(obj, sort_keys=False, allow_unicode=True)
+
+
+def preset_config(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k not in PRESET_DROP}
+
+
+def _metric_line(run: RunView, key: str) -> str | None:
+    v = run.metric(key)
+    if v is None:
+        return None
+    iv = run.interval(key)
+    return f"{key} = {v:.4f}" + (f" [{iv[0]:.3f}, {iv[1]:.3f}]" if iv else "")
+
+
+def replaced_summary(decision: Decision) -> list[str]:
+    if decision.champion is None:
+        return ["replaced: nothing (first champion)"]
+    old = decision.champion.run
+    lines = [f"replaced: run {old.id} ({old.label})"
+             + (f", registry version {decision.champion.version}" if decision.champion.version else "")]
+    for chk in decision.checks:
+        if chk.champion is None or chk.candidate is None:
+            continue
+        delta = chk.candidate - chk.champion if chk.delta is None else chk.delta
+        lines.append(f"  {chk.key}: {chk.champion:.4f} -> {chk.candidate:.4f} ({delta:+.4f}"
+                     + (f", paired p={chk.p:.4f}, W/T/L {chk.wtl}" if chk.p is not None else "") + ")")
+    if not decision.checks:
+        m = decision.metric
+        a, b = old.metric(m), decision.candidate.metric(m)
+        if a is not None and b is not None:
+            lines.append(f"  {m}: {a:.4f} -> {b:.4f} ({b - a:+.4f}, not paired: {'; '.join(decision.warnings)})")
+    return lines
+
+
+def header(decision: Decision, name: str, version: str | None, forced: bool, when: str) -> list[str]:
+    run = decision.candidate
+    lines = [f"Promoted retriever config '{name}' (registered model {model_name(name)}"
+             + (f" version {version}" if version else "") + f", alias {ALIAS})",
+             f"run: {run.id} ({run.label}), experiment {run.experiment_id}",
+             f"promoted: {when} on {decision.metric}" + (" -- FORCED past the gate" if forced else ""),
+             f"golden_sha256: {run.golden}", f"corpus_digest: {run.corpus}",
+             "metrics:"]
+    keys = list(dict.fromkeys([decision.metric, *HEADLINE, f"{decision.metric}.{GUARD_SEGMENT}"]))
+    lines += [f"  {line}" for k in keys if (line := _metric_line(run, k))]
+    lines += replaced_summary(decision)
+    if forced:
+        lines += [f"gate refused: {r}" for r in decision.reasons + decision.warnings]
+    return lines
+
+
+def write_files(decision: Decision, name: str, config_text: str, version: str | None, forced: bool,
+                when: str) -> list[Path]:
+    import yaml
+
+    config = yaml.safe_load(config_text) or {}
+    if not isinstance(config, dict):
+        raise UserError(f"run {decision.candidate.id}: config.yaml is not a mapping")
+    root = project_root()
+    head = header(decision, name, version, forced, when)
+    comment = "".join(f"# {line}\n" for line in head)
+    promoted = root / PROMOTED_DIR / f"{name}.yaml"
+    promoted.parent.mkdir(parents=True, exist_ok=True)
+    promoted.write_text(comment + "# Generated by `rag-exp promote`; promote again instead of editing.\n\n"
+                        + _yaml({k: v for k, v in config.items() if k != "hydra"}))
+    preset = root / PRESET_DIR / f"{preset_name(name)}.yaml"
+    preset.parent.mkdir(parents=True, exist_ok=True)
+    preset.write_text(
+        "# @package _global_\n"
+        f"# The promoted retriever '{name}': reproduces run {decision.candidate.id} "
+        f"(promoted {when}).\n"
+        f"#   python run.py experiment={preset_name(name)}\n"
+        f"# Generated by `rag-exp promote` from {PROMOTED_DIR / (name + '.yaml')}; do not edit by hand.\n"
+        f"# Dropped (environment, not retriever): {', '.join(PRESET_DROP)}.\n"
+        + _yaml(preset_config(config)))
+    record = record_path(name)
+    pc = decision.candidate.per_case
+    keep = [c for c in (pc.columns if pc is not None else [])
+            if c in ("case_id", "kind", "doc_type", "n_relevant") or c.split("_at_")[0] in
+            ("recall", "mrr", "ndcg", "hit", "judged")]
+    record.write_text(json.dumps({
+        "name": name, "model": model_name(name), "version": version, "run_id": decision.candidate.id,
+        "run_name": decision.candidate.name, "experiment_id": decision.candidate.experiment_id,
+        "start_time": decision.candidate.start_time, "promoted": when, "forced": forced,
+        "primary_metric": decision.metric,
+        "tags": {k: v for k, v in decision.candidate.tags.items() if not k.startswith("mlflow.")},
+        "metrics": decision.candidate.metrics,
+        "per_case": json.loads(pc[keep].to_json(orient="split", index=False)) if pc is not None else None,
+    }, indent=1, sort_keys=True) + "\n")
+    return [promoted, preset, record]
+
+
+# -- registry -------------------------------------------------------------------------------------
+def register(run: RunView, name: str, metric: str, forced: bool, c=None) -> str:
+    """A new version of ``rag-retriever-<name>`` whose source is the run's config.yaml; alias champion."""
+    from mlflow.exceptions import MlflowException
+
+    c = c or client()
+    model = model_name(name)
+    try:
+        c.get_registered_model(model)
+    except MlflowException:
+        c.create_registered_model(model, description="Retriever configs promoted by `rag-exp promote`; "
+                                  "each version's source is the run's resolved config.yaml.")
+    source = f"{run.artifact_uri.rstrip('/')}/config.yaml" if run.artifact_uri else f"runs:/{run.id}/config.yaml"
+    tags = {"primary_metric": metric, "golden_sha256": run.golden or "", "corpus_digest": run.corpus or "",
+            metric: f"{run.metrics.get(metric, float('nan')):.6f}", "forced": str(forced).lower()}
+    mv = c.create_model_version(model, source=source, run_id=run.id, tags=tags,
+                                description=f"run {run.id} ({run.label})")
+    c.set_registered_model_alias(model, ALIAS, mv.version)
+    return str(mv.version)
+
+
+@dataclass(frozen=True)
+class Promotion:
+    decision: Decision
+    promoted: bool
+    forced: bool
+    version: str | None = None
+    files: list[Path] = field(default_factory=list)
+    already_champion: bool = False
+
+
+def promote(metric: str = "recall_at_5", sweep: str | None = None, name: str = "default", force: bool = False,
+            alpha: float = 0.05, experiment: str | None = None, dry_run: bool = False, n_resamples: int = 10000,
+            seed: int = 13, c=None) -> Promotion:
+    from .runs import load_config_text
+
+    c = c or client()
+    model_name(name)  # validate early
+    best = pick_best(candidate_runs(metric, sweep, experiment, c), metric)
+    best = get_run(best.id, c=c)  # now with its per-case table
+    champion = current_champion(name, c)
+    decision = decide(champion, best, metric, alpha, "beat", GUARD_SEGMENT, n_resamples, seed)
+    if champion is not None and champion.run.id == best.id:
+        return Promotion(decision, False, False, champion.version, already_champion=True)
+    if dry_run or not (decision.ok or force):
+        return Promotion(decision, False, False)
+    forced = not decision.ok
+    config_text = load_config_text(best.id, c)
+    version = register(best, name, metric, forced, c)
+    when = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    c.set_tag(best.id, "champion", "true")
+    c.set_tag(best.id, "champion_of", model_name(name))
+    c.set_tag(best.id, "promoted_at", when)
+    if forced:
+        c.set_tag(best.id, "promoted_forced", "true")
+    if champion is not None and champion.source == "registry":
+        c.set_tag(champion.run.id, "champion", "false")
+        c.set_tag(champion.run.id, "replaced_by", best.id)
+    files = write_files(decision, name, config_text, version, forced, when)
+    return Promotion(decision, True, forced, version, files)
+
+
+# -- rendering ------------------------------------------------------------------------------------
+def _v(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def _check_cells(chk: Check) -> list[str]:
+    return [chk.title, _v(chk.champion), _v(chk.candidate),
+            "—" if chk.delta is None else f"{chk.delta:+.3f}",
+            "—" if chk.p is None else ("<0.001" if chk.p < 0.001 else f"{chk.p:.3f}"),
+            "—" if chk.wtl is None else str(chk.wtl), str(chk.n),
+            ("ok" if chk.passed else "FAIL") + (f" ({chk.note})" if chk.note else "")]
+
+
+CHECK_HEAD = ["check", "champion", "candidate", "Δ", "p (paired)", "W/T/L", "cases", "result"]
+
+
+def decision_table(decision: Decision, title: str, candidate_label: str = "candidate"):
+    from rich.table import Table
+
+    table = Table(title=title, caption=f"two-sided paired randomization test over cases, alpha {decision.alpha:g}; "
+                  f"W/T/L = cases the {candidate_label} won/tied/lost", caption_justify="left")
+    for h in CHECK_HEAD:
+        table.add_column(h.replace("candidate", candidate_label),
+                         justify="left" if h in ("check", "result") else "right")
+    for chk in decision.checks:
+        cells = _check_cells(chk)
+        style = "green" if chk.passed else "bold red"
+        table.add_row(*cells[:-1], f"[{style}]{cells[-1]}[/{style}]")
+    return table
+
+
+def decision_markdown(decision: Decision, candidate_label: str = "candidate") -> str:
+    head = [h.replace("candidate", candidate_label) for h in CHECK_HEAD]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * 6 + "---|"]
+    for chk in decision.checks:
+        cells = _check_cells(chk)
+        cells[-1] = ("✅ " if chk.passed else "❌ **") + cells[-1] + ("" if chk.passed else "**")
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"

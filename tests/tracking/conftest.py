@@ -1,0 +1,193 @@
+"""Fake runs in a throwaway MLflow sqlite store (no database, no Hydra subprocess).
+
+``store`` points RAG_EXP_HOME at a temp folder and unsets MLFLOW_TRACKING_URI (like the shared
+``project`` fixture, without starting PostgreSQL); ``make_run`` logs a run the way
+:func:`rag_experiments.tracking.mlflow_run.log_experiment` does: tags, flattened params, the
+config.yaml artifact, segment metrics with bootstrap intervals and the per_case.json table.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+GOLDEN = "a" * 64
+CORPUS = "c" * 64
+METRICS = ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10")
+
+
+def base_config(**changes) -> dict:
+    cfg = {
+        "corpus": {"path": "demo", "name": None},
+        "chunking": {"name": "heading", "max_tokens": 200, "overlap": 0, "breadcrumbs": True},
+        "retrieval": {"variant": "hybrid"},
+        "fusion": {"rrf_k": 60, "vector_weight": 1.0, "keyword_weight": 1.0, "depth": 50, "engine": "python"},
+        "golden": {"path": "experiments/golden/demo.jsonl"},
+        "db": {"url": None, "pgdata": None},
+        "tracking": {"enabled": True, "uri": None, "experiment": "rag-experiments"},
+        "objective": "recall_at_5", "run_name": None, "progress": True,
+    }
+    for dotted, value in changes.items():
+        node = cfg
+        *path, last = dotted.split(".")
+        for p in path:
+            node = node[p]
+        node[last] = value
+    return cfg
+
+
+def per_case_frame(recall_at_5, kinds=None, doc_types=None, seed: int = 0, **other) -> pd.DataFrame:
+    """A per-case table with the logged columns; ``recall_at_5`` drives recall_curve and others."""
+    r5 = np.asarray(recall_at_5, dtype=float)
+    n = len(r5)
+    kinds = list(kinds) if kinds is not None else ["exact" if i % 2 else "paraphrase" for i in range(n)]
+    doc_types = list(doc_types) if doc_types is not None else ["config" if i % 3 else "reference" for i in range(n)]
+    rng = np.random.default_rng(seed)
+    cols = {
+        "case_id": [f"c-{i:04d}" for i in range(n)], "query": [f"question {i}" for i in range(n)],
+        "kind": kinds, "doc_type": doc_types, "n_relevant": [1] * n,
+        "first_relevant_rank": [1 if v > 0 else None for v in r5],
+        "recall_at_5": r5,
+        "recall_at_20": other.pop("recall_at_20", np.maximum(r5, (rng.random(n) < 0.5).astype(float))),
+        "mrr_at_10": other.pop("mrr_at_10", r5 * 0.8),
+        "ndcg_at_10": other.pop("ndcg_at_10", r5 * 0.9),
+        "hit_at_5": r5, "judged_at_10": [0.5] * n,
+    }
+    cols.update(other)
+    df = pd.DataFrame(cols)
+    df["recall_curve"] = [[float(v) * min(1.0, k / 5) for k in range(1, 21)] for v in r5]
+    df["top5"] = [[f"chunk{i}"] for i in range(n)]
+    df["latency_ms"] = 1.0
+    return df
+
+
+def aggregate(per_case: pd.DataFrame, names=METRICS) -> dict[str, float]:
+    from rag_experiments.evaluation.evaluate import aggregate as agg
+    from rag_experiments.stats.bootstrap import ci_metrics
+
+    out = agg(per_case, list(names))
+    out["n_cases"] = float(len(per_case))
+    out.update(ci_metrics(per_case, list(names), samples=200, seed=13))
+    return out
+
+
+@pytest.fixture(scope="session")
+def _template_db(tmp_path_factory) -> Path:
+    """An initialised MLflow sqlite database (creating the tables takes ~5 s; copying it, ms).
+
+    Created from inside its own folder: the store resolves the Default experiment's relative
+    ``./mlruns`` against the working directory, which must never be the repository.
+    """
+    import os
+
+    from mlflow.tracking import MlflowClient
+
+    folder = tmp_path_factory.mktemp("mlflow_template")
+    db = folder / "mlflow.db"
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments()
+    finally:
+        os.chdir(cwd)
+    return db
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch, _template_db):
+    """(project folder, experiment id): a fresh store under RAG_EXP_HOME/mlruns.
+
+    ``mlflow.set_tracking_uri`` exports MLFLOW_TRACKING_URI into the process environment; the
+    setenv-then-delenv below makes monkeypatch restore the variable's absence afterwards, so no
+    later test inherits this temporary store. Artifacts go under the temp folder: the experiment
+    is created with an explicit location and the working directory is the temp folder.
+    """
+    import shutil
+
+    import mlflow
+
+    (tmp_path / "mlruns").mkdir()
+    shutil.copy(_template_db, tmp_path / "mlruns" / "mlflow.db")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAG_EXP_HOME", str(tmp_path))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "unset")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    monkeypatch.delenv("RAG_EXP_PARENT_RUN_ID", raising=False)
+    monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    from rag_experiments.tracking.mlflow_run import artifact_root, tracking_uri
+
+    mlflow.set_tracking_uri(tracking_uri())
+    exp_id = mlflow.create_experiment("rag-experiments", artifact_location=artifact_root())
+    mlflow.set_experiment(experiment_id=exp_id)
+    yield tmp_path, exp_id
+    assert mlflow.active_run() is None
+
+
+@pytest.fixture
+def make_run(store):
+    import mlflow
+    import yaml
+
+    from rag_experiments.tracking.mlflow_run import flatten
+
+    _, exp_id = store
+
+    def make(per_case: pd.DataFrame | None, *, name: str = "run", golden: str = GOLDEN, corpus: str = CORPUS,
+             config: dict | None = None, tags: dict | None = None, parent: str | None = None,
+             status: str = "FINISHED", metrics: dict | None = None) -> str:
+        config = config or base_config()
+        all_tags = {"variant": config.get("retrieval", {}).get("variant", "hybrid"), "golden_sha256": golden,
+                    "corpus_digest": corpus, "labels_validated": "false", **(tags or {})}
+        if parent:
+            all_tags["mlflow.parentRunId"] = parent
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with mlflow.start_run(experiment_id=exp_id, run_name=name, tags=all_tags) as run:
+                mlflow.log_params(flatten(config))
+                mlflow.log_text(yaml.safe_dump(config, sort_keys=False), "config.yaml")
+                if per_case is not None:
+                    mlflow.log_metrics(aggregate(per_case))
+                    mlflow.log_table(per_case, artifact_file="per_case.json")
+                if metrics:
+                    mlflow.log_metrics(metrics)
+                if status != "FINISHED":
+                    mlflow.end_run(status=status)
+        return run.info.run_id
+
+    return make
+
+
+@pytest.fixture
+def make_parent(store):
+    from mlflow.tracking import MlflowClient
+
+    _, exp_id = store
+
+    def make(name: str = "sweep") -> str:
+        c = MlflowClient()
+        run = c.create_run(exp_id, run_name=name, tags={"sweep": "parent", "sweep_params": "{}"})
+        c.set_terminated(run.info.run_id, status="FINISHED")
+        return run.info.run_id
+
+    return make
+
+
+def cli(*argv: str) -> int:
+    from rag_experiments.cli import main
+
+    return main(list(argv))
+
+
+@pytest.fixture
+def repo_conf(store) -> Path:
+    """A copy of the repo's conf/ inside the temp project (for composing promoted presets)."""
+    import shutil
+
+    root, _ = store
+    src = Path(__file__).resolve().parents[2] / "conf"
+    shutil.copytree(src, root / "conf", dirs_exist_ok=True, ignore=shutil.ignore_patterns("promoted*.yaml"))
+    return root / "conf"

@@ -1,0 +1,137 @@
+"""`rag-exp compare`: the side-by-side table, paired tests vs the baseline, digest warnings, plots."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mlflow.tracking import MlflowClient
+
+from rag_experiments.tracking.compare import build_comparison, differing_params, markdown_table, short_labels
+from rag_experiments.tracking.runs import get_run
+
+from .conftest import base_config, cli, per_case_frame
+
+N = 40
+
+
+def _values(p_hit: float, seed: int) -> np.ndarray:
+    return (np.random.default_rng(seed).random(N) < p_hit).astype(float)
+
+
+@pytest.fixture
+def three_runs(make_run, make_parent):
+    """A sweep: baseline, an identical copy, and a clearly better run (differing only in rrf_k)."""
+    parent = make_parent("sweep fusion.rrf_k=10,30,60")
+    base = _values(0.4, 1)
+    better = base.copy()
+    better[base == 0] = 1.0  # wins every case the baseline missed
+    ids = [make_run(per_case_frame(v), name=f"fusion.rrf_k={k} corpus.path=/x golden.path=/g.jsonl",
+                    config=base_config(**{"fusion.rrf_k": k}), parent=parent)
+           for v, k in ((base, 10), (base.copy(), 30), (better, 60))]
+    return parent, ids
+
+
+def test_build_comparison_known_answers(three_runs):
+    _, ids = three_runs
+    runs = [get_run(i) for i in ids]
+    cmp = build_comparison(runs, segments=["exact", "paraphrase"], primary="recall_at_5")
+    assert [r.label for r in cmp.rows] == ["fusion.rrf_k=10", "fusion.rrf_k=30", "fusion.rrf_k=60"]
+    assert [c.title for c in cmp.columns] == ["recall@5", "recall@20", "mrr@10", "ndcg@10", "exact", "paraphrase"]
+    base, same, better = cmp.rows
+    assert base.baseline and base.cells["recall_at_5"].delta is None
+    # identical run: delta 0, p = 1, all ties
+    cell = same.cells["recall_at_5"]
+    assert cell.delta == 0 and cell.p == 1.0 and cell.p_adj == 1.0
+    assert (same.wtl.wins, same.wtl.losses) == (0, 0)
+    # clearly better run: every missed case won
+    cell = better.cells["recall_at_5"]
+    misses = int((runs[0].per_case["recall_at_5"] == 0).sum())
+    assert cell.delta == pytest.approx(misses / N)
+    assert cell.p < 0.001 and cell.p_adj == pytest.approx(min(1.0, 2 * cell.p))  # Holm over 2 runs: 2p
+    assert better.wtl.wins == misses and better.wtl.losses == 0
+    seg = better.cells["recall_at_5.exact"]
+    assert seg.value == pytest.approx(runs[2].metrics["recall_at_5.exact"])
+    assert seg.interval == (runs[2].metrics["recall_at_5.exact.ci_low"], runs[2].metrics["recall_at_5.exact.ci_high"])
+    assert seg.n_paired == N // 2
+    assert cmp.comparable and not cmp.warnings
+
+
+def test_cli_prints_side_by_side_table(three_runs, capsys):
+    parent, ids = three_runs
+    assert cli("compare", "--sweep", parent, "--segments", "exact,paraphrase") == 0
+    out = capsys.readouterr().out
+    assert "baseline: fusion.rrf_k=10" in out
+    for text in ("recall@5", "recall@20", "mrr@10", "ndcg@10", "exact", "paraphrase", "W/T/L recall@5",
+                 "fusion.rrf_k=30", "fusion.rrf_k=60", "Δ+0.000 p=1.000", "Holm"):
+        assert text in out, text
+    assert "p<0.001*" in out or "p=0.00" in out
+    assert "WARNING" not in out
+
+
+def test_cli_baseline_and_metrics_options(three_runs, capsys):
+    _, ids = three_runs
+    assert cli("compare", ids[0], ids[1], ids[2], "--baseline", ids[2], "--metrics", "mrr_at_10",
+               "--primary", "mrr_at_10", "--segments", "exact") == 0
+    out = capsys.readouterr().out
+    assert "baseline: fusion.rrf_k=60" in out and "W/T/L mrr@10" in out and "recall@20" not in out
+
+
+def test_warns_loudly_on_golden_and_corpus_mismatch(make_run, capsys):
+    a = make_run(per_case_frame(_values(0.5, 3)), name="vector only")
+    b = make_run(per_case_frame(_values(0.5, 4)), name="hybrid", golden="b" * 64, corpus="d" * 64)
+    assert cli("compare", a, b) == 0
+    out = capsys.readouterr().out
+    assert "DIFFERENT GOLDEN SETS" in out and "DIFFERENT CORPUS VERSIONS" in out
+    assert "NOT COMPARABLE" in out and "⚠ golden+corpus differ" in out
+    assert "p n/a" in out  # no paired test across golden sets
+    runs = [get_run(a), get_run(b)]
+    md = markdown_table(build_comparison(runs))
+    assert md.startswith("> [!WARNING]") and "⚠ golden+corpus differ" in md
+
+
+def test_markdown_output(three_runs, capsys):
+    parent, _ = three_runs
+    assert cli("compare", "--sweep", parent, "--markdown") == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("| run | n | recall@5 |") and lines[1].startswith("|---|---:|")
+    assert "**fusion.rrf_k=10** (baseline)" in out and "<br>Δ+0.000 p=1.000" in out
+    assert len([line for line in lines if line.startswith("| ")]) == 4  # header + 3 runs
+
+
+def test_log_plots_to_sweep_parent(three_runs, capsys):
+    parent, ids = three_runs
+    assert cli("compare", "--sweep", parent, "--log-plots") == 0
+    files = {f.path for f in MlflowClient().list_artifacts(parent, "comparison")}
+    assert files == {"comparison/recall_at_k.png", "comparison/recall_at_5_by_segment.png",
+                     "comparison/recall_at_5_vs_fusion.rrf_k.png", "comparison/table.md"}
+    assert differing_params([get_run(i, per_case=False) for i in ids]) == ["fusion.rrf_k"]
+
+
+def test_log_plots_without_parent_creates_comparison_run(make_run, capsys, tmp_path):
+    a = make_run(per_case_frame(_values(0.5, 5)), name="a", config=base_config(**{"retrieval.variant": "vector"}))
+    b = make_run(per_case_frame(_values(0.6, 6)), name="b", config=base_config(**{"chunking.max_tokens": 100}))
+    assert cli("compare", a, b, "--log-plots", "--plots-dir", str(tmp_path / "png")) == 0
+    c = MlflowClient()
+    made = [r for r in c.search_runs([get_run(a).experiment_id]) if r.data.tags.get("comparison") == "true"]
+    assert len(made) == 1 and made[0].data.tags["compared_runs"] == f"{a},{b}"
+    files = {f.path for f in c.list_artifacts(made[0].info.run_id, "comparison")}
+    assert "comparison/recall_at_k.png" in files and not any("_vs_" in f for f in files)  # two params differ
+    assert sorted(p.name for p in (tmp_path / "png").iterdir()) == ["recall_at_5_by_segment.png", "recall_at_k.png"]
+
+
+def test_short_labels_drop_shared_override_tokens(make_run):
+    ids = [make_run(None, name=n, metrics={"recall_at_5": 0.5})
+           for n in ("retrieval=vector corpus.path=/a", "retrieval=hybrid corpus.path=/a", "corpus.path=/a")]
+    runs = [get_run(i) for i in ids]
+    assert short_labels(runs) == ["retrieval=vector", "retrieval=hybrid", "hybrid"]
+
+
+def test_user_errors(three_runs, capsys):
+    parent, ids = three_runs
+    assert cli("compare") == 2
+    assert cli("compare", ids[0]) == 2
+    assert cli("compare", "--sweep", parent, "--segments", "nonsense") == 2
+    assert cli("compare", "--sweep", parent, "--metrics", "bogus_at_3") == 2
+    err = capsys.readouterr().err
+    assert "nothing to compare" in err and "no run has a segment 'nonsense'" in err and "bogus_at_3" in err
