@@ -7,6 +7,7 @@ benchmark drive directly.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from .corpus.loader import DEMO, corpus_manifest, load_corpus
 from .db.connect import connect, resolve_database_url
 from .embedding import load_embedder
 from .evaluation.evaluate import EvalResult, evaluate
+from .golden.anchoring import drift_status, drift_warning
 from .golden.resolve import GoldenSet, load_golden
 from .retrieval.retriever import Retriever
 from .store import IngestReport, ingest, strategy_info
@@ -34,6 +36,7 @@ class ExperimentResult:
     corpus_manifest: dict
     timings: dict[str, float] = field(default_factory=dict)
     cache: dict[str, int] = field(default_factory=dict)
+    drift: dict[str, int] = field(default_factory=dict)  # labelled spans whose document changed
     results: dict[str, RankedList] = field(default_factory=dict)
 
 
@@ -72,6 +75,10 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
         golden = load_golden(settings.golden_path)  # fail fast on a bad golden set, before ingest
         docs = load_corpus(corpus_path(settings), settings.corpus_name)
         manifest = corpus_manifest(docs)
+        drift = drift_status(golden, docs)  # read-only: evaluation never writes the golden set
+        message = drift_warning(drift, settings.golden_path, settings.corpus_path)
+        if message:
+            warnings.warn(message, stacklevel=2)
         timings["load_s"] = time.perf_counter() - t
 
         t = time.perf_counter()
@@ -104,7 +111,7 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
         return ExperimentResult(
             settings=settings, eval=ev, golden=golden, ingest=report, strategy=strategy,
             embedding_model=embedder.model_id, corpus_manifest=manifest, timings=timings,
-            cache=vars(retriever.stats).copy(), results=results,
+            cache=vars(retriever.stats).copy(), results=results, drift=drift,
         )
     finally:
         if own_conn:

@@ -96,9 +96,13 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
         batch = missing[lo : lo + batch_size]
         vecs = embedder.embed([by_hash[h] for h in batch])
         with conn.transaction():
-            with conn.cursor().copy("COPY embedding_cache (model, text_hash, embedding) FROM STDIN") as cp:
+            # COPY into a staging table, then insert-or-skip: a parallel job (another strategy of
+            # the same corpus) may be caching the same text at the same moment.
+            conn.execute("CREATE TEMP TABLE IF NOT EXISTS embedding_stage (LIKE embedding_cache) ON COMMIT DELETE ROWS")
+            with conn.cursor().copy("COPY embedding_stage (model, text_hash, embedding) FROM STDIN") as cp:
                 for h, v in zip(batch, vecs):
                     cp.write_row((embedder.model_id, h, v))
+            conn.execute("INSERT INTO embedding_cache SELECT * FROM embedding_stage ON CONFLICT DO NOTHING")
         found.update(zip(batch, vecs))
         if bar is not None:
             bar.update(len(batch))

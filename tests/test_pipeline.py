@@ -139,3 +139,19 @@ def test_bad_config_exits_with_one_clear_line(project, mini_golden):
     assert "fusion.rrf_k" in proc.stderr and "Traceback" not in proc.stderr
     proc = _run_py(project, *_mini_overrides(mini_golden, "golden.path=/does/not/exist.jsonl"))
     assert proc.returncode == 2 and "/does/not/exist.jsonl" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_parallel_sweep_with_the_joblib_launcher(project, mini_golden):
+    """Two jobs at once, each a new strategy of the same corpus: no double ingest, no MLflow
+    write conflict (both log the same golden/corpus datasets), one parent with two children."""
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    proc = _run_py(project, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "chunking=heading,fixed",
+                   *_mini_overrides(mini_golden, "tracking.plots=false", "chunking.max_tokens=44"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    mlflow.set_tracking_uri(f"sqlite:///{project / 'mlruns' / 'mlflow.db'}")
+    client = MlflowClient()
+    exp = client.get_experiment_by_name("rag-experiments")
+    parent = client.search_runs([exp.experiment_id], "tags.sweep = 'parent'")[0]
+    children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
+    assert parent.info.status == "FINISHED"
+    assert sorted(c.data.params["chunking.name"] for c in children) == ["fixed", "heading"]

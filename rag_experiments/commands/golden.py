@@ -128,6 +128,42 @@ def register(subparsers: Any) -> None:
     golden_arg(sp)
     sp.set_defaults(func=cmd_stats)
 
+    def corpus_arg(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--corpus", default="demo", metavar="demo|FOLDER",
+                        help="the corpus as it is now: 'demo' (shipped) or a folder of .md files (default: demo)")
+        sp.add_argument("--fuzzy-threshold", type=float, default=0.85, metavar="X",
+                        help="minimum token similarity for a 'fuzzy' re-anchoring (default: 0.85)")
+
+    sp = sub.add_parser(
+        "check", help="corpus drift: list stale labelled spans, with the command that fixes each",
+        description="Read-only. Compares every labelled span with the corpus as it is now: what "
+        "`golden reanchor` would record (moved / fuzzy / stale), every stale relevant span with a "
+        "ready-to-run `golden reanchor --ref ... --source-uri ... --quote ...` command (pre-filled "
+        "with the closest passage when there is one), and fuzzy anchors worth a look. Exit 0 when "
+        "nothing needs doing, 1 otherwise.")
+    golden_arg(sp)
+    corpus_arg(sp)
+    sp.set_defaults(func=cmd_check)
+
+    sp = sub.add_parser(
+        "reanchor", help="corpus drift: re-anchor labelled spans after corpus edits (appends anchor records)",
+        description="For every labelled span whose document changed: passage still in place -> nothing; "
+        "found verbatim elsewhere -> 'moved'; found approximately -> 'fuzzy' with its similarity; not found "
+        "or document removed -> 'stale' (excluded from metrics). Appends `anchor` records (a new "
+        "golden-set version); running it twice appends nothing the second time. With --ref, a human "
+        "points one span at a passage given like `golden add` takes it (--source-uri with --quote).")
+    golden_arg(sp)
+    corpus_arg(sp)
+    sp.add_argument("--dry-run", action="store_true", help="report what would be recorded, write nothing")
+    sp.add_argument("--ref", help="re-anchor this one span by hand ('<case id>#<index>' or a judgement id)")
+    sp.add_argument("--source-uri", help="with --ref: the document that now holds the passage")
+    q = sp.add_mutually_exclusive_group()
+    q.add_argument("--quote", help="with --ref: the passage, verbatim (whitespace may differ)")
+    q.add_argument("--quote-file", type=Path, help="with --ref: read the passage from this file ('-' = stdin)")
+    sp.add_argument("--author", help="with --ref: who re-anchors it (default: $USER)")
+    sp.add_argument("--reason", help="with --ref: why, kept in the anchor record")
+    sp.set_defaults(func=cmd_reanchor)
+
 
 # -- helpers -----------------------------------------------------------------------------------
 def _console() -> Any:
@@ -376,4 +412,101 @@ def cmd_stats(args: argparse.Namespace) -> int:
         _say(console, f"judge validation ({v['judge_model']} / {v['judge_prompt_version']}): "
                       f"{'VALIDATED' if v['validated'] else 'not validated'}; {v['n']} spot-checked pairs "
                       f"(need {v['min_pairs']}), agreement {agreement}, kappa {kappa}")
+    return 0
+
+
+def _drift_corpus(args: argparse.Namespace) -> list:
+    from ..corpus.loader import load_corpus
+
+    if not 0 < args.fuzzy_threshold <= 1:
+        raise ConfigError(f"--fuzzy-threshold must be in (0, 1], got {args.fuzzy_threshold}")
+    return load_corpus(args.corpus)
+
+
+def _line(console: Any, text: str) -> None:
+    """One unwrapped line: the fix commands must stay copy-pasteable."""
+    _say(console, text, soft_wrap=True)
+
+
+def _excerpt(text: str, limit: int = 100) -> str:
+    t = " ".join(text.split())
+    return repr(t if len(t) <= limit else t[: limit - 3] + "...")
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from ..golden.anchoring import check, fix_command
+
+    docs = _drift_corpus(args)
+    rep = check(args.golden, docs, fuzzy_threshold=args.fuzzy_threshold)
+    console = _console()
+    p = rep.pending
+    _line(console, f"{p.golden_path} against corpus {args.corpus} ({len(docs)} documents), checked in {p.seconds:.2f} s")
+    _line(console, f"{p.spans} labelled spans: document unchanged {p.counts['doc_unchanged']}, changed but passage in "
+                  f"place {p.counts['in_place']}; not yet recorded: moved {p.moved}, fuzzy {p.fuzzy}, stale {p.stale}")
+    if p.records:
+        _line(console, f"-> record them: rag-exp golden reanchor --golden {args.golden} --corpus {args.corpus}")
+    if rep.stale:
+        _line(console, f"\n{len(rep.stale)} stale relevant spans need a human (fix each with the command shown, "
+                      "replacing the quote if it is not the right passage):")
+    for item in rep.stale:
+        flag = "  [every relevant span of this case is stale: excluded from metrics]" if item.case_all_stale else ""
+        state = "recorded stale" if item.recorded else "stale after reanchor"
+        _line(console, f"\n* case {item.case_id} ({item.source} {item.ref}, grade {item.grade}, {state}){flag}")
+        _line(console, f"  query: {item.query}")
+        _line(console, f"  was:   {item.old.source_uri} chars {item.old.start}..{item.old.end}: {_excerpt(item.old.quote)}")
+        _line(console, f"  why:   {item.reason}")
+        if item.candidate is not None:
+            _line(console, f"  closest now (similarity {item.similarity:.3f}): {_excerpt(item.candidate.quote)}")
+        _line(console, "  fix:   " + fix_command(item, args.golden, args.corpus))
+    if rep.stale_not_relevant:
+        _line(console, f"\n{rep.stale_not_relevant} stale spans were judged not relevant (NO): nothing to fix")
+    if rep.review:
+        _line(console, f"\n{len(rep.review)} fuzzy anchors to look at (lowest similarity first; a near-duplicate "
+                      "passage can pass the threshold):")
+        for r in rep.review[:20]:
+            state = "recorded" if r["recorded"] else "pending"
+            _line(console, f"  {r['ref']} ({state}) similarity {r['similarity']:.3f} at {r['span'].source_uri} "
+                          f"{r['span'].start}..{r['span'].end}: {_excerpt(r['span'].quote, 80)}")
+        if len(rep.review) > 20:
+            _line(console, f"  ... {len(rep.review) - 20} more")
+    if rep.clean:
+        _line(console, "nothing to fix")
+    return 0 if rep.clean else 1
+
+
+def cmd_reanchor(args: argparse.Namespace) -> int:
+    from ..golden.anchoring import manual_anchor, reanchor
+
+    docs = _drift_corpus(args)
+    console = _console()
+    if args.ref:
+        quote = args.quote
+        if args.quote_file is not None:
+            quote = sys.stdin.read() if str(args.quote_file) == "-" else args.quote_file.read_text(encoding="utf-8")
+        if not args.source_uri or not quote:
+            raise UserError("--ref needs --source-uri and --quote (or --quote-file)")
+        if args.dry_run:
+            raise UserError("--dry-run goes with an automatic reanchor, not with --ref")
+        rec = manual_anchor(args.golden, docs, args.ref, args.source_uri, quote, author=args.author,
+                            reason=args.reason)
+        if rec is None:
+            _line(console, f"{args.ref} already points at that passage; nothing appended")
+        else:
+            s = rec["span"]
+            _line(console, f"appended anchor {rec['id']}: {args.ref} -> {s['source_uri']} chars {s['start']}..{s['end']} "
+                          f"(similarity to the labelled quote {rec['similarity']:.3f})")
+        return 0
+    if args.source_uri or args.quote or args.quote_file:
+        raise UserError("--source-uri/--quote/--quote-file go with --ref")
+    rep = reanchor(args.golden, docs, fuzzy_threshold=args.fuzzy_threshold, dry_run=args.dry_run)
+    for o in rep.outcomes:
+        if o.outcome in ("moved", "fuzzy", "stale"):
+            where = f"{o.new.start}..{o.new.end}" if o.new else "-"
+            sim = "" if o.similarity is None else f" similarity {o.similarity:.3f}"
+            _line(console, f"  {o.outcome:6} {o.ref}: {o.old.source_uri} {o.old.start}..{o.old.end} -> {where}{sim}"
+                          + (f" ({o.note})" if o.note and o.outcome != "fuzzy" else ""))
+    _line(console, rep.summary())
+    if rep.stale and not args.dry_run:
+        _line(console, f"stale spans are excluded from metrics; fix them: rag-exp golden check --golden {args.golden} "
+                      f"--corpus {args.corpus}")
     return 0

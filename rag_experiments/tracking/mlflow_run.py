@@ -153,6 +153,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         metrics.update({f"cache.{k}": float(v) for k, v in result.cache.items()})
         metrics.update({f"golden.anchors.{k}": float(v) for k, v in result.golden.anchor_counts().items()})
         metrics["golden.excluded_all_stale"] = float(len(result.eval.excluded))
+        metrics.update({f"golden.drift.{k}": float(v) for k, v in getattr(result, "drift", {}).items()})
         if ci:
             metrics.update(ci)
         mlflow.log_metrics(metrics)
@@ -171,6 +172,25 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         return run.info.run_id
 
 
+def _retrying(fn, *args, attempts: int = 5, **kwargs):
+    """Parallel sweep jobs (hydra/launcher=joblib) log the same golden/corpus dataset at the same
+    moment; the store's unique index lets one insert win and the other fail. Retrying finds the
+    row the winner wrote. Also rides out sqlite's transient 'database is locked'."""
+    import time as _time
+
+    from mlflow.exceptions import MlflowException
+
+    for attempt in range(attempts):
+        try:
+            return fn(*args, **kwargs)
+        except MlflowException as exc:
+            text = str(exc)
+            if attempt == attempts - 1 or not ("UNIQUE constraint" in text or "locked" in text
+                                                or "IntegrityError" in text or "UniqueViolation" in text):
+                raise
+            _time.sleep(0.2 * (attempt + 1))
+
+
 def _log_datasets(result) -> None:
     import mlflow
 
@@ -181,13 +201,13 @@ def _log_datasets(result) -> None:
     golden_ds = mlflow.data.from_pandas(golden_df, source=str(result.golden.path),
                                         name=f"golden:{Path(result.golden.path).stem}",
                                         digest=result.golden.digest[:36])
-    mlflow.log_input(golden_ds, context="golden")
+    _retrying(mlflow.log_input, golden_ds, context="golden")
     docs = result.corpus_manifest["documents"]
     corpus_df = pd.DataFrame({"doc_id": list(docs), "content_hash": list(docs.values())})
     corpus_ds = mlflow.data.from_pandas(corpus_df, source=str(result.settings.corpus_path),
                                         name=f"corpus:{result.strategy['corpus']}",
                                         digest=result.corpus_manifest["digest"][:36])
-    mlflow.log_input(corpus_ds, context="corpus")
+    _retrying(mlflow.log_input, corpus_ds, context="corpus")
 
 
 def _to_yaml(obj: dict) -> str:
