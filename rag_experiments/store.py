@@ -82,7 +82,7 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
     for lo in range(0, len(unique), 5000):
         rows = conn.execute(
             "SELECT text_hash, embedding FROM embedding_cache WHERE model = %s AND text_hash = ANY(%s)",
-            (embedder.model_id, unique[lo : lo + 5000]),
+            (embedder.model_id, unique[lo : lo + 5000]), binary=True,  # binary: no text parsing of floats
         ).fetchall()
         found.update({h: _as_array(v) for h, v in rows})
     missing = [h for h in unique if h not in found]

@@ -10,7 +10,7 @@ the SQL version's bit for bit. Ties are broken by ``chunk_id`` ascending, as in 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 from ..errors import ConfigError
 from .legs import LegHit
@@ -41,8 +41,9 @@ class FusionParams:
         return {"vector": self.vector_weight, "keyword": self.keyword_weight}
 
 
-@dataclass(frozen=True)
-class Fused:
+class Fused(NamedTuple):
+    """A fused candidate (a NamedTuple for the same speed reason as LegHit)."""
+
     hit: LegHit
     score: float
     leg_ranks: dict[str, int]
@@ -50,20 +51,23 @@ class Fused:
 
 def rrf(legs: Mapping[str, Sequence[LegHit]], params: FusionParams, limit: int | None = None) -> list[Fused]:
     weights = params.weights()
+    k = params.rrf_k
     ranks: dict[str, dict[str, int]] = {}
     meta: dict[str, LegHit] = {}
     for leg in LEG_ORDER:
         for pos, h in enumerate(legs.get(leg, ())[: params.depth], start=1):
-            ranks.setdefault(h.chunk_id, {})[leg] = pos
-            meta.setdefault(h.chunk_id, h)
+            r = ranks.get(h.chunk_id)
+            if r is None:
+                ranks[h.chunk_id] = {leg: pos}
+                meta[h.chunk_id] = h
+            else:
+                r[leg] = pos
     fused = []
     for cid, leg_ranks in ranks.items():
         score = 0.0
-        for leg in LEG_ORDER:  # same summation order as SQL
-            if leg in leg_ranks:
-                score = score + weights[leg] / (params.rrf_k + leg_ranks[leg])
-            else:
-                score = score + 0.0
-        fused.append(Fused(meta[cid], score, dict(leg_ranks)))
+        for leg in LEG_ORDER:  # same summation order as SQL (a missing leg adds 0.0 there too)
+            pos = leg_ranks.get(leg)
+            score = score + (weights[leg] / (k + pos) if pos is not None else 0.0)
+        fused.append(Fused(meta[cid], score, leg_ranks))
     fused.sort(key=lambda f: (-f.score, f.hit.chunk_id))
     return fused[:limit] if limit else fused

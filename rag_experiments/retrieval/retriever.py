@@ -37,6 +37,13 @@ from .rerank import RerankParams, Reranker, cached_scores, load_reranker, rerank
 
 VARIANTS = ("vector", "keyword", "hybrid", "hybrid_rerank")
 
+# In-process memo of candidate lists by cache key: sweep points that run in one process (Hydra's
+# basic launcher) skip even the cache round trip. Keys already encode everything that can change
+# a list, so entries never go stale; the size bound keeps memory flat on huge golden sets.
+_LEG_MEMO: dict[str, tuple[list[LegHit], float]] = {}
+_LEG_MEMO_MAX = 200_000
+_QVEC_MEMO: dict[tuple[str, str], np.ndarray] = {}  # (model id, query) -> vector, same reasoning
+
 
 @dataclass(frozen=True)
 class RetrievalParams:
@@ -90,22 +97,34 @@ class Retriever:
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
     def embed_queries(self, queries: Sequence[str]) -> None:
+        model = self.embedder.model_id
+        for q in dict.fromkeys(queries):
+            if q not in self._qvec and (model, q) in _QVEC_MEMO:
+                self._qvec[q] = _QVEC_MEMO[(model, q)]
         todo = [q for q in dict.fromkeys(queries) if q not in self._qvec]
         if not todo:
             return
         vecs, hits = embed_with_cache(self.conn, self.embedder, todo)
         self.stats.query_embeddings_computed += len(todo) - hits
         self._qvec.update(zip(todo, vecs))
+        if len(_QVEC_MEMO) > 100_000:
+            _QVEC_MEMO.clear()
+        _QVEC_MEMO.update(((model, q), v) for q, v in zip(todo, vecs))
 
     def _legs_for(self, queries: Sequence[str], legs: Sequence[str]) -> dict[tuple[str, str], tuple[list[LegHit], float]]:
         """Candidate lists (and the latency measured when each was computed) per (leg, query)."""
         keys = {(leg, q): self._leg_key(leg, q) for leg in legs for q in queries}
         found: dict[str, tuple[list[LegHit], float]] = {}
         if self.params.use_cache:
-            rows = self.conn.execute(
-                "SELECT cache_key, hits FROM candidate_cache WHERE cache_key = ANY(%s)", (list(set(keys.values())),)
-            ).fetchall()
-            found = {k: ([LegHit.from_json(r) for r in v["hits"]], float(v["ms"])) for k, v in rows}
+            found = {k: _LEG_MEMO[k] for k in keys.values() if k in _LEG_MEMO}
+            wanted = list(set(keys.values()) - set(found))
+            if wanted:
+                rows = self.conn.execute(
+                    "SELECT cache_key, hits FROM candidate_cache WHERE cache_key = ANY(%s)", (wanted,)
+                ).fetchall()
+                for k, v in rows:
+                    found[k] = ([LegHit._make(r) for r in v["hits"]], float(v["ms"]))
+                    _remember(k, found[k])
         out = {}
         fresh = []
         for (leg, q), key in keys.items():
@@ -124,6 +143,8 @@ class Retriever:
             ms = (time.perf_counter() - t0) * 1000
             out[(leg, q)] = (hits, ms)
             found[key] = (hits, ms)
+            if self.params.use_cache:
+                _remember(key, (hits, ms))
             fresh.append((key, leg, {"hits": [h.to_json() for h in hits], "ms": ms}))
             self.stats.leg_lists_computed += 1
         if fresh and self.params.use_cache:
@@ -226,6 +247,12 @@ class _WithFusedRank:
     @property
     def leg_ranks(self):
         return self.inner.leg_ranks
+
+
+def _remember(key: str, value: tuple[list[LegHit], float]) -> None:
+    if len(_LEG_MEMO) >= _LEG_MEMO_MAX:
+        _LEG_MEMO.clear()
+    _LEG_MEMO[key] = value
 
 
 def _hit(h: LegHit, score: float, rank: int, leg_ranks: dict[str, int]) -> Hit:
