@@ -108,6 +108,7 @@ class EvalSchema:
     level: str = "chunk"  # chunk | document (collapse chunk hits to documents: benchmarks)
     bootstrap_samples: int = 1000
     seed: int = 13
+    ann_recall_queries: int = 50  # queries for the vector leg's ANN recall vs exact KNN (0: skip)
 
 
 @dataclass
@@ -163,6 +164,7 @@ class Settings:
     eval_level: str
     bootstrap_samples: int
     seed: int
+    ann_recall_queries: int
     db_url: str | None
     pgdata: Path | None
     tracking: dict
@@ -240,7 +242,7 @@ def settings_from_cfg(cfg: Any) -> Settings:
         embedding_batch_size=c["embedding"]["batch_size"], retrieval=retrieval,
         hnsw=HnswParams(m=hn["m"], ef_construction=hn["ef_construction"]),
         golden_path=_abs(c["golden"]["path"]), eval=eval_params, eval_level=ev["level"],
-        bootstrap_samples=ev["bootstrap_samples"], seed=ev["seed"],
+        bootstrap_samples=ev["bootstrap_samples"], seed=ev["seed"], ann_recall_queries=ev["ann_recall_queries"],
         db_url=c["db"]["url"], pgdata=_abs(c["db"]["pgdata"]) if c["db"]["pgdata"] else None,
         tracking=dict(c["tracking"]), objective=objective, run_name=c["run_name"], progress=c["progress"],
     )

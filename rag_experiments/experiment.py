@@ -107,6 +107,11 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
         t = time.perf_counter()
         ev = evaluate(golden, results, settings.eval)
         timings["evaluate_s"] = time.perf_counter() - t
+        if settings.ann_recall_queries > 0 and settings.retrieval.variant != "keyword":
+            t = time.perf_counter()
+            ev.metrics["ann_recall_at_depth"] = ann_recall(
+                conn, strategy, retriever, [c.query for c in cases][: settings.ann_recall_queries])
+            timings["ann_recall_s"] = time.perf_counter() - t
         timings["total_s"] = time.perf_counter() - t0
         return ExperimentResult(
             settings=settings, eval=ev, golden=golden, ingest=report, strategy=strategy,
@@ -116,6 +121,33 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
     finally:
         if own_conn:
             conn.close()
+
+
+_ANN_MEMO: dict[tuple, float] = {}
+
+
+def ann_recall(conn: psycopg.Connection, strategy: dict, retriever: Retriever, queries: list[str]) -> float:
+    """Mean share of the exact top-``depth`` neighbours that the HNSW index returns, so a too-low
+    ``ef_search`` (or ``m``/``ef_construction``) shows up in MLflow next to the metrics."""
+    from .retrieval.legs import vector_search
+
+    p = retriever.params
+    key = (strategy["strategy_id"], strategy["content_digest"], p.fusion.depth, p.ef_search, p.filters, tuple(queries))
+    if key in _ANN_MEMO:
+        return _ANN_MEMO[key]
+    retriever.embed_queries(queries)
+    shares = []
+    for q in queries:
+        qvec = retriever._qvec[q]
+        approx = vector_search(conn, strategy["strategy_id"], qvec, p.fusion.depth, strategy["dim"], p.filters,
+                               ef_search=p.ef_search)
+        exact = vector_search(conn, strategy["strategy_id"], qvec, p.fusion.depth, strategy["dim"], p.filters,
+                              exact=True)
+        if exact:
+            shares.append(len({h.chunk_id for h in approx} & {h.chunk_id for h in exact}) / len(exact))
+    value = sum(shares) / len(shares) if shares else float("nan")
+    _ANN_MEMO[key] = value
+    return value
 
 
 def _search_with_progress(retriever: Retriever, queries: list[str], limit: int, progress: bool) -> list[RankedList]:

@@ -17,7 +17,6 @@ Scores are cached by (model, query, chunk text) in the ``rerank_cache`` table.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
@@ -99,31 +98,43 @@ class CrossEncoderReranker:
 
 
 class LLMReranker:
+    """An Anthropic model grades the candidates 0-10 in one request per query.
+
+    A malformed answer (not a JSON list of one number per passage) keeps the fused order for that
+    query (all scores 0, and the stable sort leaves the order alone) and is counted in
+    ``malformed``; API errors propagate after the SDK's retries.
+    """
+
     PROMPT_VERSION = "rerank-v1"
 
-    def __init__(self, model: str = "") -> None:
+    def __init__(self, model: str = "", client=None) -> None:
         from .. import llm
 
         self._llm = llm
-        self._client = llm.make_client()
+        self._client = client or llm.make_client()
         self._model = model or llm.DEFAULT_MODEL
         self.model_id = f"llm:{self._model}:{self.PROMPT_VERSION}"
+        self.malformed = 0
 
-    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+    def prompt(self, query: str, texts: Sequence[str]) -> str:
         passages = "\n\n".join(f"[{i}] {t}" for i, t in enumerate(texts))
-        prompt = (
+        return (
             "Grade how well each passage answers the question, 0 (useless) to 10 (fully answers it).\n"
             f"Question: {query}\n\nPassages:\n{passages}\n\n"
-            f'Answer with only a JSON list of {len(texts)} numbers, in passage order.'
+            f"Answer with only a JSON list of {len(texts)} numbers, in passage order."
         )
-        text, _usage = self._llm.complete(self._client, self._model, prompt, max_tokens=400)
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        text, _usage = self._llm.complete(self._client, self.prompt(query, texts), model=self._model,
+                                          max_tokens=20 + 8 * len(texts))
         try:
-            scores = json.loads(self._llm.extract_json_text(text))
+            scores = self._llm.extract_json(text)
             if not isinstance(scores, list) or len(scores) != len(texts):
-                raise ValueError("wrong length")
+                raise ValueError("wrong shape")
             return [float(s) for s in scores]
         except (ValueError, TypeError):
-            return [0.0] * len(texts)  # a malformed answer keeps the fused order (stable sort)
+            self.malformed += 1
+            return [0.0] * len(texts)
 
 
 def load_reranker(params: RerankParams) -> Reranker:

@@ -47,3 +47,31 @@ def test_missing_cross_encoder_is_a_clear_error():
     with pytest.raises(ConfigError) as err:
         CrossEncoderReranker("/nonexistent/cross-encoder")
     assert "rerank" in str(err.value)
+
+
+# -- the LLM reranker, through the real anthropic SDK against the local stub -------------------
+from tests.golden.anthropic_stub import client_for, prompt_of, status, stub, text  # noqa: E402,F401
+
+
+def test_llm_reranker_scores_through_the_sdk(stub):
+    from rag_experiments.retrieval.rerank import LLMReranker
+
+    stub.queue(status(429), text([2, 9, 5]))  # one rate limit, then an answer
+    r = LLMReranker("claude-test", client=client_for(stub))
+    scores = r.score("what does 23505 mean?", ["about vacuum", "23505 unique_violation", "error codes"])
+    assert scores == [2.0, 9.0, 5.0]
+    assert len(stub.log) == 2  # the SDK retried the 429
+    sent = prompt_of(stub.log[-1]["body"])
+    assert "[1] 23505 unique_violation" in sent and "JSON list of 3 numbers" in sent
+    assert rerank_order(scores, cutoff=3) == [1, 2, 0]
+
+
+def test_llm_reranker_malformed_answer_keeps_fused_order(stub):
+    from rag_experiments.retrieval.rerank import LLMReranker
+
+    stub.queue(text("sure! the second one"), text([1, 2]))  # prose, then the wrong length
+    r = LLMReranker("claude-test", client=client_for(stub))
+    assert r.score("q", ["a", "b", "c"]) == [0.0, 0.0, 0.0]
+    assert r.score("q", ["a", "b", "c"]) == [0.0, 0.0, 0.0]
+    assert r.malformed == 2
+    assert rerank_order([0.0, 0.0, 0.0], cutoff=3) == [0, 1, 2]
