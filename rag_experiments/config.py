@@ -44,7 +44,7 @@ class ChunkingSchema:
 @dataclass
 class EmbeddingSchema:
     name: str = "minilm-onnx"
-    batch_size: int = 64
+    batch_size: int = 16
 
 
 @dataclass

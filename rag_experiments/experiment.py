@@ -86,7 +86,8 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
         timings["model_load_s"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        report = ingest(conn, docs, settings.chunking, embedder, settings.hnsw, progress=settings.progress)
+        report = ingest(conn, docs, settings.chunking, embedder, settings.hnsw, progress=settings.progress,
+                        model_batch_size=settings.embedding_batch_size)
         timings["ingest_s"] = time.perf_counter() - t
         strategy = strategy_info(conn, report.strategy_id)
 

@@ -74,7 +74,7 @@ def _as_array(value) -> np.ndarray:
 
 
 def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[str], *,
-                     progress: bool = False, batch_size: int = 256) -> tuple[np.ndarray, int]:
+                     progress: bool = False, batch_size: int = 256, model_batch_size: int = 16) -> tuple[np.ndarray, int]:
     """Vectors for ``texts`` via the (model, text hash) cache; returns (vectors, cache hits)."""
     hashes = [sha256_text(t) for t in texts]
     found: dict[str, np.ndarray] = {}
@@ -94,7 +94,7 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
         bar = tqdm(total=len(missing), desc="embedding", unit="text")
     for lo in range(0, len(missing), batch_size):
         batch = missing[lo : lo + batch_size]
-        vecs = embedder.embed([by_hash[h] for h in batch])
+        vecs = embedder.embed([by_hash[h] for h in batch], batch_size=model_batch_size)
         with conn.transaction():
             # COPY into a staging table, then insert-or-skip: a parallel job (another strategy of
             # the same corpus) may be caching the same text at the same moment.
@@ -115,7 +115,7 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
 
 
 def ingest(conn: psycopg.Connection, docs: list[Document], params: ChunkingParams, embedder: Embedder,
-           hnsw: HnswParams = HnswParams(), *, progress: bool = False) -> IngestReport:
+           hnsw: HnswParams = HnswParams(), *, progress: bool = False, model_batch_size: int = 16) -> IngestReport:
     """Make the strategy for (corpus, params, embedder) match ``docs``; do no more work than needed."""
     t0 = time.perf_counter()
     corpus = docs[0].corpus if docs else "empty"
@@ -143,19 +143,21 @@ def ingest(conn: psycopg.Connection, docs: list[Document], params: ChunkingParam
         row = current()
         if row and row[0] == manifest["digest"] and has_index():
             return IngestReport(key, corpus, len(docs), row[1], 0, 0, 0, 0, time.perf_counter() - t0, True)
-        return _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress)
+        return _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress, model_batch_size)
     finally:
         conn.execute("SELECT pg_advisory_unlock(%s)", (lock,))
 
 
-def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress) -> IngestReport:
+def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress,
+           model_batch_size) -> IngestReport:
     existing = dict(conn.execute(
         "SELECT doc_id, min(doc_hash) FROM chunks WHERE strategy_id = %s GROUP BY doc_id", (key,)
     ).fetchall()) if row else {}
     changed = [d for d in docs if existing.get(d.doc_id) != d.content_hash]
     gone = set(existing) - {d.doc_id for d in docs}
     chunks: list[Chunk] = chunk_corpus(changed, params, embedder, key, progress=progress)
-    vectors, cache_hits = embed_with_cache(conn, embedder, [c.indexed_text for c in chunks], progress=progress)
+    vectors, cache_hits = embed_with_cache(conn, embedder, [c.indexed_text for c in chunks], progress=progress,
+                                           model_batch_size=model_batch_size)
     by_id = {d.doc_id: d for d in docs}
 
     with conn.transaction():

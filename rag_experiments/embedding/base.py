@@ -22,7 +22,7 @@ class Embedder(Protocol):
     dim: int
     max_tokens: int
 
-    def embed(self, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False) -> np.ndarray:
+    def embed(self, texts: Sequence[str], *, batch_size: int = 16, progress: bool = False) -> np.ndarray:
         """Unit-normalised float32 vectors, one row per text."""
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
