@@ -77,14 +77,14 @@ def bench_ingest(conn, docs, embedder, strategies, table: Table) -> None:
         params = presets[name]
         chunks = chunk_corpus(docs, params, embedder)
         texts = [c.indexed_text for c in chunks]
-        sample = texts[: min(len(texts), 600)]
+        sample = texts[:: max(1, len(texts) // 600)]  # a uniform sample: same length mix as the ingest
         t = time.perf_counter()
         embedder.embed(sample)
         raw = len(sample) / (time.perf_counter() - t)
         report = ingest(conn, docs, params, embedder)
         cold = report.n_chunks / report.seconds
         again = ingest(conn, docs, params, embedder)
-        table.add("ingest", f"{name}: raw model passages/s (same texts, {len(sample)} sampled)", f"{raw:.1f}")
+        table.add("ingest", f"{name}: raw model passages/s (same texts, {len(sample)} sampled uniformly)", f"{raw:.1f}")
         table.add("ingest", f"{name}: cold ingest chunks/s ({report.n_chunks} chunks, {report.seconds:.1f}s)",
                   f"{cold:.1f} (model/ingest time ratio {raw / cold:.2f}x)")
         table.add("ingest", f"{name}: unchanged re-run", f"{again.seconds:.3f}s")
@@ -125,6 +125,16 @@ def bench_latency(conn, strategy, embedder, queries, table: Table) -> None:
     table.add("latency", "query embedding, one at a time, mean ms", f"{(time.perf_counter() - t) * 1000 / len(queries):.1f}")
 
 
+def _forget_in_process_caches() -> None:
+    """Cold means cold: also drop the in-process memos a previous variant filled."""
+    from . import experiment
+    from .retrieval import retriever
+
+    retriever._LEG_MEMO.clear()
+    retriever._QVEC_MEMO.clear()
+    experiment._ANN_MEMO.clear()
+
+
 def bench_evaluation(url: str, settings, table: Table) -> None:
     from .experiment import run_experiment
     from .retrieval.fusion import FusionParams
@@ -133,6 +143,7 @@ def bench_evaluation(url: str, settings, table: Table) -> None:
     for variant in ("vector", "keyword", "hybrid", "hybrid_rerank"):
         s = replace(settings, retrieval=replace(settings.retrieval, variant=variant))
         conn.execute("TRUNCATE candidate_cache, rerank_cache")
+        _forget_in_process_caches()
         conn.execute("DELETE FROM embedding_cache WHERE length(text_hash) = 64 AND text_hash NOT IN "
                      "(SELECT text_hash FROM chunks)")  # forget query embeddings, keep chunk ones
         from .db.connect import connect
@@ -190,11 +201,17 @@ def bench_peak_rss(table: Table, url: str) -> None:
     """Peak RSS of ``python run.py`` (warm caches) via wait4, i.e. of that one child process only."""
     env = {**os.environ, "DATABASE_URL": url}
     t = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "run.py", "progress=false", "tracking.enabled=false"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
+    with open(os.devnull, "w") as devnull, subprocess.Popen(
+            [sys.executable, "run.py", "progress=false", "tracking.enabled=false"], env=env,
+            stdout=subprocess.PIPE, stderr=devnull, text=True) as proc:
+        out = proc.stdout.read() if proc.stdout else ""
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t
-    code = os.waitstatus_to_exitcode(status)
+    code = proc.returncode
+    for line in out.splitlines():
+        if line.startswith(("ingest:", "time:")):
+            print(f"    (child) {line[:160]}")
     table.add("memory", f"default run (python run.py, warm caches): peak RSS / wall ({'ok' if code == 0 else f'exit {code}'})",
               f"{usage.ru_maxrss / 1024:.0f} MiB / {wall:.1f}s")
 

