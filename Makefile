@@ -5,8 +5,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: setup run test bench ui clean-db
+.PHONY: setup setup-test run test bench ui clean-db
 
+# the package, its test tools and the Hydra sweep plugins (no torch)
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -15,10 +16,17 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test,sweep]'
 	touch $@
 
+# + the [rerank] extra (torch CPU, sentence-transformers) so the cross-encoder plumbing is tested too
+setup-test: $(VENV)/.installed-test
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(BIN)/pip install --quiet -e '.[test,sweep,rerank]'
+	touch $@
+
 run: setup
 	$(BIN)/python run.py
 
-test: setup
+test: setup-test
 	$(BIN)/python -m pytest -q
 
 bench: setup
