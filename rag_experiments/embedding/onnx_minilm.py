@@ -82,6 +82,19 @@ class OnnxMiniLM:
     def count_tokens(self, text: str) -> int:
         return len(self._tok_plain.encode(text, add_special_tokens=False).ids)
 
+    def _forward(self, token_ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """One padded batch through the model: (last hidden states, attention mask)."""
+        width = max(len(e) for e in token_ids)
+        ids = np.zeros((len(token_ids), width), dtype=np.int64)
+        mask = np.zeros((len(token_ids), width), dtype=np.int64)
+        for row, e in enumerate(token_ids):
+            ids[row, : len(e)] = e
+            mask[row, : len(e)] = 1
+        hidden = self._session.run(
+            None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        )[0]
+        return hidden, mask
+
     def token_vectors(self, texts: Sequence[str], batch_size: int = 32) -> list[np.ndarray]:
         """Unit-normalised contextual token vectors per text (special tokens dropped), for MaxSim.
 
@@ -92,16 +105,7 @@ class OnnxMiniLM:
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         for lo in range(0, len(order), batch_size):
             idx = order[lo : lo + batch_size]
-            width = max(len(encodings[i].ids) for i in idx)
-            ids = np.zeros((len(idx), width), dtype=np.int64)
-            mask = np.zeros((len(idx), width), dtype=np.int64)
-            for row, i in enumerate(idx):
-                e = encodings[i].ids
-                ids[row, : len(e)] = e
-                mask[row, : len(e)] = 1
-            hidden = self._session.run(
-                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            )[0]
+            hidden, _mask = self._forward([encodings[i].ids for i in idx])
             for row, i in enumerate(idx):
                 vecs = hidden[row, 1 : len(encodings[i].ids) - 1]  # drop [CLS] and [SEP]
                 out[i] = vecs / np.clip(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12, None)
@@ -124,16 +128,7 @@ class OnnxMiniLM:
             bar = tqdm(total=len(texts), desc="embedding", unit="text")
         for lo in range(0, len(order), batch_size):
             idx = order[lo : lo + batch_size]
-            width = max(len(encodings[i].ids) for i in idx)
-            ids = np.zeros((len(idx), width), dtype=np.int64)
-            mask = np.zeros((len(idx), width), dtype=np.int64)
-            for row, i in enumerate(idx):
-                e = encodings[i].ids
-                ids[row, : len(e)] = e
-                mask[row, : len(e)] = 1
-            hidden = self._session.run(
-                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            )[0]
+            hidden, mask = self._forward([encodings[i].ids for i in idx])
             m = mask[:, :, None].astype(np.float32)
             pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
