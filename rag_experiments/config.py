@@ -124,6 +124,8 @@ class TrackingSchema:
     experiment: str = "rag-experiments"
     log_per_case: bool = True
     plots: bool = True
+    child_plots: bool = False  # per-run plots for each sweep point (they cost ~1 s a point)
+    sweep_summary: bool = True  # at the end of a sweep: comparison plots + table on the parent run
 
 
 @dataclass

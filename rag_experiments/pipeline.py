@@ -103,8 +103,9 @@ def log_result(result: ExperimentResult, cfg: DictConfig, run_name: str, validat
     ci = ci_metrics(result.eval.per_case, list(result.eval.headline), s.bootstrap_samples, s.seed)
     validation = validation or label_status(result)
     config_dict = OmegaConf.to_container(cfg, resolve=True)
+    plots = s.tracking.get("plots", True) and (not _in_multirun() or s.tracking.get("child_plots", False))
     return log_experiment(
-        result, config_dict, run_name=run_name, plots=s.tracking.get("plots", True),
+        result, config_dict, run_name=run_name, plots=plots,
         log_per_case=s.tracking.get("log_per_case", True),
         judge_validation=validation, ci=ci,
     )

@@ -25,6 +25,8 @@ class MlflowSweepCallback(Callback):
     def __init__(self) -> None:
         self.parent_id: str | None = None
         self.n_jobs = 0
+        self.summary = True
+        self.primary = "recall_at_5"
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         if not config.tracking.enabled:
@@ -33,6 +35,8 @@ class MlflowSweepCallback(Callback):
         from mlflow.tracking import MlflowClient
 
         exp_id = setup(config.tracking.uri, config.tracking.experiment)
+        self.summary = bool(config.tracking.get("sweep_summary", True))
+        self.primary = str(config.get("objective", "recall_at_5")).split(".")[0]
         overrides = list(config.hydra.overrides.task)
         sweep = {k: str(v) for k, v in (config.hydra.sweeper.get("params") or {}).items()}
         name = "sweep " + " ".join(f"{k}={v}" for k, v in sweep.items()) if sweep else "sweep"
@@ -68,8 +72,24 @@ class MlflowSweepCallback(Callback):
         client.set_tag(self.parent_id, "children", str(len(children)))
         client.set_tag(self.parent_id, "children_failed", str(sum(s != "FINISHED" for s in statuses)))
         client.set_terminated(self.parent_id, status="FAILED" if failed else "FINISHED")
+        if self.summary and sum(s == "FINISHED" for s in statuses) >= 2:
+            self._log_summary(self.parent_id)
         os.environ.pop(PARENT_ENV, None)
         self.parent_id = None
+
+    def _log_summary(self, parent_id: str) -> None:
+        """The sweep's comparison (plots, Markdown table with paired tests) on the parent run, so
+        the MLflow UI shows it without a second command. Never fails the sweep."""
+        try:
+            from .compare import build_comparison, log_plots
+            from .runs import get_run, sweep_children
+
+            children = [r for r in sweep_children(parent_id) if r.status == "FINISHED"]
+            cmp = build_comparison(children, primary=self.primary, n_resamples=2000)
+            _, paths = log_plots(cmp, get_run(parent_id, per_case=False))
+            print(f"sweep summary logged to parent run {parent_id}: {', '.join(paths)}")
+        except Exception as exc:  # noqa: BLE001 - a summary is a convenience, the runs are logged
+            print(f"warning: could not log the sweep summary to {parent_id}: {exc}")
 
     def _close_if_running(self) -> None:
         if self.parent_id:
