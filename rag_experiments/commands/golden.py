@@ -260,6 +260,18 @@ def cmd_generate(args: argparse.Namespace) -> int:
                   + ", ".join(f"{d}/{b} {t}/{e}" for (d, b), (e, t) in s.strata.items()))
     _say(console, f"already done (checkpoint {plan.checkpoint_path}): {plan.already_done}; "
                   f"in open batches: {plan.in_open_batches}; to send: {len(plan.pending)}")
+    report = _run_llm_job(args, console, plan, run_generation, "generating", price)
+    if isinstance(report, int):
+        return report
+    _say(console, f"Chunks answered: {report.processed}, API errors (retried on rerun): {report.api_errors}; "
+                  f"cases appended: {report.cases_appended} (+{report.cases_reconciled} from the checkpoint), "
+                  f"already present: {report.cases_already_present}")
+    return _finish_llm_job(args, console, report, "Validation")
+
+
+def _run_llm_job(args: argparse.Namespace, console, plan, runner, verb: str, price):
+    """What generate and label share: dry-run estimate, cost confirmation, client, progress bar,
+    the run itself. Returns the runner's report, or an exit code (dry run 0, declined 1)."""
     if args.dry_run:
         _say(console, f"Estimate: {plan.estimate.describe()}")
         return 0
@@ -268,14 +280,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
         if plan.pending and not _confirm(console, plan.estimate, args.yes):
             return 1
         client = _client(args)
-    progress, tick = _progress(len(plan.pending) + plan.in_open_batches, "generating")
+    progress, tick = _progress(len(plan.pending) + plan.in_open_batches, verb)
     with progress:
-        report = run_generation(plan, client, concurrency=args.concurrency, on_progress=tick,
-                                poll_interval=args.poll_interval, poll_timeout=args.poll_timeout, price=price)
-    _say(console, f"Chunks answered: {report.processed}, API errors (retried on rerun): {report.api_errors}; "
-                  f"cases appended: {report.cases_appended} (+{report.cases_reconciled} from the checkpoint), "
-                  f"already present: {report.cases_already_present}")
-    _say(console, f"Validation: {_counter_line(dict(report.problems))}")
+        return runner(plan, client, concurrency=args.concurrency, on_progress=tick,
+                      poll_interval=args.poll_interval, poll_timeout=args.poll_timeout, price=price)
+
+
+def _finish_llm_job(args: argparse.Namespace, console, report, problems_title: str) -> int:
+    _say(console, f"{problems_title}: {_counter_line(dict(report.problems))}")
     for err in report.errors[:5]:
         _say(console, f"  error: {err}")
     _say(console, _usage_line(report, args.model))
@@ -300,26 +312,13 @@ def cmd_label(args: argparse.Namespace) -> int:
                   f"{_counter_line(plan.skipped)}")
     _say(console, f"already judged (checkpoint {plan.checkpoint_path}): {plan.already_done}; "
                   f"in open batches: {plan.in_open_batches}; to send: {len(plan.pending)}")
-    if args.dry_run:
-        _say(console, f"Estimate: {plan.estimate.describe()}")
-        return 0
-    client = None
-    if plan.pending or plan.in_open_batches:
-        if plan.pending and not _confirm(console, plan.estimate, args.yes):
-            return 1
-        client = _client(args)
-    progress, tick = _progress(len(plan.pending) + plan.in_open_batches, "judging")
-    with progress:
-        report = run_labelling(plan, client, concurrency=args.concurrency, on_progress=tick,
-                               poll_interval=args.poll_interval, poll_timeout=args.poll_timeout, price=price)
+    report = _run_llm_job(args, console, plan, run_labelling, "judging", price)
+    if isinstance(report, int):
+        return report
     _say(console, f"Pairs judged: {report.processed}, API errors (retried on rerun): {report.api_errors}; "
                   f"judgements appended: {report.judgements_appended} (+{report.judgements_reconciled} from the "
                   f"checkpoint)")
-    _say(console, f"Outcomes: {_counter_line(dict(report.problems))}")
-    for err in report.errors[:5]:
-        _say(console, f"  error: {err}")
-    _say(console, _usage_line(report, args.model))
-    return 0 if not report.api_errors else 3
+    return _finish_llm_job(args, console, report, "Outcomes")
 
 
 def cmd_spotcheck(args: argparse.Namespace) -> int:
