@@ -21,6 +21,8 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from .bootstrap import bootstrap_interval
+
 #: Above this many non-zero differences the test samples sign flips instead of enumerating
 #: all ``2**m`` of them (2**20 = 1,048,576 sign vectors: well under a second).
 EXACT_MAX = 20
@@ -106,14 +108,9 @@ def paired_bootstrap_delta_ci(a: Sequence[float], b: Sequence[float], samples: i
     d = _paired(a, b)
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
-    if len(d) == 1 or samples <= 0 or not d.any():
-        v = float(d.mean())
-        return (v, v)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(d), size=(samples, len(d)))
-    means = d[idx].mean(axis=1)
-    alpha = (1 - level) / 2
-    return (float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
+    if not d.any():
+        return (0.0, 0.0)
+    return bootstrap_interval(d, samples, seed, level)  # the per-case differences, resampled
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
