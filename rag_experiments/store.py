@@ -62,6 +62,13 @@ def _lock_key(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
 
 
+# Every ingest's write transaction (documents, chunks, the HNSW build) takes this lock first.
+# Without it two sweep jobs building different strategies deadlock: each COPY holds
+# ROW EXCLUSIVE on ``chunks`` and each CREATE INDEX then waits for SHARE, which that conflicts
+# with. Chunking and embedding happen before the transaction, so they stay parallel.
+CHUNKS_WRITER_LOCK = _lock_key("rag-experiments:chunks-writer")
+
+
 def hnsw_index_name(strategy_id: str, hnsw: HnswParams) -> str:
     return f"hnsw_{strategy_id.replace('-', '_')}_m{hnsw.m}_ef{hnsw.ef_construction}"
 
@@ -102,7 +109,9 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
             with conn.cursor().copy("COPY embedding_stage (model, text_hash, embedding) FROM STDIN") as cp:
                 for h, v in zip(batch, vecs):
                     cp.write_row((embedder.model_id, h, v))
-            conn.execute("INSERT INTO embedding_cache SELECT * FROM embedding_stage ON CONFLICT DO NOTHING")
+            # Sorted, so two jobs caching overlapping texts take row locks in one order (no deadlock).
+            conn.execute("INSERT INTO embedding_cache SELECT * FROM embedding_stage ORDER BY model, text_hash"
+                         " ON CONFLICT DO NOTHING")
         found.update(zip(batch, vecs))
         if bar is not None:
             bar.update(len(batch))
@@ -161,6 +170,7 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
     by_id = {d.doc_id: d for d in docs}
 
     with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHUNKS_WRITER_LOCK,))
         _upsert_documents(conn, docs, corpus)
         conn.execute(
             "INSERT INTO strategies (strategy_id, corpus, chunker, params, embedding_model, dim, content_digest, n_chunks)"

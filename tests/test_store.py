@@ -96,3 +96,39 @@ def test_parallel_ingests_of_one_strategy_build_it_once(fresh_db_url, mini_docs,
     assert c.execute("SELECT count(*) FROM strategies").fetchone()[0] == 1
     assert c.execute("SELECT count(*) FROM chunks").fetchone()[0] == reports[0].n_chunks
     c.close()
+
+
+
+def test_a_waiting_writer_holds_no_lock_on_chunks(fresh_db_url, mini_docs, embedder):
+    """Two sweep jobs building different strategies at once once deadlocked in CI: each COPY held
+    ROW EXCLUSIVE on ``chunks`` while its CREATE INDEX waited for SHARE. Now a job queues for the
+    writer lock *before* touching ``chunks``, so whoever waits holds nothing the other needs."""
+    import threading
+    import time
+
+    from rag_experiments.store import CHUNKS_WRITER_LOCK
+
+    first = connect(fresh_db_url)
+    ingest(first, mini_docs, ChunkingParams("fixed", 40), embedder)  # embeddings cached: the job is all writes
+    holder = connect(fresh_db_url)
+    holder.execute("SELECT pg_advisory_lock(%s)", (CHUNKS_WRITER_LOCK,))
+    job = connect(fresh_db_url)
+    job_pid = job.info.backend_pid
+    result = {}
+    thread = threading.Thread(target=lambda: result.setdefault("r", ingest(job, mini_docs, ChunkingParams("heading", 60), embedder)))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while first.execute("SELECT wait_event FROM pg_stat_activity WHERE pid = %s", (job_pid,)).fetchone()[0] != "advisory":
+            assert thread.is_alive() and time.monotonic() < deadline, "the second writer did not queue for the lock"
+            time.sleep(0.05)
+        held = first.execute(
+            "SELECT mode FROM pg_locks WHERE pid = %s AND relation = 'chunks'::regclass AND granted", (job_pid,)
+        ).fetchall()
+        assert held == []
+    finally:
+        holder.execute("SELECT pg_advisory_unlock(%s)", (CHUNKS_WRITER_LOCK,))
+        thread.join(60)
+    assert not result["r"].unchanged and result["r"].n_chunks > 0
+    for c in (first, holder, job):
+        c.close()
