@@ -606,8 +606,8 @@ def golden_ids(golden: GoldenFile) -> set[str]:
 
 class GoldenAppender:
     """Appends records to the golden set, skipping ids already there, in groups of ``every``
-    outcomes (each :meth:`GoldenFile.append` re-verifies the whole file, so one append per
-    outcome would be quadratic). Safe because the checkpoint is written first: records not yet
+    outcomes (each :meth:`GoldenFile.append` fsyncs and rewrites the manifest; grouping keeps
+    that off the per-call path). Safe because the checkpoint is written first: records not yet
     flushed when a run dies are appended by :meth:`reconcile` on the next run."""
 
     def __init__(self, golden: GoldenFile, every: int = 25) -> None:

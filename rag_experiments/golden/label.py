@@ -2,12 +2,12 @@
 
 For each case, the top-k hits of a retriever are judged (YES / PART / NO) unless:
 
-* the hit already covers the case's known relevant evidence (:func:`covers`: same document and
-  the hit covers at least half of an evidence span; the same rule evaluation uses to call a
-  retrieved chunk relevant), or
-* a span overlapping it was already judged for this case (:func:`already_judged`: same document
-  and the overlap is at least half of the shorter of the two spans), in the golden set, in the
-  checkpoint, or earlier in this run. A (case, span) pair is never judged twice.
+* evaluation would already count the hit relevant (:func:`covers`, which is
+  :func:`rag_experiments.evaluation.relevance.matches`: same document, and the overlap is at least
+  half of the evidence span or at least half of the hit), or
+* a span overlapping it was already judged for this case (:func:`already_judged`: the same rule,
+  between the hit and each judged span), in the golden set, in the checkpoint, or earlier in this
+  run. A (case, span) pair is never judged twice.
 
 Each verdict is appended as a ``judgement`` record (span = the hit's text span with its quote and
 document hash; ``judge = {kind: llm, model, prompt_version}``). Outcomes are checkpointed in
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .. import llm
+from ..evaluation.relevance import matches
 from ..errors import GoldenSetError
 from .generate import (Checkpoint, GoldenAppender, Job, JobRunner, _fill_usage, checkpoint_path,
                        jobs_in_open_batches, pending_jobs, read_state)
@@ -52,27 +53,17 @@ def build_prompt(query: str, passage: str) -> str:
     return f"Question: {query}\n\nPassage:\n<passage>\n{passage}\n</passage>\n\nAnswer with the JSON object only."
 
 
-# -- overlap rules ------------------------------------------------------------------------------
-def overlap(a_start: int, a_end: int, b_start: int, b_end: int) -> int:
-    """Characters shared by ``[a_start, a_end)`` and ``[b_start, b_end)``."""
-    return max(0, min(a_end, b_end) - max(a_start, b_start))
-
-
+# -- overlap rules: evaluation's, so labelling skips exactly what evaluation would credit ---------
 def covers(hit: dict, evidence: Any, min_coverage: float = MIN_COVERAGE) -> bool:
-    """A hit covers an evidence span when both are in the same document and the hit contains at
-    least ``min_coverage`` (50%) of the evidence span's characters."""
-    if hit["doc_id"] != evidence.doc_id:
-        return False
-    return overlap(hit["start"], hit["end"], evidence.start, evidence.end) >= min_coverage * (evidence.end - evidence.start)
+    """Evaluation would credit ``hit`` (a dict with doc_id/start/end) for ``evidence``."""
+    return matches(hit["doc_id"], hit["start"], hit["end"], evidence.doc_id, evidence.start, evidence.end,
+                   min_coverage)
 
 
 def same_passage(a: tuple[str, int, int], b: tuple[str, int, int], min_share: float = MIN_COVERAGE) -> bool:
-    """Two ``(doc_id, start, end)`` spans are the same passage for judging purposes when they are
-    in the same document and overlap by at least half of the shorter one."""
-    if a[0] != b[0]:
-        return False
-    shorter = min(a[2] - a[1], b[2] - b[1])
-    return shorter > 0 and overlap(a[1], a[2], b[1], b[2]) >= min_share * shorter
+    """Two ``(doc_id, start, end)`` spans are one passage for judging purposes. Overlap of at
+    least half of either span is the same as at least half of the shorter one."""
+    return matches(*a, *b, min_share)
 
 
 def already_judged(span: tuple[str, int, int], judged: Iterable[tuple[str, int, int]]) -> bool:

@@ -8,6 +8,9 @@
 * The golden-set version is the sha256 of the JSONL file's bytes. Every run logs it.
 * :meth:`GoldenFile.append` is the only writer: it refuses a record whose id already exists
   (changing a label is a new ``judgement`` with ``supersedes`` and a reason, never an edit).
+* An instance remembers the file as it last verified or wrote it (device, inode, size, mtime):
+  while the file is untouched, the next append checks only that, so a long labelling job's
+  appends cost what they add, not the whole file again. Any other change means a full check.
 """
 
 from __future__ import annotations
@@ -24,10 +27,62 @@ from ..errors import GoldenSetError
 from .records import canonical, line_hash, now_iso, validate
 
 
+class _Tally:
+    """What an append and the manifest need to know about the records already in the file,
+    kept up to date record by record (ids, counts, running sha256 of the bytes, last line hash).
+    Its own copies of the fields, so a caller changing the records read() returned changes nothing."""
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+        self.n = 0
+        self.head = ""
+        self.sha = hashlib.sha256()
+        self.counts: dict[str, Counter] = {k: Counter() for k in (
+            "type", "kind", "doc_type", "verdict", "judge", "anchor")}
+
+    def add(self, rec: dict, line: str) -> None:
+        self.ids.add(rec["id"])
+        self.n += 1
+        self.head = line_hash(line)
+        self.sha.update(line.encode("utf-8") + b"\n")
+        c, t = self.counts, rec["type"]
+        c["type"][t] += 1
+        if t == "case":
+            c["kind"][rec["kind"]] += 1
+            c["doc_type"][rec["doc_type"]] += 1
+        elif t == "judgement":
+            c["verdict"][rec["verdict"]] += 1
+            c["judge"][rec["judge"]["kind"]] += 1
+        elif t == "anchor":
+            c["anchor"][rec["status"]] += 1
+
+    def manifest(self, name: str) -> dict:
+        c = self.counts
+        return {
+            "golden_set": name,
+            "sha256": self.sha.hexdigest(),
+            "records": self.n,
+            "head": self.head,
+            "cases": c["type"]["case"],
+            "cases_by_kind": dict(sorted(c["kind"].items())),
+            "cases_by_doc_type": dict(sorted(c["doc_type"].items())),
+            "judgements": c["type"]["judgement"],
+            "judgements_by_verdict": dict(sorted(c["verdict"].items())),
+            "judgements_by_judge": dict(sorted(c["judge"].items())),
+            "retired": c["type"]["retire"],
+            "anchors": dict(sorted(c["anchor"].items())),
+        }
+
+
 class GoldenFile:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.manifest_path = self.path.with_name(self.path.name.removesuffix(".jsonl") + ".manifest.json")
+        self._verified: tuple[tuple, _Tally] | None = None  # (file identity, tally) as last verified
+
+    def _identity(self) -> tuple:
+        st = self.path.stat()
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
     # -- reading --------------------------------------------------------------------------------
     def exists(self) -> bool:
@@ -43,38 +98,53 @@ class GoldenFile:
                 f"golden set {self.path} does not exist",
                 hint="generate one (rag-exp golden generate), or point golden.path at an existing file",
             )
-        records, last_hash, n = self._read_chain()
-        self._check_manifest(n, last_hash)
-        return records
+        return self._read_verified()[0]
 
-    def _read_chain(self) -> tuple[list[dict], str, int]:
+    def _read_verified(self) -> tuple[list[dict], _Tally]:
+        identity = self._identity()
+        records, tally = self._read_chain()
+        self._check_manifest(tally.n, tally.head)
+        self._verified = (identity, tally)
+        return records, tally
+
+    def _current_tally(self) -> _Tally:
+        """The tally of the file, re-verified in full unless it is exactly as this instance left it."""
+        if not self.path.exists():
+            return _Tally()
+        if self._verified is not None and self._verified[0] == self._identity():
+            return self._verified[1]
+        return self._read_verified()[1]
+
+    def _read_chain(self) -> tuple[list[dict], _Tally]:
         raw = self.path.read_bytes()
         if raw and not raw.endswith(b"\n"):
             n = raw.count(b"\n") + 1
             raise GoldenSetError(f"{self.path}:{n}: last line is incomplete (no newline): the file was truncated "
                                  "or hand-edited", hint="restore it from git (git checkout -- FILE)")
         records: list[dict] = []
-        prev = ""
-        seen: set[str] = set()
-        for n, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
+        tally = _Tally()
+        # split on "\n" only: canonical lines keep UTF-8 as is, and str.splitlines() would also
+        # split inside a quote holding U+2028, U+0085 and the like
+        lines = raw.decode("utf-8").split("\n")[:-1] if raw else []
+        for n, line in enumerate(lines, start=1):
             where = f"{self.path}:{n}"
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise GoldenSetError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(rec, dict) or rec.get("prev") != prev:
+            if not isinstance(rec, dict) or rec.get("prev") != tally.head:
                 raise GoldenSetError(
                     f"{where}: hash chain broken: line {n - 1 if n > 1 else 1} was edited, or a line was "
                     f"inserted or deleted before line {n}",
                     hint="the golden set is append-only; restore it from git and append a superseding record instead",
                 )
             validate(rec, where)
-            if rec["id"] in seen:
+            if rec["id"] in tally.ids:
                 raise GoldenSetError(f"{where}: duplicate record id {rec['id']!r}")
-            seen.add(rec["id"])
+            tally.add(rec, line)
             records.append(rec)
-            prev = line_hash(line)
-        return records, prev, len(records)
+        tally.sha = hashlib.sha256(raw)  # the bytes as they are, whatever add() assumed
+        return records, tally
 
     def _check_manifest(self, n: int, last_hash: str) -> None:
         if not self.manifest_path.exists():
@@ -102,64 +172,37 @@ class GoldenFile:
         lock_path = self.path.with_name("." + self.path.name + ".lock")
         with open(lock_path, "a+") as lock:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-            existing = self.read() if self.path.exists() else []
-            ids = {r["id"] for r in existing}
-            prev = line_hash(self._last_line()) if existing else ""
-            written = []
-            lines = []
+            tally = self._current_tally()
+            prepared = []
+            ids = set()
+            prev = tally.head
             for i, rec in enumerate(new_records):
                 rec = dict(rec)
                 rec.setdefault("created_at", now_iso())
                 rec["prev"] = prev
                 validate(rec, f"new record {i + 1} for {self.path}")
-                if rec["id"] in ids:
+                if rec["id"] in tally.ids or rec["id"] in ids:
                     raise GoldenSetError(
                         f"{self.path}: record id {rec['id']!r} already exists; the golden set is append-only",
                         hint="to change a label, append a judgement with 'supersedes' and a 'reason'",
                     )
                 ids.add(rec["id"])
                 line = canonical(rec)
-                lines.append(line)
+                prepared.append((rec, line))
                 prev = line_hash(line)
-                written.append(rec)
-            if lines:
+            if prepared:
                 with open(self.path, "a", encoding="utf-8") as fh:
-                    fh.write("".join(line + "\n" for line in lines))
+                    fh.write("".join(line + "\n" for _, line in prepared))
                     fh.flush()
                     os.fsync(fh.fileno())
-            self.write_manifest(existing + written)
-        return written
+            for rec, line in prepared:  # only once they are on disk
+                tally.add(rec, line)
+            self._write_manifest(tally)
+            self._verified = (self._identity(), tally) if self.path.exists() else None
+        return [rec for rec, _ in prepared]
 
-    def _last_line(self) -> str:
-        with open(self.path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            block = min(size, 1 << 16)
-            while True:
-                fh.seek(size - block)
-                data = fh.read(block)
-                lines = data.rstrip(b"\n").split(b"\n")
-                if len(lines) > 1 or block == size:
-                    return lines[-1].decode("utf-8")
-                block = min(size, block * 2)
-
-    def write_manifest(self, records: list[dict]) -> dict:
-        cases = [r for r in records if r["type"] == "case"]
-        judgements = [r for r in records if r["type"] == "judgement"]
-        manifest = {
-            "golden_set": self.path.name,
-            "sha256": self.digest(),
-            "records": len(records),
-            "head": line_hash(self._last_line()) if records else "",
-            "cases": len(cases),
-            "cases_by_kind": dict(sorted(Counter(r["kind"] for r in cases).items())),
-            "cases_by_doc_type": dict(sorted(Counter(r["doc_type"] for r in cases).items())),
-            "judgements": len(judgements),
-            "judgements_by_verdict": dict(sorted(Counter(r["verdict"] for r in judgements).items())),
-            "judgements_by_judge": dict(sorted(Counter(r["judge"]["kind"] for r in judgements).items())),
-            "retired": sum(r["type"] == "retire" for r in records),
-            "anchors": dict(sorted(Counter(r["status"] for r in records if r["type"] == "anchor").items())),
-        }
+    def _write_manifest(self, tally: _Tally) -> dict:
+        manifest = tally.manifest(self.path.name)
         tmp = self.manifest_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         tmp.replace(self.manifest_path)

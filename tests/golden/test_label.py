@@ -41,6 +41,10 @@ def test_overlap_rules():
     assert not lab.covers({"doc_id": "d1", "start": 151, "end": 400}, ev)
     assert not lab.covers({"doc_id": "d2", "start": 100, "end": 200}, ev)
     assert lab.covers({"doc_id": "d1", "start": 0, "end": 1000}, ev)  # a big chunk containing it
+    assert lab.covers({"doc_id": "d1", "start": 120, "end": 140}, ev)  # a small chunk inside it
+    assert lab.covers({"doc_id": "d1", "start": 190, "end": 210}, ev)  # half of the hit is evidence
+    assert not lab.covers({"doc_id": "d1", "start": 190, "end": 211}, ev)
+    assert not lab.covers({"doc_id": "d1", "start": 200, "end": 210}, ev)  # adjacent, no overlap
     # same passage: half of the shorter span, either way round
     assert lab.same_passage(("d1", 0, 100), ("d1", 50, 1000))
     assert lab.same_passage(("d1", 50, 1000), ("d1", 0, 100))
