@@ -288,6 +288,9 @@ def _run_llm_job(args: argparse.Namespace, console, plan, runner, verb: str, pri
 
 def _finish_llm_job(args: argparse.Namespace, console, report, problems_title: str) -> int:
     _say(console, f"{problems_title}: {_counter_line(dict(report.problems))}")
+    if report.torn_checkpoint_lines:
+        _say(console, f"  note: {report.torn_checkpoint_lines} torn checkpoint line(s) ignored (a run killed "
+                      "mid-write); those items were asked again")
     for err in report.errors[:5]:
         _say(console, f"  error: {err}")
     _say(console, _usage_line(report, args.model))

@@ -11,25 +11,23 @@ For each case, the top-k hits of a retriever are judged (YES / PART / NO) unless
 
 Each verdict is appended as a ``judgement`` record (span = the hit's text span with its quote and
 document hash; ``judge = {kind: llm, model, prompt_version}``). Outcomes are checkpointed in
-``<golden stem>.label.log.jsonl`` first (see :mod:`.generate` for the resume rules); malformed
+``<golden stem>.label.log.jsonl`` first (see :mod:`.llm_jobs` for the resume rules); malformed
 judge answers are counted and skipped, never fatal.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .. import llm
 from ..evaluation.relevance import matches
-from ..errors import GoldenSetError
-from .generate import (Checkpoint, GoldenAppender, Job, JobRunner, _fill_usage, checkpoint_path,
-                       jobs_in_open_batches, pending_jobs, read_state)
+from .llm_jobs import (Checkpoint, Job, JobReport, Task, checkpoint_path, jobs_in_open_batches, pending_jobs,
+                       read_state, run_jobs)
 from .records import VERDICTS, new_id
 from .resolve import load_golden
-from .store import GoldenFile
 
 PROMPT_VERSION = "judge-v1"
 MIN_COVERAGE = 0.5
@@ -139,21 +137,12 @@ class LabelPlan:
     estimate: llm.CostEstimate
 
 
-@dataclass
-class LabelReport:
+@dataclass(kw_only=True)
+class LabelReport(JobReport):
     pairs: int
     skipped: dict[str, int]
-    already_done: int
-    processed: int = 0
-    api_errors: int = 0
     judgements_appended: int = 0
     judgements_reconciled: int = 0
-    problems: Counter = field(default_factory=Counter)
-    usage: llm.Usage = field(default_factory=llm.Usage)
-    batch_usage: llm.Usage = field(default_factory=llm.Usage)
-    cost_usd: float | None = None
-    batches: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
 
 
 _HIT_KEYS = ("doc_id", "source_uri", "start", "end", "text", "doc_hash")
@@ -220,28 +209,14 @@ def plan_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]
 def run_labelling(plan: LabelPlan, client: Any, *, concurrency: int = 4, max_tokens: int = 256,
                   on_progress: Callable[[dict], None] | None = None, poll_interval: float = 30.0,
                   poll_timeout: float | None = None, price: llm.Price | None = None) -> LabelReport:
-    golden = GoldenFile(plan.golden_path)
-    cp = Checkpoint(plan.checkpoint_path)
-    state = read_state(cp)
+    """Run a plan: reconcile, resume open batches, then judge the pending pairs."""
     report = LabelReport(pairs=len(plan.jobs), skipped=dict(plan.skipped), already_done=plan.already_done)
-    appender = GoldenAppender(golden)
-    report.judgements_reconciled = appender.reconcile(state)
 
-    def record(entry: dict) -> None:
-        report.problems.update(entry.get("problems") or {})
-        report.judgements_appended += appender.add(entry.get("records") or [])[0]
+    def counted(appended: int, _present: int) -> None:
+        report.judgements_appended += appended
 
-    if not plan.pending and not state.open_batches:
-        return report
-    if client is None:
-        raise GoldenSetError("run_labelling needs an API client: pairs are pending")
-    runner = JobRunner(client, cp, system=SYSTEM_PROMPT, model=plan.model, prompt_version=PROMPT_VERSION,
-                       max_tokens=max_tokens, interpret=interpret_verdict(plan.model), record=record,
-                       on_progress=on_progress)
-    try:
-        runner.run(list(plan.pending), state, batch=plan.batch, concurrency=concurrency,
-                   poll_interval=poll_interval, poll_timeout=poll_timeout)
-    finally:
-        _fill_usage(report, runner.stats, plan.model, price)
-        appender.flush()
+    task = Task("labelling", SYSTEM_PROMPT, PROMPT_VERSION, interpret_verdict(plan.model))
+    report.judgements_reconciled = run_jobs(task, plan, client, report, counted=counted, max_tokens=max_tokens,
+                                            concurrency=concurrency, on_progress=on_progress,
+                                            poll_interval=poll_interval, poll_timeout=poll_timeout, price=price)
     return report

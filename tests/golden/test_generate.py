@@ -290,6 +290,22 @@ def test_api_errors_are_not_checkpointed_as_done(stub, tmp_path):
     assert gen.plan_generation(chunks, _golden(tmp_path)).pending == ()
 
 
+def test_a_torn_checkpoint_line_is_asked_again_and_reported(stub, tmp_path):
+    chunks = corpus(1)  # 3 chunks
+    stub.responder = good_responder
+    golden_path = _golden(tmp_path)
+    gen.run_generation(gen.plan_generation(chunks, golden_path), client_for(stub), concurrency=1)
+    cp_path = gen.checkpoint_path(golden_path, "generate")
+    lines = cp_path.read_text().splitlines(keepends=True)
+    cp_path.write_text("".join(lines[:-1]) + lines[-1][:25])  # the last outcome killed mid-write
+    plan = gen.plan_generation(chunks, golden_path)
+    assert len(plan.pending) == 1
+    n = len(stub.requests())
+    report = gen.run_generation(plan, client_for(stub))
+    assert report.torn_checkpoint_lines == 1 and len(stub.requests()) == n + 1
+    assert report.cases_appended == 0 and report.cases_already_present == 2  # its cases were already in
+
+
 def test_fatal_auth_error_stops_the_run(stub, tmp_path):
     stub.responder = lambda body: status(401)
     plan = gen.plan_generation(corpus(2), _golden(tmp_path))
@@ -413,16 +429,6 @@ def test_batch_mode_checkpoints_the_batch_and_resumes_polling(stub, tmp_path):
     assert plan3.pending == () and plan3.in_open_batches == 0
     gen.run_generation(plan3, None)
     assert len(stub.requests("POST", "/v1/messages/batches")) == 1
-
-
-def test_checkpoint_tolerates_a_torn_last_line(tmp_path):
-    cp = gen.Checkpoint(tmp_path / "x.log.jsonl")
-    cp.append({"event": "item", "key": "a", "status": "done"})
-    with open(cp.path, "a") as fh:
-        fh.write('{"event": "item", "key": "b", "sta')  # killed mid-write
-    assert [e["key"] for e in cp.entries()] == ["a"] and cp.torn_lines == 1
-    cp.append({"event": "item", "key": "c", "status": "done"})
-    assert [e["key"] for e in cp.entries()] == ["a", "c"]
 
 
 # == the command ================================================================================
