@@ -131,8 +131,7 @@ def _forget_in_process_caches() -> None:
     from . import experiment
     from .retrieval import retriever
 
-    retriever._LEG_MEMO.clear()
-    retriever._QVEC_MEMO.clear()
+    retriever.forget_memos()
     experiment._ANN_MEMO.clear()
 
 

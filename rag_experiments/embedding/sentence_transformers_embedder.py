@@ -29,7 +29,9 @@ class SentenceTransformerEmbedder:
                 f"embedding.name: cannot load sentence-transformers model {name_or_path!r}: {exc}",
                 hint="give a local folder path, or a hub name on a machine with network",
             ) from None
-        self.dim = int(self._model.get_sentence_embedding_dimension())
+        # renamed in sentence-transformers 5 (the old name warns); accept both
+        dim_of = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self.dim = int(dim_of())
         self.max_tokens = int(self._model.max_seq_length)
         self.model_id = f"st:{name_or_path}"
         self._tok = self._model.tokenizer

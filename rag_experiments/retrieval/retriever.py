@@ -45,6 +45,13 @@ _LEG_MEMO_MAX = 200_000
 _QVEC_MEMO: dict[tuple[str, str], np.ndarray] = {}  # (model id, query) -> vector, same reasoning
 
 
+def forget_memos() -> None:
+    """Drop the in-process memos (the persisted caches stay): the next search is what a new
+    process would see. For benchmarks ("cold") and tests of the persisted caches."""
+    _LEG_MEMO.clear()
+    _QVEC_MEMO.clear()
+
+
 @dataclass(frozen=True)
 class RetrievalParams:
     variant: str = "hybrid"
