@@ -2,6 +2,8 @@
 
     python -m rag_experiments.bench                 # or: make bench / rag-exp bench
     python -m rag_experiments.bench --strategies heading --queries 100
+    python -m rag_experiments.bench --corpus /tmp/pgfull/corpus --corpus-name pg15full \
+        --strategies heading --skip metrics       # the same table on another corpus
 
 Runs in a throwaway database on the configured server (embedded by default), so "cold" is
 really cold (no chunks, no embedding cache, no candidate cache), and drops it afterwards.
@@ -15,6 +17,10 @@ Sections (one table, with the machine described):
   config again), and a marginal sweep point (only ``rrf_k`` changed);
 * metric computation against ranx on the same qrels and run;
 * peak RSS of a default run (measured in a child process).
+
+``--corpus`` runs every section on another corpus (e.g. the whole manual imported with
+``rag-exp corpus import-html``); the evaluation still uses the configured golden set, which
+resolves wherever its documents are part of that corpus.
 """
 
 from __future__ import annotations
@@ -213,7 +219,7 @@ runpy.run_path('run.py', run_name='__main__')
 """
 
 
-def bench_peak_rss(table: Table, url: str) -> None:
+def bench_peak_rss(table: Table, url: str, overrides: list[str] = ()) -> None:
     """Peak RSS (VmHWM) of ``python run.py`` with warm caches, as the child itself saw it."""
     import tempfile
 
@@ -223,7 +229,7 @@ def bench_peak_rss(table: Table, url: str) -> None:
     with tempfile.NamedTemporaryFile("r", suffix=".hwm") as hwm:
         env = {**os.environ, "DATABASE_URL": url, "RAG_EXP_BENCH_HWM": hwm.name}
         t = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", _HWM_WRAPPER, "progress=false", "tracking.enabled=false"],
+        proc = subprocess.run([sys.executable, "-c", _HWM_WRAPPER, "progress=false", "tracking.enabled=false", *overrides],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         wall = time.perf_counter() - t
         peak = hwm.read().strip()
@@ -242,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strategies", default="heading,fixed,paragraph", help="chunkings to ingest cold")
     ap.add_argument("--queries", type=int, default=100, help="queries for the latency section")
     ap.add_argument("--skip", default="", help="sections to skip: ingest,latency,eval,metrics,memory")
+    ap.add_argument("--corpus", default="demo", help="corpus folder of .md files (default: the shipped demo)")
+    ap.add_argument("--corpus-name", default=None, help="its corpus name (default: the folder name)")
     args = ap.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
 
@@ -252,7 +260,11 @@ def main(argv: list[str] | None = None) -> int:
     from .golden.resolve import load_golden
     from .store import ingest, strategy_info
 
-    settings, _ = compose_settings(["progress=false", "tracking.enabled=false"])
+    overrides = ["progress=false", "tracking.enabled=false"]
+    if args.corpus != "demo":
+        corpus_name = args.corpus_name or Path(args.corpus).resolve().name
+        overrides += [f"corpus.path={Path(args.corpus).resolve()}", f"corpus.name={corpus_name}"]
+    settings, _ = compose_settings(overrides)
     admin = resolve_database_url(settings.db_url, settings.pgdata)
     name = f"rag_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin, autocommit=True) as c:
@@ -261,16 +273,21 @@ def main(argv: list[str] | None = None) -> int:
 
     url = make_conninfo(**{**conninfo_to_dict(admin), "dbname": name})
     table = Table()
-    print(f"machine: {_machine()}\nthrowaway database: {name}\n")
+    print(f"machine: {_machine()}\nthrowaway database: {name}\ncorpus: {args.corpus}\n")
     try:
         conn = connect(url)
         table.add("machine", "PostgreSQL", conn.execute("SHOW server_version").fetchone()[0])
-        docs = load_corpus("demo")
+        table.add("machine", "corpus", settings.corpus_name)
+        docs = load_corpus(settings.corpus_path, settings.corpus_name)
         embedder = load_embedder()
         if "ingest" not in skip:
             bench_ingest(conn, docs, embedder, [s for s in args.strategies.split(",") if s], table)
         rep = ingest(conn, docs, settings.chunking, embedder)
         strategy = strategy_info(conn, rep.strategy_id)
+        prefix = "hnsw_" + rep.strategy_id.replace("-", "_") + "_%"
+        hnsw_size = conn.execute("SELECT pg_size_pretty(sum(pg_relation_size(indexname::regclass))) FROM pg_indexes"
+                                 " WHERE indexname LIKE %s", (prefix,)).fetchone()[0]
+        table.add("ingest", f"default strategy: {len(docs)} documents, {rep.n_chunks} chunks; HNSW index", str(hnsw_size))
         golden = load_golden(settings.golden_path)
         queries = [c.query for c in golden.scorable][: args.queries]
         if "latency" not in skip:
@@ -281,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         if "metrics" not in skip:
             bench_metrics(table)
         if "memory" not in skip:
-            bench_peak_rss(table, url)
+            bench_peak_rss(table, url, overrides[2:])
     finally:
         with psycopg.connect(admin, autocommit=True) as c:
             c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
