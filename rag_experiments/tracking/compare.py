@@ -448,20 +448,49 @@ def comparison_figures(cmp: Comparison) -> list[tuple[Any, str]]:
     from . import compare_plots as P
 
     runs = [r.run for r in cmp.rows]
-    labels = [r.label for r in cmp.rows]
     figs = []
-    if all(r.per_case is not None and "recall_curve" in r.per_case for r in runs):
-        figs.append((P.recall_curves_figure(runs, labels), "comparison/recall_at_k.png"))
-    segs = [Segment("kind", v) for v in _segment_values(runs, "kind")]
-    segs += [Segment("doc_type", v) for v in _segment_values(runs, "doc_type")]
-    figs.append((P.segment_bars_figure(runs, labels, cmp.primary, segs, value_and_interval),
+    # A hundred curves or bar groups are unreadable: past MAX_PLOTTED runs, the per-run charts
+    # show the baseline and the best of the rest by the primary metric, and say so.
+    shown, note = _runs_to_draw(cmp)
+    shown_runs = [r.run for r in shown]
+    labels = [r.label for r in shown]
+    if all(r.per_case is not None and "recall_curve" in r.per_case for r in shown_runs):
+        figs.append((P.recall_curves_figure(shown_runs, labels, title=f"recall@k{note}" if note else None),
+                     "comparison/recall_at_k.png"))
+    segs = [Segment("kind", v) for v in _segment_values(shown_runs, "kind")]
+    segs += [Segment("doc_type", v) for v in _segment_values(shown_runs, "doc_type")]
+    figs.append((P.segment_bars_figure(shown_runs, labels, cmp.primary, segs, value_and_interval,
+                                       title=f"{metric_title(cmp.primary)} per segment{note}" if note else None),
                  f"comparison/{cmp.primary}_by_segment.png"))
     diff = differing_params(runs)
     if len(runs) > 1 and len(diff) == 1:
         param = diff[0]
         figs.append((P.param_figure(runs, param, cmp.primary, value_and_interval),
                      f"comparison/{cmp.primary}_vs_{param}.png"))
+    elif len(runs) > 2 and len(diff) == 2:
+        a, b = diff
+        figs.append((P.param_heatmap_figure(runs, (a, b), cmp.primary, value_and_interval),
+                     f"comparison/{cmp.primary}_over_{a}_x_{b}.png"))
     return figs
+
+
+MAX_PLOTTED = 10
+
+
+def _runs_to_draw(cmp: Comparison) -> tuple[list, str]:
+    """The rows the per-run charts draw, and a title suffix saying what was left out."""
+    rows = list(cmp.rows)
+    if len(rows) <= MAX_PLOTTED:
+        return rows, ""
+    baseline, rest = rows[0], rows[1:]
+    col = Column(cmp.primary, cmp.primary, None, "all")
+
+    def score(row) -> float:
+        v = value_and_interval(row.run, col)[0]
+        return float("-inf") if v is None else v
+
+    best = sorted(rest, key=score, reverse=True)[: MAX_PLOTTED - 1]
+    return [baseline, *best], f": baseline + best {len(best)} of {len(rows)} runs by {metric_title(cmp.primary)}"
 
 
 def save_plots(cmp: Comparison, folder) -> list[str]:

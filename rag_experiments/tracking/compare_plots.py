@@ -172,3 +172,47 @@ def param_figure(runs: Sequence[RunView], param: str, primary: str, value_fn: Va
     ax.legend(loc="best", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def param_heatmap_figure(runs: Sequence[RunView], params: tuple[str, str], primary: str, value_fn: ValueFn,
+                         title: str | None = None):
+    """The primary metric over a two-parameter grid (e.g. rrf_k x keyword_weight), one cell per
+    run, the value written in each cell and the best cell outlined. Missing cells stay blank."""
+    plt = _plt()
+    p_rows, p_cols = params
+
+    def axis(param: str) -> list[str]:
+        values = sorted({r.params.get(param) for r in runs}, key=lambda v: (v is None, str(v)))
+        nums = _as_numbers(values)
+        return [values[i] for i in sorted(range(len(values)), key=lambda i: nums[i])] if nums is not None else values
+
+    rows, cols = axis(p_rows), axis(p_cols)
+    grid = np.full((len(rows), len(cols)), np.nan)
+    col = Column(primary, primary, None, "all")
+    for r in runs:
+        v = value_fn(r, col)[0]
+        if v is not None:
+            grid[rows.index(r.params.get(p_rows)), cols.index(r.params.get(p_cols))] = v
+    fig, ax = plt.subplots(figsize=(min(14.0, 2.0 + 0.9 * len(cols)), min(12.0, 1.6 + 0.42 * len(rows))))
+    finite = grid[np.isfinite(grid)]
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    im = ax.imshow(grid, cmap="viridis", aspect="auto", vmin=lo, vmax=hi if hi > lo else lo + 1e-9)
+    for i in range(len(rows)):
+        for j in range(len(cols)):
+            if np.isfinite(grid[i, j]):
+                dark = (grid[i, j] - lo) < 0.6 * (hi - lo)
+                ax.text(j, i, f"{grid[i, j]:.3f}", ha="center", va="center", fontsize=8,
+                        color="white" if dark else "black")
+    if finite.size:
+        bi, bj = np.unravel_index(np.nanargmax(grid), grid.shape)
+        ax.add_patch(plt.Rectangle((bj - 0.5, bi - 0.5), 1, 1, fill=False, edgecolor="red", lw=2.5))
+    ax.set_xticks(range(len(cols)))
+    ax.set_xticklabels([str(c) for c in cols])
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([str(r) for r in rows])
+    ax.set_xlabel(p_cols)
+    ax.set_ylabel(p_rows)
+    fig.colorbar(im, ax=ax, label=metric_title(primary))
+    ax.set_title(title or f"{metric_title(primary)} over {p_rows} x {p_cols} (best outlined)")
+    fig.tight_layout()
+    return fig

@@ -135,3 +135,33 @@ def test_user_errors(three_runs, capsys):
     assert cli("compare", "--sweep", parent, "--metrics", "bogus_at_3") == 2
     err = capsys.readouterr().err
     assert "nothing to compare" in err and "no run has a segment 'nonsense'" in err and "bogus_at_3" in err
+
+
+def test_a_two_parameter_grid_gets_a_heatmap(make_run, make_parent, tmp_path):
+    parent = make_parent("sweep fusion.rrf_k x fusion.keyword_weight")
+    ids = [make_run(per_case_frame(_values(0.3 + 0.1 * i, 20 + i)), name=f"fusion.rrf_k={k} fusion.keyword_weight={w}",
+                    config=base_config(**{"fusion.rrf_k": k, "fusion.keyword_weight": w}), parent=parent)
+           for i, (k, w) in enumerate((k, w) for k in (10, 60) for w in (0.5, 1.0))]
+    from rag_experiments.tracking.compare import save_plots
+
+    cmp = build_comparison([get_run(i) for i in ids])
+    names = sorted(p.rsplit("/", 1)[-1] for p in save_plots(cmp, tmp_path))
+    assert names == ["recall_at_5_by_segment.png", "recall_at_5_over_fusion.keyword_weight_x_fusion.rrf_k.png",
+                     "recall_at_k.png"]
+
+
+def test_a_large_sweep_draws_the_baseline_and_the_best_runs_only(make_run, make_parent):
+    from rag_experiments.tracking.compare import MAX_PLOTTED, _runs_to_draw
+
+    parent = make_parent("sweep fusion.rrf_k")
+    p_hits = [0.5, 0.2, 0.9, 0.3, 0.8, 0.1, 0.7, 0.4, 0.6, 0.35, 0.85, 0.15, 0.75]
+    ids = [make_run(per_case_frame(_values(p, 40 + i)), name=f"fusion.rrf_k={i + 1}",
+                    config=base_config(**{"fusion.rrf_k": i + 1}), parent=parent) for i, p in enumerate(p_hits)]
+    cmp = build_comparison([get_run(i) for i in ids])
+    rows, note = _runs_to_draw(cmp)
+    assert len(rows) == MAX_PLOTTED and rows[0] is cmp.rows[0]
+    drawn = {r.label for r in rows[1:]}
+    values = {r.label: r.run.per_case["recall_at_5"].mean() for r in cmp.rows[1:]}
+    left_out = set(values) - drawn
+    assert max(values[x] for x in left_out) <= min(values[x] for x in drawn)
+    assert note == f": baseline + best {MAX_PLOTTED - 1} of {len(p_hits)} runs by recall@5"
