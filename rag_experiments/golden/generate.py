@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .. import llm
-from .llm_jobs import (Checkpoint, Interpret, Job, JobReport, Task, checkpoint_path, jobs_in_open_batches,
-                       pending_jobs, read_state, run_jobs)
+from .llm_jobs import (Checkpoint, Interpret, Job, JobPlan, JobReport, Task, checkpoint_path, plan_fields,
+                       read_state, run_jobs)
 from .records import new_id
 
 PROMPT_VERSION = "gen-v1"
@@ -333,18 +333,9 @@ def build_cases(chunk: dict, items: list[dict], model: str) -> tuple[list[dict],
 
 
 # == generation ================================================================================
-@dataclass(frozen=True)
-class GenerationPlan:
-    golden_path: Path
-    checkpoint_path: Path
-    model: str
-    batch: bool
-    sample: SampleResult
-    jobs: tuple[Job, ...]  # every sampled chunk
-    pending: tuple[Job, ...]  # to be sent (not in the checkpoint, not in an open batch)
-    already_done: int
-    in_open_batches: int
-    estimate: llm.CostEstimate
+@dataclass(frozen=True, kw_only=True)
+class GenerationPlan(JobPlan):
+    sample: SampleResult  # one job per sampled chunk
 
 
 @dataclass(kw_only=True)
@@ -366,12 +357,9 @@ def plan_generation(chunks: Iterable[dict], golden_path: str | Path, *, n: int =
     cp_path = checkpoint_path(golden_path, "generate")
     state = read_state(Checkpoint(cp_path))
     jobs = [Job(str(c["chunk_id"]), build_prompt(c), {k: c[k] for k in CHUNK_KEYS}) for c in sample.chunks]
-    open_keys = jobs_in_open_batches(state)
-    pending = [j for j in pending_jobs(jobs, state, retry_failed) if j.key not in open_keys]
-    estimate = llm.estimate_cost(model, [SYSTEM_PROMPT + "\n" + j.prompt for j in pending],
-                                 output_tokens_per_request=EXPECTED_OUTPUT_TOKENS, batch=batch, price=price)
-    return GenerationPlan(Path(golden_path), cp_path, model, batch, sample, tuple(jobs), tuple(pending),
-                          sum(j.key in state.done for j in jobs), len(open_keys), estimate)
+    return GenerationPlan(sample=sample, **plan_fields(
+        jobs, state, golden_path=golden_path, checkpoint_path=cp_path, system=SYSTEM_PROMPT, model=model,
+        batch=batch, retry_failed=retry_failed, output_tokens_per_request=EXPECTED_OUTPUT_TOKENS, price=price))
 
 
 def interpret_generation(model: str) -> Interpret:

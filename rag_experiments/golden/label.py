@@ -24,8 +24,7 @@ from typing import Any, Callable, Iterable
 
 from .. import llm
 from ..evaluation.relevance import matches
-from .llm_jobs import (Checkpoint, Job, JobReport, Task, checkpoint_path, jobs_in_open_batches, pending_jobs,
-                       read_state, run_jobs)
+from .llm_jobs import Checkpoint, Job, JobPlan, JobReport, Task, checkpoint_path, plan_fields, read_state, run_jobs
 from .records import VERDICTS, new_id
 from .resolve import load_golden
 
@@ -122,19 +121,10 @@ def interpret_verdict(model: str) -> Callable[[dict, str], dict]:
 
 
 # -- plan + run ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class LabelPlan:
-    golden_path: Path
-    checkpoint_path: Path
-    model: str
-    batch: bool
-    cases: int
-    jobs: tuple[Job, ...]
-    pending: tuple[Job, ...]
+@dataclass(frozen=True, kw_only=True)
+class LabelPlan(JobPlan):
+    cases: int  # one job per (case, hit span) pair to judge
     skipped: dict[str, int]  # covers_evidence, already_judged, duplicate_in_run, hit_text_mismatch, ...
-    already_done: int
-    in_open_batches: int
-    estimate: llm.CostEstimate
 
 
 @dataclass(kw_only=True)
@@ -198,12 +188,9 @@ def plan_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]
             payload = {"case_id": case.case_id, "hit": {k2: hit[k2] for k2 in _HIT_KEYS}}
             payload["hit"]["start"], payload["hit"]["end"] = start, end
             jobs.append(Job(key, build_prompt(case.query, hit["text"]), payload))
-    open_keys = jobs_in_open_batches(state)
-    pending = [j for j in pending_jobs(jobs, state, retry_failed) if j.key not in open_keys]
-    estimate = llm.estimate_cost(model, [SYSTEM_PROMPT + "\n" + j.prompt for j in pending],
-                                 output_tokens_per_request=EXPECTED_OUTPUT_TOKENS, batch=batch, price=price)
-    return LabelPlan(Path(golden_path), cp_path, model, batch, len(golden.cases), tuple(jobs), tuple(pending),
-                     dict(skipped), sum(j.key in state.done for j in jobs), len(open_keys), estimate)
+    return LabelPlan(cases=len(golden.cases), skipped=dict(skipped), **plan_fields(
+        jobs, state, golden_path=golden_path, checkpoint_path=cp_path, system=SYSTEM_PROMPT, model=model,
+        batch=batch, retry_failed=retry_failed, output_tokens_per_request=EXPECTED_OUTPUT_TOKENS, price=price))
 
 
 def run_labelling(plan: LabelPlan, client: Any, *, concurrency: int = 4, max_tokens: int = 256,

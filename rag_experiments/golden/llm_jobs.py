@@ -19,7 +19,7 @@ from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Callable, Iterable
 
 from .. import llm
 from ..errors import GoldenSetError
@@ -358,12 +358,32 @@ class JobReport:
         self.cost_usd = None if direct is None or batched is None else direct + batched
 
 
-class JobPlan(Protocol):
+@dataclass(frozen=True, kw_only=True)
+class JobPlan:
+    """A task's jobs, worked out before any call: which are left to send, and what they cost."""
+
     golden_path: Path
     checkpoint_path: Path
     model: str
     batch: bool
-    pending: tuple[Job, ...]
+    jobs: tuple[Job, ...]  # every job of the task
+    pending: tuple[Job, ...]  # to be sent (not in the checkpoint, not in an open batch)
+    already_done: int
+    in_open_batches: int
+    estimate: llm.CostEstimate
+
+
+def plan_fields(jobs: list[Job], state: CheckpointState, *, golden_path: str | Path, checkpoint_path: Path,
+                system: str, model: str, batch: bool, retry_failed: bool, output_tokens_per_request: int,
+                price: llm.Price | None) -> dict[str, Any]:
+    """The :class:`JobPlan` fields for ``jobs`` given the checkpoint ``state`` (no API call)."""
+    open_keys = jobs_in_open_batches(state)
+    pending = [j for j in pending_jobs(jobs, state, retry_failed) if j.key not in open_keys]
+    estimate = llm.estimate_cost(model, [system + "\n" + j.prompt for j in pending],
+                                 output_tokens_per_request=output_tokens_per_request, batch=batch, price=price)
+    return {"golden_path": Path(golden_path), "checkpoint_path": checkpoint_path, "model": model, "batch": batch,
+            "jobs": tuple(jobs), "pending": tuple(pending), "already_done": sum(j.key in state.done for j in jobs),
+            "in_open_batches": len(open_keys), "estimate": estimate}
 
 
 @dataclass(frozen=True)
