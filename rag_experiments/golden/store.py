@@ -28,9 +28,10 @@ from .records import canonical, line_hash, now_iso, validate
 
 
 class _Tally:
-    """What an append and the manifest need to know about the records already in the file,
-    kept up to date record by record (ids, counts, running sha256 of the bytes, last line hash).
-    Its own copies of the fields, so a caller changing the records read() returned changes nothing."""
+    """What an append and the manifest need to know about the records already in the file:
+    ids, counts and the last line's hash, kept up to date record by record, and the sha256 of
+    the file's bytes, fed by whoever reads or writes them. Its own copies of the fields, so a
+    caller changing the records read() returned changes nothing."""
 
     def __init__(self) -> None:
         self.ids: set[str] = set()
@@ -44,7 +45,6 @@ class _Tally:
         self.ids.add(rec["id"])
         self.n += 1
         self.head = line_hash(line)
-        self.sha.update(line.encode("utf-8") + b"\n")
         c, t = self.counts, rec["type"]
         c["type"][t] += 1
         if t == "case":
@@ -89,7 +89,13 @@ class GoldenFile:
         return self.path.exists()
 
     def digest(self) -> str:
-        return hashlib.sha256(self.path.read_bytes()).hexdigest() if self.path.exists() else hashlib.sha256(b"").hexdigest()
+        """sha256 of the file's bytes: the golden-set version. Not read again when the file is as
+        this instance last verified or wrote it."""
+        if not self.path.exists():
+            return hashlib.sha256(b"").hexdigest()
+        if self._verified is not None and self._verified[0] == self._identity():
+            return self._verified[1].sha.hexdigest()
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
 
     def read(self) -> list[dict]:
         """All records, after checking the chain and the manifest (GoldenSetError names the line)."""
@@ -143,7 +149,7 @@ class GoldenFile:
                 raise GoldenSetError(f"{where}: duplicate record id {rec['id']!r}")
             tally.add(rec, line)
             records.append(rec)
-        tally.sha = hashlib.sha256(raw)  # the bytes as they are, whatever add() assumed
+        tally.sha.update(raw)
         return records, tally
 
     def _check_manifest(self, n: int, last_hash: str) -> None:
@@ -190,11 +196,13 @@ class GoldenFile:
                 line = canonical(rec)
                 prepared.append((rec, line))
                 prev = line_hash(line)
-            if prepared:
-                with open(self.path, "a", encoding="utf-8") as fh:
-                    fh.write("".join(line + "\n" for _, line in prepared))
+            data = "".join(line + "\n" for _, line in prepared).encode("utf-8")
+            if data:
+                with open(self.path, "ab") as fh:
+                    fh.write(data)
                     fh.flush()
                     os.fsync(fh.fileno())
+            tally.sha.update(data)
             for rec, line in prepared:  # only once they are on disk
                 tally.add(rec, line)
             self._write_manifest(tally)
