@@ -32,8 +32,8 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 
 import psycopg
 
@@ -258,13 +258,13 @@ def main(argv: list[str] | None = None) -> int:
     from .db.connect import connect, resolve_database_url
     from .embedding import load_embedder
     from .golden.resolve import load_golden
-    from .store import ingest, strategy_info
+    from .store import hnsw_index_name, ingest, strategy_info
 
-    overrides = ["progress=false", "tracking.enabled=false"]
+    corpus_overrides = []
     if args.corpus != "demo":
         corpus_name = args.corpus_name or Path(args.corpus).resolve().name
-        overrides += [f"corpus.path={Path(args.corpus).resolve()}", f"corpus.name={corpus_name}"]
-    settings, _ = compose_settings(overrides)
+        corpus_overrides = [f"corpus.path={Path(args.corpus).resolve()}", f"corpus.name={corpus_name}"]
+    settings, _ = compose_settings(["progress=false", "tracking.enabled=false", *corpus_overrides])
     admin = resolve_database_url(settings.db_url, settings.pgdata)
     name = f"rag_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin, autocommit=True) as c:
@@ -282,11 +282,10 @@ def main(argv: list[str] | None = None) -> int:
         embedder = load_embedder()
         if "ingest" not in skip:
             bench_ingest(conn, docs, embedder, [s for s in args.strategies.split(",") if s], table)
-        rep = ingest(conn, docs, settings.chunking, embedder)
+        rep = ingest(conn, docs, settings.chunking, embedder, settings.hnsw)
         strategy = strategy_info(conn, rep.strategy_id)
-        prefix = "hnsw_" + rep.strategy_id.replace("-", "_") + "_%"
-        hnsw_size = conn.execute("SELECT pg_size_pretty(sum(pg_relation_size(indexname::regclass))) FROM pg_indexes"
-                                 " WHERE indexname LIKE %s", (prefix,)).fetchone()[0]
+        hnsw_size = conn.execute("SELECT pg_size_pretty(pg_relation_size(%s::regclass))",
+                                 (hnsw_index_name(rep.strategy_id, settings.hnsw),)).fetchone()[0]
         table.add("ingest", f"default strategy: {len(docs)} documents, {rep.n_chunks} chunks; HNSW index", str(hnsw_size))
         golden = load_golden(settings.golden_path)
         queries = [c.query for c in golden.scorable][: args.queries]
@@ -298,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         if "metrics" not in skip:
             bench_metrics(table)
         if "memory" not in skip:
-            bench_peak_rss(table, url, overrides[2:])
+            bench_peak_rss(table, url, corpus_overrides)
     finally:
         with psycopg.connect(admin, autocommit=True) as c:
             c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

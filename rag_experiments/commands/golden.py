@@ -75,8 +75,9 @@ def register(subparsers: Any) -> None:
 
     sp = sub.add_parser(
         "label", help="judge the top-k retrieved passages of every case (LLM, pooling)",
-        description="For each case, retrieve the top k, skip hits that already cover the case's "
-        "evidence (>= 50% of a span) or overlap a span already judged for it, and ask the judge "
+        description="For each case, retrieve the top k, skip hits that evaluation already credits "
+        "(overlap >= 50% of an evidence span or of the hit) or that overlap a span already judged for "
+        "it by the same rule, and ask the judge "
         "YES / PART / NO. Appends `judgement` records. Resumable via <golden stem>.label.log.jsonl.")
     golden_arg(sp)
     sp.add_argument("-k", type=int, default=20, help="hits per case to judge (default: 20)")
