@@ -129,7 +129,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         "chunking": s.chunking.name,
         "embedding_model": result.embedding_model,
         "golden_set": Path(s.golden_path).name,
-        "golden_sha256": result.golden.digest,
+        **golden_version_tags(result.golden),  # golden_sha256 + golden_records/golden_head (the prefix)
         "corpus_digest": result.corpus_manifest["digest"],
         "eval_level": s.eval_level,
         **git_state(),
@@ -160,6 +160,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         _log_datasets(result)
         if log_per_case and not result.eval.per_case.empty:
             mlflow.log_table(per_case_for_mlflow(result.eval.per_case), artifact_file="per_case.json")
+        log_run_file(result, run_name)
         if result.eval.excluded:
             mlflow.log_dict({"all_stale_cases": list(result.eval.excluded)}, "golden_excluded.json")
         mlflow.log_dict(result.corpus_manifest, "corpus_manifest.json")
@@ -170,6 +171,25 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
 
             log_run_plots(result.eval.per_case)
         return run.info.run_id
+
+
+def golden_version_tags(golden) -> dict[str, str]:
+    """The golden version as a prefix of its chain (see rag_experiments.golden.versions)."""
+    from ..golden.versions import GoldenVersion
+
+    return GoldenVersion.of(golden).tags()
+
+
+def log_run_file(result, run_name: str | None) -> None:
+    """The full ranked list per case (``run.trec``), so the run can be rescored against another
+    golden version without retrieving again (rag_experiments.evaluation.rescore)."""
+    import mlflow
+
+    from ..evaluation.runfile import ARTIFACT, run_file_text
+
+    results = getattr(result, "results", None)
+    if results:
+        mlflow.log_text(run_file_text(results, run_name or "rag-exp"), ARTIFACT)
 
 
 def _retrying(fn, *args, attempts: int = 5, **kwargs):
