@@ -16,7 +16,7 @@ on the chain, another corpus) restarts the chain at the logged value and says wh
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Sequence
 
@@ -51,6 +51,20 @@ def _promoted_ms(run: RunView) -> int:
         return run.start_time
 
 
+def _record_point(name: str) -> tuple[int, str, RunView] | None:
+    """The champion of the committed record (experiments/promoted/NAME.record.json) as a promotion."""
+    import json
+
+    from .promote import read_record, record_path
+
+    champion = read_record(name)
+    if champion is None:
+        return None
+    raw = json.loads(record_path(name).read_text()).get("promoted")
+    run = replace(champion.run, tags={**champion.run.tags, "promoted_at": raw or ""})
+    return _promoted_ms(run), KIND_PROMOTION, run
+
+
 def collect(name: str, metric: str, last: int | None = None, c=None) -> list[tuple[int, str, RunView]]:
     """(time, kind, run) of the nightly gate runs and the promotions of ``name``, oldest first."""
     from .promote import model_name
@@ -60,6 +74,10 @@ def collect(name: str, metric: str, last: int | None = None, c=None) -> list[tup
     out = []
     for r in search(tag_filter("champion_of", model), per_case=False, c=c):
         out.append((_promoted_ms(r), KIND_PROMOTION, r))
+    promoted = {r.id for _, _, r in out}
+    record = _record_point(name)
+    if record is not None and record[2].id not in promoted:
+        out.append(record)  # a fresh store in CI: the committed record is the only trace of the promotion
     for r in search("tags.gate != ''", per_case=False, c=c):
         if r.tags.get("gate_model", model_name("default")) == model:
             out.append((r.start_time, KIND_NIGHTLY, r))
