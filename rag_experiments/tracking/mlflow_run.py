@@ -4,7 +4,9 @@ Per run: the resolved config as flattened params and as a YAML artifact (secrets
 every metric (MLflow rejects ``@``: ``recall_at_5``, ``recall_at_5.exact``), the per-case
 table (``mlflow.log_table``), the golden set and the corpus as input datasets whose digests are
 the golden file's sha256 and the corpus manifest digest, git commit and dirty flag, and tags
-for variant, strategy and label validation.
+for variant, strategy and label validation. The golden version is also recorded as a prefix of
+its chain (tags ``golden_records``, ``golden_head``) and the full ranked list per case is kept
+(``run.trec``), so a later run on a grown golden set can be compared on this run's cases.
 """
 
 from __future__ import annotations

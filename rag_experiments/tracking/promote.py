@@ -13,8 +13,11 @@ Promotion gate (paired randomization test over cases aligned by ``case_id``):
 * and must not lose on the ``exact`` segment: not (delta < 0 and p < alpha).
 
 The two checks are not Holm-corrected together: the second is a guard, and correcting it would
-make a real loss on exact queries *easier* to pass. A champion measured on another golden set or
-corpus cannot be paired with the candidate: promotion is then refused unless ``--force``.
+make a real loss on exact queries *easier* to pass. When the champion was measured on an earlier
+version of the candidate's golden set (a prefix of the same chain), both are paired on that
+version's cases and labels (:mod:`.versioned`: the newer run rescored from its stored ranked
+lists). A champion measured on another golden set (not an ancestor) or corpus cannot be paired
+with the candidate: promotion is then refused unless ``--force``.
 
 On success the run is tagged ``champion=true`` and two committed files are written, relative to
 :func:`rag_experiments.config.project_root`: ``experiments/promoted/<name>.yaml`` (the run's

@@ -184,3 +184,4 @@ def test_promote_compares_on_the_shared_cases_when_the_golden_set_grew(golden, g
     assert cli("promote") == 0
     out = capsys.readouterr().out
     assert "promoted" in out and _tags(better)["champion"] == "true"
+    assert "compared on the 10 shared cases" in " ".join(out.split())
