@@ -41,6 +41,7 @@ from .runs import RunView
 
 QUALITY = re.compile(r"^(recall|mrr|ndcg|hit|judged)_at_\d+$")
 KIND_ORDER = ("production", "exact", "paraphrase")
+LOGGED_DECIMALS = 10  # pandas' to_json default (double_precision), which mlflow.log_table uses
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,17 @@ def load_ranked_lists(run: RunView, c=None):
     return parse_run_file(text, f"run {run.id} {RUN_FILE}")
 
 
+def _logged_precision(per_case: pd.DataFrame) -> pd.DataFrame:
+    """Per-case metrics rounded as ``per_case.json`` stores them (mlflow.log_table writes JSON with
+    10 decimals): a rescored 1/3 must pair with a logged 0.3333333333 as a tie, not a 3e-11 loss
+    that a paired test over hundreds of cases would call significant."""
+    out = per_case.copy()
+    for col in out.columns:
+        if QUALITY.match(str(col)):
+            out[col] = out[col].astype(float).round(LOGGED_DECIMALS)
+    return out
+
+
 def _quality_metrics(per_case: pd.DataFrame) -> dict[str, float]:
     names = [c for c in per_case.columns if QUALITY.match(str(c))]
     out = aggregate(per_case, names)
@@ -189,7 +201,7 @@ def align(runs: Sequence[RunView], c=None) -> Alignment:
     shared = tuple(cid for cid in base_ids if cid in common)
     rebased = []
     for r, df in zip(runs, frames):
-        df = df[df["case_id"].isin(common)].reset_index(drop=True)
+        df = _logged_precision(df[df["case_id"].isin(common)].reset_index(drop=True))
         tags = {**r.tags, **old_version.tags(), "golden_rebased_from": r.golden or ""}
         rebased.append(replace(r, per_case=df, metrics=_quality_metrics(df), tags=tags))
     older_case_ids = {case.case_id for case in older.cases}

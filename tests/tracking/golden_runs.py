@@ -32,6 +32,15 @@ def good(case: EvalCase) -> tuple[Hit, ...]:
     return (first, *filler(19, 2))
 
 
+def third(case: EvalCase) -> tuple[Hit, ...]:
+    """The evidence at rank 3: reciprocal rank 1/3, a value JSON does not keep exactly."""
+    span = case.relevant[0].span
+    hits = filler(19, 1)
+    evidence = Hit("e", span.doc_id, span.source_uri, case.doc_type, span.start, span.end, 2.0, 3)
+    return (*hits[:2], evidence, *[Hit(h.chunk_id, h.doc_id, h.source_uri, h.doc_type, h.start, h.end, h.score,
+                                       h.rank + 1) for h in hits[2:]])
+
+
 def bad(case: EvalCase) -> tuple[Hit, ...]:
     return tuple(filler(20))
 

@@ -18,7 +18,7 @@ from rag_experiments.tracking.runs import get_run
 from rag_experiments.tracking.versioned import align
 
 from .conftest import cli
-from .golden_runs import good, log_golden_run
+from .golden_runs import log_golden_run, third
 
 PRODUCTION_QUERY = "How much shared memory does the server take for its buffers by default?"
 PRODUCTION_QUOTE = "The default is typically 128 megabytes"
@@ -185,3 +185,13 @@ def test_promote_compares_on_the_shared_cases_when_the_golden_set_grew(golden, g
     out = capsys.readouterr().out
     assert "promoted" in out and _tags(better)["champion"] == "true"
     assert "compared on the 10 shared cases" in " ".join(out.split())
+
+
+def test_rescored_values_pair_with_logged_ones_as_ties(golden, golden_add):
+    """per_case.json keeps 10 decimals: a rescored 1/3 is a tie with a logged 0.3333333333, not a loss."""
+    path, exp = golden
+    old = log_golden_run(path, third, name="before", exp_id=exp)
+    golden_add(path)
+    new = log_golden_run(path, third, name="after", exp_id=exp)
+    a, b = align([get_run(old), get_run(new)]).runs
+    assert a.per_case["mrr_at_10"].tolist() == b.per_case["mrr_at_10"].tolist() == [0.3333333333] * 10
