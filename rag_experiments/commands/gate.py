@@ -11,7 +11,8 @@ version is a prefix of today's file), the test runs on the champion version's ca
 (today's run rescored from its stored ranked lists) and the cases added since are reported
 beside it, the new production cases one by one. Exit 1 on a significant regression on the
 primary metric or on the ``exact`` segment, or when the two cannot be compared (a golden version
-that is not an ancestor, or another corpus); 0 otherwise. The verdict is logged as tags on the run (``gate=pass|fail``, ``gate_reason``, ...).
+that is not an ancestor, or another corpus); 0 otherwise. The verdict is logged as tags on the
+run (``gate=pass|fail``, ``gate_reason``, ...).
 """
 
 from __future__ import annotations

@@ -91,7 +91,8 @@ def _pair_delta(prev: RunView, this: RunView, metric: str, c) -> tuple[int | Non
 
     if prev.corpus != this.corpus:
         return None, None, "another corpus: chain restarted"
-    a, b = get_run(prev.id, c=c) if prev.per_case is None else prev, get_run(this.id, c=c) if this.per_case is None else this
+    a = get_run(prev.id, c=c) if prev.per_case is None else prev
+    b = get_run(this.id, c=c) if this.per_case is None else this
     alignment = align([a, b], c)
     if alignment.reason:
         return None, None, alignment.reason.split(": ", 1)[-1][:160] + " (chain restarted)"
