@@ -211,11 +211,16 @@ def figure(points: Sequence[Point], metric: str, name: str):
     fig, ax = plt.subplots(figsize=(8, 4.2))
     t = metric.replace("_at_", "@")
     xs = [datetime.fromtimestamp(p.when / 1000, timezone.utc) for p in points]
-    for kind, marker, color in ((KIND_NIGHTLY, "o", "tab:blue"), (KIND_PROMOTION, "*", "tab:orange")):
-        sel = [(x, p.value) for x, p in zip(xs, points) if p.kind == kind and p.value is not None]
+    for kind, verdict, marker, color, label in (
+            (KIND_NIGHTLY, "pass", "o", "tab:blue", "nightly, gate passed"),
+            (KIND_NIGHTLY, "fail", "X", "tab:red", "nightly, gate failed"),
+            (KIND_PROMOTION, "", "*", "tab:orange", "promotion")):
+        sel = [(x, p.value) for x, p in zip(xs, points)
+               if p.kind == kind and (p.verdict or "pass" if kind == KIND_NIGHTLY else "") == verdict
+               and p.value is not None]
         if sel:
-            ax.scatter([s[0] for s in sel], [s[1] for s in sel], marker=marker, s=80 if marker == "*" else 30,
-                       color=color, zorder=3, label=f"{kind} (logged, own golden version)")
+            ax.scatter([s[0] for s in sel], [s[1] for s in sel], marker=marker, s=80 if marker == "*" else 36,
+                       color=color, zorder=3, label=f"{label} (as logged, own golden version)")
     chained = [(x, p.chained) for x, p in zip(xs, points) if p.chained is not None]
     if chained:
         ax.plot([c[0] for c in chained], [c[1] for c in chained], ls="--", color="black", lw=1.2,
