@@ -15,7 +15,8 @@ import sys
 from .errors import UserError
 
 COMMAND_MODULES = [
-    "db", "corpus", "benchmarks", "ingest", "golden", "compare", "promote", "gate", "triage", "export", "bench",
+    "db", "corpus", "benchmarks", "ingest", "golden", "compare", "promote", "gate", "history", "triage", "export",
+    "bench",
 ]
 
 

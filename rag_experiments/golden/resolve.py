@@ -64,6 +64,7 @@ class GoldenSet:
     digest: str
     cases: tuple[EvalCase, ...]
     records: tuple[dict, ...] = field(repr=False, default=())
+    head: str = ""  # sha256 of the last line: with len(records), the version as a prefix of the chain
 
     @property
     def scorable(self) -> tuple[EvalCase, ...]:
@@ -80,7 +81,7 @@ class GoldenSet:
         )
 
 
-def resolve(records: list[dict], path: Path, digest: str) -> GoldenSet:
+def resolve(records: list[dict], path: Path, digest: str, head: str = "") -> GoldenSet:
     retired = {r["target"] for r in records if r["type"] == "retire"}
     superseded = {r["supersedes"] for r in records if r["type"] == "judgement" and r.get("supersedes")}
     anchors: dict[str, dict] = {}
@@ -132,10 +133,10 @@ def resolve(records: list[dict], path: Path, digest: str) -> GoldenSet:
             case_id=r["id"], query=r["query"], kind=r["kind"], doc_type=r["doc_type"],
             evidence=tuple(evidence), identifier=r.get("identifier"), judge_kinds=frozenset(kinds),
         ))
-    return GoldenSet(path=path, digest=digest, cases=tuple(cases), records=tuple(records))
+    return GoldenSet(path=path, digest=digest, cases=tuple(cases), records=tuple(records), head=head)
 
 
 def load_golden(path: str | Path) -> GoldenSet:
     gf = GoldenFile(path)
     records = gf.read()
-    return resolve(records, gf.path, gf.digest())
+    return resolve(records, gf.path, gf.digest(), head=gf.head())

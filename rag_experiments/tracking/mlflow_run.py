@@ -4,7 +4,9 @@ Per run: the resolved config as flattened params and as a YAML artifact (secrets
 every metric (MLflow rejects ``@``: ``recall_at_5``, ``recall_at_5.exact``), the per-case
 table (``mlflow.log_table``), the golden set and the corpus as input datasets whose digests are
 the golden file's sha256 and the corpus manifest digest, git commit and dirty flag, and tags
-for variant, strategy and label validation.
+for variant, strategy and label validation. The golden version is also recorded as a prefix of
+its chain (tags ``golden_records``, ``golden_head``) and the full ranked list per case is kept
+(``run.trec``), so a later run on a grown golden set can be compared on this run's cases.
 """
 
 from __future__ import annotations
@@ -129,7 +131,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         "chunking": s.chunking.name,
         "embedding_model": result.embedding_model,
         "golden_set": Path(s.golden_path).name,
-        "golden_sha256": result.golden.digest,
+        **golden_version_tags(result.golden),  # golden_sha256 + golden_records/golden_head (the prefix)
         "corpus_digest": result.corpus_manifest["digest"],
         "eval_level": s.eval_level,
         **git_state(),
@@ -160,6 +162,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         _log_datasets(result)
         if log_per_case and not result.eval.per_case.empty:
             mlflow.log_table(per_case_for_mlflow(result.eval.per_case), artifact_file="per_case.json")
+        log_run_file(result, run_name)
         if result.eval.excluded:
             mlflow.log_dict({"all_stale_cases": list(result.eval.excluded)}, "golden_excluded.json")
         mlflow.log_dict(result.corpus_manifest, "corpus_manifest.json")
@@ -170,6 +173,25 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
 
             log_run_plots(result.eval.per_case)
         return run.info.run_id
+
+
+def golden_version_tags(golden) -> dict[str, str]:
+    """The golden version as a prefix of its chain (see rag_experiments.golden.versions)."""
+    from ..golden.versions import GoldenVersion
+
+    return GoldenVersion.of(golden).tags()
+
+
+def log_run_file(result, run_name: str | None) -> None:
+    """The full ranked list per case (``run.trec``), so the run can be rescored against another
+    golden version without retrieving again (rag_experiments.evaluation.rescore)."""
+    import mlflow
+
+    from ..evaluation.runfile import ARTIFACT, run_file_text
+
+    results = getattr(result, "results", None)
+    if results:
+        mlflow.log_text(run_file_text(results, run_name or "rag-exp"), ARTIFACT)
 
 
 def _retrying(fn, *args, attempts: int = 5, **kwargs):

@@ -13,8 +13,11 @@ Promotion gate (paired randomization test over cases aligned by ``case_id``):
 * and must not lose on the ``exact`` segment: not (delta < 0 and p < alpha).
 
 The two checks are not Holm-corrected together: the second is a guard, and correcting it would
-make a real loss on exact queries *easier* to pass. A champion measured on another golden set or
-corpus cannot be paired with the candidate: promotion is then refused unless ``--force``.
+make a real loss on exact queries *easier* to pass. When the champion was measured on an earlier
+version of the candidate's golden set (a prefix of the same chain), both are paired on that
+version's cases and labels (:mod:`.versioned`: the newer run rescored from its stored ranked
+lists). A champion measured on another golden set (not an ancestor) or corpus cannot be paired
+with the candidate: promotion is then refused unless ``--force``.
 
 On success the run is tagged ``champion=true`` and two committed files are written, relative to
 :func:`rag_experiments.config.project_root`: ``experiments/promoted/<name>.yaml`` (the run's
@@ -96,6 +99,10 @@ class Decision:
     ok: bool  # the gate's verdict without --force
     reasons: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # golden versions differ but lie on one chain: the checks ran on the older version's shared
+    # cases (tracking.versioned); ``compared`` = (champion, candidate) rebased onto it
+    gap: Any = None
+    compared: tuple[RunView, RunView] | None = None
 
 
 # -- the champion ---------------------------------------------------------------------------------
@@ -205,14 +212,25 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
     not lose on ``guard_segment``. ``mode='no_loss'`` (nightly gate): it must lose on neither."""
     if champion is None:
         return Decision(candidate, None, metric, alpha, [], True, ["no champion yet"])
-    warnings = digest_warnings(champion.run, candidate)
+    champ_run, cand_run, gap = champion.run, candidate, None
+    if champ_run.golden != cand_run.golden:
+        from .versioned import align  # another golden version: on one chain, compare on the shared cases
+
+        alignment = align([champ_run, cand_run])
+        if alignment.gap is not None:
+            (champ_run, cand_run), gap = alignment.runs, alignment.gap
+        elif alignment.reason:
+            return Decision(candidate, champion, metric, alpha, [], False,
+                            ["champion and candidate cannot be compared case by case", alignment.reason],
+                            digest_warnings(champ_run, cand_run))
+    warnings = digest_warnings(champ_run, cand_run)
     if warnings:
         return Decision(candidate, champion, metric, alpha, [], False,
                         ["champion and candidate cannot be compared case by case"], warnings)
     seg = Segment("kind", guard_segment) if guard_segment else None
-    checks = [paired_check(champion.run, candidate, metric, None, alpha, mode, n_resamples, seed)]
+    checks = [paired_check(champ_run, cand_run, metric, None, alpha, mode, n_resamples, seed)]
     if seg is not None:
-        checks.append(paired_check(champion.run, candidate, metric, seg, alpha, "no_loss", n_resamples, seed))
+        checks.append(paired_check(champ_run, cand_run, metric, seg, alpha, "no_loss", n_resamples, seed))
     reasons = []
     for chk in checks:
         if chk.passed:
@@ -224,7 +242,8 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
                            f"(Δ{chk.delta:+.3f}, p={chk.p:.3f}, alpha {alpha:g})")
         else:
             reasons.append(f"{chk.title}: significantly worse than the champion (Δ{chk.delta:+.3f}, p={chk.p:.3f})")
-    return Decision(candidate, champion, metric, alpha, checks, not reasons, reasons, warnings)
+    return Decision(candidate, champion, metric, alpha, checks, not reasons, reasons, warnings, gap,
+                    (champ_run, cand_run) if gap is not None else None)
 
 
 # -- files ----------------------------------------------------------------------------------------
