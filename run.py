@@ -6,12 +6,16 @@
     python run.py experiment=compare_variants      # the four variants side by side
 """
 
+import sys
+
 import hydra
 from omegaconf import DictConfig
 
 from rag_experiments.config import register_schema
+from rag_experiments.redaction import register_argv
 
 register_schema()
+register_argv(sys.argv[1:])  # learn the secrets an override carries before anything can echo it
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")

@@ -16,6 +16,7 @@ from .config import Settings, settings_from_cfg
 from .db.embedded import install_sigterm_handler
 from .errors import UserError
 from .experiment import ExperimentResult, run_experiment
+from .redaction import redact_text
 from .report import print_summary
 
 
@@ -30,15 +31,17 @@ def _in_multirun() -> bool:
 
 
 def _run_name(cfg: DictConfig, settings: Settings) -> str:
+    """The run name: the user's, else the overrides (secrets masked: a db.url override carries
+    a password), else variant and chunking."""
     if settings.run_name:
-        return settings.run_name
+        return redact_text(settings.run_name)
     try:
         from hydra.core.hydra_config import HydraConfig
 
         overrides = [o for o in HydraConfig.get().overrides.task if not o.startswith("experiment=")]
     except Exception:  # noqa: BLE001
         overrides = []
-    return " ".join(overrides) if overrides else f"{settings.retrieval.variant} ({settings.chunking.name})"
+    return redact_text(" ".join(overrides)) if overrides else f"{settings.retrieval.variant} ({settings.chunking.name})"
 
 
 def _log_failed_child(cfg: DictConfig, error: BaseException) -> None:
@@ -50,7 +53,7 @@ def _log_failed_child(cfg: DictConfig, error: BaseException) -> None:
     from .tracking.mlflow_run import PARENT_ENV, redact, setup
 
     exp_id = setup(cfg.tracking.uri, cfg.tracking.experiment)
-    tags = {"error": f"{type(error).__name__}: {error}"[:5000]}
+    tags = {"error": redact_text(f"{type(error).__name__}: {error}")[:5000]}
     if os.environ.get(PARENT_ENV):
         tags["mlflow.parentRunId"] = os.environ[PARENT_ENV]
     with mlflow.start_run(experiment_id=exp_id, run_name=_run_name(cfg, _NoSettings()), tags=tags):
@@ -126,7 +129,7 @@ def run_from_hydra(cfg: DictConfig) -> float:
             raise
         if debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact_text(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except BaseException as exc:
         if multirun and not isinstance(exc, KeyboardInterrupt):
