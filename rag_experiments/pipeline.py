@@ -84,13 +84,21 @@ def _judge_validation(golden_path) -> dict:
 
 
 def label_status(result: ExperimentResult) -> dict:
-    """Judge validation plus a one-word status: labels made by an LLM judge are trusted only
-    after a human spot-check agrees (rag-exp golden spotcheck); say so loudly otherwise."""
+    """Judge validation plus a one-word status: labels made by a machine judge (the LLM judge,
+    ``llm``, or any other machine such as an AI coding agent, ``agent``) are trusted only after a
+    human spot-check agrees (rag-exp golden spotcheck); say so loudly otherwise."""
+    from collections import Counter
+
+    from .golden.spotcheck import machine_judged_pairs
+
     validation = _judge_validation(result.settings.golden_path)
-    n_llm = sum(1 for r in result.golden.records if r["type"] == "judgement" and r["judge"]["kind"] == "llm")
-    validation["llm_judgements"] = n_llm
-    if n_llm == 0:
-        validation["status"] = "no-llm-labels"
+    kinds = Counter(j["judge"]["kind"] for j in machine_judged_pairs(list(result.golden.records)))
+    n_machine = sum(kinds.values())
+    validation["machine_judgements"] = n_machine
+    validation["llm_judgements"] = kinds.get("llm", 0)
+    validation["agent_judgements"] = kinds.get("agent", 0)
+    if n_machine == 0:
+        validation["status"] = "no-machine-labels"
     else:
         validation["status"] = "validated" if validation.get("validated") else "NOT-VALIDATED"
     return validation
@@ -137,7 +145,8 @@ def run_from_hydra(cfg: DictConfig) -> float:
         raise
     print_summary(result, run_id)
     if validation["status"] == "NOT-VALIDATED":
-        print(f"WARNING: {validation['llm_judgements']} labels in {result.settings.golden_path.name} come from an "
-              "LLM judge that no human spot-check has validated (rag-exp golden spotcheck); treat the metrics "
-              "as provisional.", file=sys.stderr)
+        print(f"WARNING: labels_validated=NOT-VALIDATED: {validation['machine_judgements']} labels in "
+              f"{result.settings.golden_path.name} come from machine judges ({validation['llm_judgements']} LLM, "
+              f"{validation['agent_judgements']} agent) that no human spot-check has validated "
+              "(rag-exp golden spotcheck); treat the metrics as provisional.", file=sys.stderr)
     return float(result.eval.metrics.get(settings.objective, float("nan")))

@@ -87,11 +87,12 @@ def register(subparsers: Any) -> None:
     sp.set_defaults(func=cmd_label)
 
     sp = sub.add_parser(
-        "spotcheck", help="check the LLM judge by hand: agreement and Cohen's kappa",
-        description="Shows seeded-random LLM-judged (question, passage) pairs with the verdict "
+        "spotcheck", help="check the machine judges (LLM, agent) by hand: agreement and Cohen's kappa",
+        description="Shows seeded-random machine-judged (judge.kind llm or agent) (question, passage) "
+        "pairs with the verdict "
         "hidden; answer y(es) / p(art) / n(o), s to skip, q to quit. Each answer is saved at once "
-        "to experiments/spotcheck/<golden stem>.jsonl (not the golden set). The judge is validated "
-        "with >= 30 pairs and <= 10% disagreement. Reads answers from stdin (pipes work).")
+        "to experiments/spotcheck/<golden stem>.jsonl (not the golden set). Each judge is validated "
+        "with >= 30 pairs and <= 10% disagreement; the labels are validated when every judge is. Reads answers from stdin (pipes work).")
     golden_arg(sp)
     sp.add_argument("-n", "--n", type=int, default=30, help="pairs to check in total (default: 30)")
     sp.add_argument("--seed", type=int, default=7, help="pair-order seed (default: 7)")
@@ -408,7 +409,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     table("judgements by judge", golden.judges(), "kind", "model / name", "prompt version")
     v = judge_validation(args.golden)
     if v["judge_model"] is None:
-        _say(console, "judge validation: no LLM judgements")
+        _say(console, "judge validation: no LLM judgements and no agent judgements")
     else:
         kappa = "undefined" if v["kappa"] is None else f"{v['kappa']:.3f}"
         agreement = "n/a" if v["agreement"] is None else f"{v['agreement']:.1%}"

@@ -131,7 +131,8 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         **git_state(),
     }
     if judge_validation is not None:
-        tags["labels_validated"] = str(judge_validation.get("status") or bool(judge_validation.get("validated"))).lower()
+        status = judge_validation.get("status")  # validated | NOT-VALIDATED | no-machine-labels, as written
+        tags["labels_validated"] = str(status) if status else str(bool(judge_validation.get("validated"))).lower()
     parent = os.environ.get(PARENT_ENV)
     if parent:
         tags["mlflow.parentRunId"] = parent
