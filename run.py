@@ -12,7 +12,7 @@ import hydra
 from omegaconf import DictConfig
 
 from rag_experiments.config import register_schema
-from rag_experiments.redaction import register_argv
+from rag_experiments.redaction import redact_process_output, register_argv
 
 register_schema()
 register_argv(sys.argv[1:])  # learn the secrets an override carries before anything can echo it
@@ -26,4 +26,5 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
+    redact_process_output()  # Hydra's own error messages quote overrides (and their passwords)
     main()

@@ -203,3 +203,36 @@ class RedactingFilter(logging.Filter):
         if masked != message:
             record.msg, record.args = masked, None
         return True
+
+
+class RedactingStream:
+    """A text stream that masks secrets in everything written through it.
+
+    ``run.py`` puts stdout and stderr behind it: Hydra prints its own errors, and some of them
+    quote the override that caused them (``Error merging override db.url=...``, ``To append to
+    your config use +db.urll='host=... password=...'``), before any code of ours could catch
+    them. Everything else (isatty, fileno, encoding, flush) is the wrapped stream's."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact_text(text) if isinstance(text, str) else text)
+        return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def redact_process_output() -> None:
+    """Mask secrets in this process's stdout and stderr from now on (idempotent)."""
+    import sys
+
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, RedactingStream):
+            setattr(sys, name, RedactingStream(stream))

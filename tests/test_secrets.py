@@ -178,3 +178,15 @@ def test_no_secret_anywhere_after_runs_and_a_sweep(project, mini_golden):
     # the runs still say which database they used, password masked
     overrides = next((project / "outputs").rglob(".hydra/overrides.yaml")).read_text()
     assert "***" in overrides and "db.url=" in overrides
+
+
+def test_hydra_config_errors_do_not_echo_the_password(tmp_path):
+    """Hydra prints these itself, quoting the override (found while probing, issue 12)."""
+    secret = "Hydra-Err-S3cret"
+    for override in (f"db.urll='host=/x password={secret}'",          # unknown key: "use +db.urll=..."
+                     f"db.url=[1,'postgresql://u:{secret}@h/d']",      # wrong type: "Error merging override"
+                     f"db.url='postgresql://u:{secret}@h/d'"):         # --cfg job prints the config
+        args = [override, "--cfg", "job"] if override.startswith("db.url='") else [override]
+        proc = _run_py(tmp_path, *args)
+        assert secret not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+        assert "***" in proc.stdout + proc.stderr
