@@ -80,28 +80,31 @@ def _dsn_password(dsn: str) -> dict | None:
     return params
 
 
+# a secret query parameter (password, sslpassword, api_key, token...), value up to & or #
+_QUERY_SECRET = re.compile(r"([?&][^=&#\s]*?(?:password|passwd|api[_-]?key|token|secret)=)([^&#\s]*)", re.I)
+
+
+def _mask_query(m: re.Match) -> str:
+    if m.group(2) != MASK:
+        register_secret(m.group(2))
+    return m.group(1) + MASK
+
+
 def _mask_url(url: str) -> str:
-    """A URL with its userinfo password and secret query parameters masked, shape kept."""
+    """A URL with its userinfo password and secret query parameters masked, shape kept.
+
+    The userinfo ends at the *last* ``@``: a raw ``@``, ``/``, ``?`` or ``#`` inside a password
+    then stays inside the masked part (over-masking an odd URL is fine, a leaked fragment is not).
+    """
     scheme, _, rest = url.partition("://")
-    query = ""
-    if "?" in rest:
-        rest, _, query = rest.partition("?")
+    rest = _QUERY_SECRET.sub(_mask_query, rest)
     if "@" in rest:
-        userinfo, _, hostpart = rest.rpartition("@")  # the LAST @: a raw @ may sit in the password
+        userinfo, _, hostpart = rest.rpartition("@")
         if ":" in userinfo:
             user, _, pw = userinfo.partition(":")
-            register_secret(pw)
-            userinfo = f"{user}:{MASK}"
-        rest = f"{userinfo}@{hostpart}"
-    if query:
-        parts = []
-        for item in query.split("&"):
-            key, eq, value = item.partition("=")
-            if eq and (_DSN_SECRET_PARAM.search(key) or SECRET_KEY.search(key)):
-                register_secret(value)
-                item = f"{key}={MASK}"
-            parts.append(item)
-        rest = rest + "?" + "&".join(parts)
+            if pw != MASK:
+                register_secret(pw)
+            rest = f"{user}:{MASK}@{hostpart}"
     return f"{scheme}://{rest}"
 
 

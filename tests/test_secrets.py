@@ -34,10 +34,14 @@ API_KEY = "sk-ant-api03-NEVERLOGME0123456789"
     ("host=db.example password = 'two words Kvq-S3cret' dbname=rag", "two words Kvq-S3cret"),
     ("postgresql://alice:raw@At-S3cret@db.example/rag", "raw@At-S3cret"),
     ("postgres://alice:Sock-S3cret@/rag?host=/tmp/sock", "Sock-S3cret"),
+    ("postgresql://alice:pa?ss#Odd-S3cret@db.example/rag", "pa?ss#Odd-S3cret"),
+    ("postgresql://alice@db.example/rag?password=x@Odd2-S3cret&sslmode=require", "x@Odd2-S3cret"),
+    ("postgresql://alice@db.example/rag?sslpassword=Ssl-S3cret", "Ssl-S3cret"),
 ])
 def test_redact_dsn_masks_every_libpq_form(dsn, secret):
     out = redact_dsn(dsn)
-    for fragment in (secret, quote(secret, safe=""), secret.split("@")[-1], secret.split(" ")[-1]):
+    for fragment in (secret, quote(secret, safe=""), secret.split("@")[-1], secret.split(" ")[-1],
+                     secret.split("#")[-1]):
         assert fragment not in out, (dsn, out)
     assert "***" in out
     params = conninfo_to_dict(out)  # still a connection string libpq reads, host and db kept
