@@ -386,10 +386,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
     records = golden.records
     cases = [r for r in records if r["type"] == "case"]
     retired = {r["target"] for r in records if r["type"] == "retire"}
-    judgements = [r for r in records if r["type"] == "judgement"]
+    all_judgements = [r for r in records if r["type"] == "judgement"]
+    judgements = golden.live_judgements()  # the tables count what labels the cases now
     _say(console, f"{golden.path}  sha256 {golden.digest}")
     _say(console, f"cases: {len(cases)} ({len(retired)} retired, {len(golden.scorable)} scorable); "
-                  f"judgements: {len(judgements)}; anchors: {_counter_line(golden.anchor_counts())}")
+                  f"judgements: {len(judgements)} live ({len(all_judgements) - len(judgements)} superseded); "
+                  f"anchors: {_counter_line(golden.anchor_counts())}")
 
     def table(title: str, counter: Counter, *cols: str) -> None:
         from rich.text import Text

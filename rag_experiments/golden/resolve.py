@@ -74,10 +74,16 @@ class GoldenSet:
         counts = Counter(e.status for c in self.cases for e in c.evidence if e.grade > 0)
         return {s: counts.get(s, 0) for s in ("ok", "moved", "fuzzy", "stale")}
 
+    def live_judgements(self) -> list[dict]:
+        """Judgement records no later judgement supersedes (what labels the cases now)."""
+        superseded = {r["supersedes"] for r in self.records if r["type"] == "judgement" and r.get("supersedes")}
+        return [r for r in self.records if r["type"] == "judgement" and r["id"] not in superseded]
+
     def judges(self) -> Counter:
+        """Live judgements per (kind, model or name, prompt version); superseded ones not counted."""
         return Counter(
             (r["judge"]["kind"], r["judge"].get("model") or r["judge"].get("name", ""), r["judge"].get("prompt_version", ""))
-            for r in self.records if r["type"] == "judgement"
+            for r in self.live_judgements()
         )
 
 

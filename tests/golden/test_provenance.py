@@ -122,3 +122,15 @@ def test_superseding_a_human_kind_label_with_an_agent_one_makes_it_a_machine_lab
     later = _judgement("j-llm", 0, 100, "NO", "llm")
     GoldenFile(path).append([later])
     assert _grade(load_golden(path), 0, 100) == 0
+
+
+def test_golden_stats_counts_live_judgements_not_superseded_ones(tmp_path, capsys):
+    from rag_experiments import cli
+
+    path = _golden_with(tmp_path, [_judgement("j-old", 0, 100, "YES", "human")])
+    GoldenFile(path).append([_judgement("j-new", 0, 100, "YES", "agent", supersedes="j-old", reason="agent-made")])
+    assert cli.main(["golden", "stats", "--golden", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "judgements: 1 live (1 superseded)" in out
+    table = out.split("judgements by judge")[1]
+    assert "agent" in table and "human" not in table
