@@ -18,8 +18,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from .mlflow_run import PARENT_ENV, setup
 from ..redaction import redact_text
+from .mlflow_run import PARENT_ENV, setup
 
 
 class MlflowSweepCallback(Callback):
