@@ -6,12 +6,16 @@
     python run.py experiment=compare_variants      # the four variants side by side
 """
 
+import sys
+
 import hydra
 from omegaconf import DictConfig
 
 from rag_experiments.config import register_schema
+from rag_experiments.redaction import redact_process_output, register_argv
 
 register_schema()
+register_argv(sys.argv[1:])  # learn the secrets an override carries before anything can echo it
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
@@ -22,4 +26,5 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
+    redact_process_output()  # Hydra's own error messages quote overrides (and their passwords)
     main()

@@ -23,7 +23,9 @@ def register(subparsers: Any) -> None:
         "'exact' segment. No champion yet: promote. Champion on an earlier version of the same golden set "
         "(a prefix of its chain): compare on that version's cases and labels. Champion on another golden "
         "set or corpus: refuse. "
-        "--force promotes anyway (tagged promoted_forced=true). On success: alias champion, run tag "
+        "A run logged from a dirty git tree (tag git_dirty=true) is refused too: its commit and config do "
+        "not reproduce it. --force promotes anyway (tagged promoted_forced=true, and promoted_dirty_tree=true "
+        "for a dirty-tree run). On success: alias champion, run tag "
         "champion=true, experiments/promoted/NAME.yaml and conf/experiment/promoted.yaml "
         "(promoted_NAME.yaml for other names). Exit 1 when refused.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import warnings
 from pathlib import Path
@@ -22,10 +21,9 @@ from typing import Any
 import pandas as pd
 
 from ..config import project_root
-from ..db.connect import redact_url
+from ..redaction import redact_obj, redact_text
 
 PARENT_ENV = "RAG_EXP_PARENT_RUN_ID"
-_SECRET_KEY = re.compile(r"(api[_-]?key|password|secret|token)", re.I)
 
 
 def tracking_uri(explicit: str | None = None) -> str:
@@ -76,17 +74,15 @@ def setup(uri: str | None, experiment: str) -> str:
 
 
 def redact(obj: Any, key: str = "") -> Any:
-    """Config with secrets removed: API keys/passwords blanked, DB URL passwords masked."""
-    if isinstance(obj, dict):
-        return {k: redact(v, k) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [redact(v, key) for v in obj]
-    if isinstance(obj, str):
-        if _SECRET_KEY.search(key) and obj:
-            return "***"
-        if "://" in obj:
-            return redact_url(obj)
-    return obj
+    """Config with secrets removed: API keys/passwords blanked, DB URL passwords masked
+    (:func:`rag_experiments.redaction.redact_obj`)."""
+    return redact_obj(obj, key)
+
+
+def safe_tags(tags: dict[str, str]) -> dict[str, str]:
+    """Tag values as MLflow may store them: every secret masked (a run name built from
+    overrides, an error message quoting a connection string)."""
+    return {k: redact_text(str(v)) for k, v in tags.items()}
 
 
 def flatten(obj: Any, prefix: str = "") -> dict[str, str]:
@@ -137,11 +133,14 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         **git_state(),
     }
     if judge_validation is not None:
-        tags["labels_validated"] = str(judge_validation.get("status") or bool(judge_validation.get("validated"))).lower()
+        status = judge_validation.get("status")  # validated | NOT-VALIDATED | no-machine-labels, as written
+        tags["labels_validated"] = str(status) if status else str(bool(judge_validation.get("validated"))).lower()
     parent = os.environ.get(PARENT_ENV)
     if parent:
         tags["mlflow.parentRunId"] = parent
     tags.update(extra_tags or {})
+    tags = safe_tags(tags)
+    run_name = redact_text(run_name) if run_name else run_name
     with warnings.catch_warnings(), mlflow.start_run(experiment_id=exp_id, run_name=run_name, tags=tags) as run:
         # MLflow warns about dataset-source ambiguity and integer schema columns: noise here
         warnings.simplefilter("ignore", UserWarning)
