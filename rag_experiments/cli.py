@@ -16,6 +16,7 @@ from .errors import UserError
 
 COMMAND_MODULES = [
     "db", "corpus", "benchmarks", "ingest", "golden", "compare", "promote", "gate", "triage", "export", "bench",
+    "search",
 ]
 
 

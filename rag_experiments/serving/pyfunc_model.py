@@ -119,8 +119,10 @@ def signature():
     outputs = [ColSpec("string", "query")] + [
         ColSpec("long" if c in RANK_COLUMNS else types.get(c, "string"), c, required=c not in RANK_COLUMNS)
         for c in HIT_COLUMNS]
+    # one unnamed string column: MLflow's schema enforcement then accepts a plain list of queries
+    # as well as a DataFrame with a ``query`` column (a named column rejects the list)
     return ModelSignature(
-        inputs=Schema([ColSpec("string", "query")]),
+        inputs=Schema([ColSpec("string")]),
         outputs=Schema(outputs),
         params=ParamSchema([ParamSpec("k", "long", DEFAULT_K), ParamSpec("ingest", "boolean", False)]),
     )
