@@ -53,6 +53,12 @@ def cmd_promote(args: argparse.Namespace) -> int:
     d = result.decision
     cand = d.candidate
     out.print(f"best on {args.metric}: run {cand.id} ({cand.label}) = {cand.metrics[args.metric]:.4f}")
+    if d.champion is not None and d.champion.source == "record":
+        from ..tracking.promote import record_path
+
+        out.print(f"champion of record: {record_path(args.name)} (run {d.champion.run.id})"
+                  + (f", registered as {model_name(args.name)} version {d.champion.version}" if d.champion.version
+                     else ""))
     for w in d.warnings:
         out.print(Panel(w, title="WARNING", style="bold red"))
     if d.champion is not None and d.checks:

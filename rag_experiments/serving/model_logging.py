@@ -82,29 +82,42 @@ def _without_serving_input_validation():
         model_utils._validate_serving_input = original
 
 
-def log_model(config: dict, info: dict):
-    """Log :class:`RetrieverModel` into the active run; return MLflow's ModelInfo."""
+def _model_kwargs(tmp: str, config: dict, info: dict) -> dict:
+    """What log_model and save_model share: the model object, its two artifacts (written into
+    ``tmp``), the signature, the input example and the requirements."""
     import mlflow
     import yaml
 
-    from .pyfunc_model import ARTIFACT_CONFIG, ARTIFACT_MANIFEST, RetrieverModel, input_example, signature
+    from .pyfunc_model import ARTIFACT_CONFIG, ARTIFACT_MANIFEST, input_example, signature
 
-    with tempfile.TemporaryDirectory() as tmp:
-        cfg_path = Path(tmp) / "config.yaml"
-        cfg_path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
-        man_path = Path(tmp) / "manifest.json"
-        man_path.write_text(json.dumps(info, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        tags = {k: str(info[k]) for k in ("golden_sha256", "corpus_digest", "primary_metric", "package_version",
-                                          "source", "strategy") if info.get(k)}
-        with _without_serving_input_validation():
-            return mlflow.pyfunc.log_model(
-                name=MODEL_ARTIFACT, python_model=RetrieverModel(),
+    cfg_path = Path(tmp) / "config.yaml"
+    cfg_path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    man_path = Path(tmp) / "manifest.json"
+    man_path.write_text(json.dumps(info, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return dict(python_model=str(Path(__file__).with_name("model_code.py")),  # "models from code"
                 artifacts={ARTIFACT_CONFIG: str(cfg_path), ARTIFACT_MANIFEST: str(man_path)},
                 signature=signature(), input_example=input_example(),
                 # explicit, so MLflow does not load the model in a subprocess to infer them
-                pip_requirements=[f"mlflow=={mlflow.__version__}", f"rag-experiments=={info['package_version']}"],
-                model_type="retriever", tags=tags,
-            )
+                pip_requirements=[f"mlflow=={mlflow.__version__}", f"rag-experiments=={info['package_version']}"])
+
+
+def log_model(config: dict, info: dict):
+    """Log :class:`RetrieverModel` into the active run; return MLflow's ModelInfo."""
+    import mlflow
+
+    tags = {k: str(info[k]) for k in ("golden_sha256", "corpus_digest", "primary_metric", "package_version",
+                                      "source", "strategy") if info.get(k)}
+    with tempfile.TemporaryDirectory() as tmp, _without_serving_input_validation():
+        return mlflow.pyfunc.log_model(name=MODEL_ARTIFACT, model_type="retriever", tags=tags,
+                                       **_model_kwargs(tmp, config, info))
+
+
+def save_model(path: str | Path, config: dict, info: dict) -> None:
+    """The same model in a local folder, outside any store (the benchmark serves it from there)."""
+    import mlflow
+
+    with tempfile.TemporaryDirectory() as tmp:
+        mlflow.pyfunc.save_model(str(path), **_model_kwargs(tmp, config, info))
 
 
 def _register(model_info, name: str, tags: dict[str, str], description: str, c) -> str:

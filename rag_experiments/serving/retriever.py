@@ -232,7 +232,7 @@ class Retriever:
             self._blocks[doc_id] = (row[0], parse_blocks(row[1])) if row else ("", [])
         title, blocks = self._blocks[doc_id]
         path = heading_path_at(blocks, offset)
-        if path and path[0] == title:
+        if path and path[0].replace("`", "") == title.replace("`", ""):  # the page title, often with code marks
             path = path[1:]
         return " > ".join([p for p in (title, *path) if p])
 
