@@ -173,12 +173,22 @@ def bench_serving(url: str, queries: list[str], table: Table, overrides: list[st
                     out.append((time.perf_counter() - t) * 1000)
             return out
 
-        search_ms = warm_times(lambda q: r.search(q, k))
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "model"
             save_model(path, config, {**info, "corpus_digest": digest})
             model = mlflow.pyfunc.load_model(str(path))
-            predict_ms = warm_times(lambda q: model.predict([q], params={"k": k}))
+            # interleaved, query by query, so a load change on a shared machine hits both alike
+            search_ms, predict_ms = [], []
+            for q in queries:
+                r.search(q, k)
+                model.predict([q], params={"k": k})
+            for _ in range(repeats):
+                for q in queries:
+                    for fn, out in ((lambda: r.search(q, k), search_ms),
+                                    (lambda: model.predict([q], params={"k": k}), predict_ms)):
+                        t = time.perf_counter()
+                        fn()
+                        out.append((time.perf_counter() - t) * 1000)
             table.add("serving", f"Retriever.search, warm query, k={k}: p50 / p95 ms",
                       f"{_pct(search_ms, .5):.1f} / {_pct(search_ms, .95):.1f}")
             table.add("serving", f"pyfunc predict([q]), warm query, k={k}: p50 / p95 ms (ratio of p50s)",

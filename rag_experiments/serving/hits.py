@@ -38,13 +38,26 @@ HIT_COLUMNS = tuple(f.name for f in fields(SearchHit))
 RANK_COLUMNS = tuple(f"{leg}_rank" for leg in LEGS)
 
 
+NUMERIC_COLUMNS = {"rank": "int64", "start": "int64", "end": "int64", "score": "float64"}
+
+
 def hits_frame(per_query: list[tuple[str, list[SearchHit]]]):
-    """One row per hit, ``query`` first. Rank columns are object dtype so a missing leg is
-    ``None`` (JSON ``null``) rather than NaN, which is not valid JSON."""
+    """One row per hit, ``query`` first. Rank columns are object arrays so a missing leg is
+    ``None`` (JSON ``null``) rather than NaN, which is not valid JSON. Built column by column
+    from arrays: building from row dicts and then masking NaNs cost ~8x more, about as much as
+    the search itself (measured in ``rag-exp bench``'s serving section)."""
+    import numpy as np
     import pandas as pd
 
-    rows = [{"query": q, **h.to_dict()} for q, hits in per_query for h in hits]
-    df = pd.DataFrame(rows, columns=["query", *HIT_COLUMNS])
-    for col in RANK_COLUMNS:
-        df[col] = df[col].astype(object).where(df[col].notna(), None)
-    return df
+    hits = [h for _, hs in per_query for h in hs]
+    cols: dict = {"query": [q for q, hs in per_query for _ in hs]}
+    for c in HIT_COLUMNS:
+        values = [getattr(h, c) for h in hits]
+        if c in RANK_COLUMNS:
+            cols[c] = np.empty(len(values), dtype=object)
+            cols[c][:] = values
+        elif c in NUMERIC_COLUMNS:
+            cols[c] = np.asarray(values, dtype=NUMERIC_COLUMNS[c])
+        else:
+            cols[c] = values
+    return pd.DataFrame(cols, copy=False)
