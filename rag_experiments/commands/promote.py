@@ -21,7 +21,9 @@ def register(subparsers: Any) -> None:
         "(registered model rag-retriever-NAME, alias champion) by a paired randomization test over "
         "cases: it must be significantly better on --metric and not significantly worse on the "
         "'exact' segment. No champion yet: promote. Champion on another golden set or corpus: refuse. "
-        "--force promotes anyway (tagged promoted_forced=true). On success: alias champion, run tag "
+        "--force promotes anyway (tagged promoted_forced=true). The committed experiments/promoted/NAME.record.json "
+        "is the champion until a promotion beats it (the registry is re-populated from it). On success: the run's "
+        "retriever logged and registered as an MLflow pyfunc model, alias champion, run tag "
         "champion=true, experiments/promoted/NAME.yaml and conf/experiment/promoted.yaml "
         "(promoted_NAME.yaml for other names). Exit 1 when refused.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])

@@ -15,6 +15,7 @@ serve until someone ingests); other user errors (unreachable database, bad confi
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import mlflow.pyfunc
@@ -85,13 +86,15 @@ class RetrieverModel(mlflow.pyfunc.PythonModel):
         with open(context.artifacts[ARTIFACT_MANIFEST], encoding="utf-8") as fh:
             self.manifest = json.load(fh)
         self._retriever = None
+        self._opening = threading.Lock()  # the scoring server may call the first predicts concurrently
 
     def retriever(self, ingest: bool = False):
         from .retriever import Retriever
 
-        if self._retriever is None:
-            self._retriever = Retriever.from_config(self.config, ingest=ingest,
-                                                    expected_corpus_digest=self.manifest.get("corpus_digest") or None)
+        with self._opening:
+            if self._retriever is None:  # stays None after a refusal: the next call checks again
+                self._retriever = Retriever.from_config(
+                    self.config, ingest=ingest, expected_corpus_digest=self.manifest.get("corpus_digest") or None)
         return self._retriever
 
     def predict(self, context, model_input, params: dict | None = None):
