@@ -13,6 +13,8 @@ Sections (one table, with the machine described):
   same texts (their ratio shows how close ingest is to the model's speed limit);
 * query latency p50/p95 per variant, next to the bare pgvector KNN and bare full-text queries
   (the database floor);
+* serving: the default config's ``Retriever.search`` vs the pyfunc model's ``predict`` on warm
+  queries, and requests/s of ``mlflow models serve`` with 1 worker;
 * evaluation wall time on the demo golden set per variant: cold (caches empty), warm (same
   config again), and a marginal sweep point (only ``rrf_k`` changed);
 * metric computation against ranx on the same qrels and run;
@@ -132,6 +134,116 @@ def bench_latency(conn, strategy, embedder, queries, table: Table) -> None:
     table.add("latency", "query embedding, one at a time, mean ms", f"{(time.perf_counter() - t) * 1000 / len(queries):.1f}")
 
 
+def bench_serving(url: str, queries: list[str], table: Table, overrides: list[str] = (), k: int = 10,
+                  repeats: int = 3) -> None:
+    """The default config served: ``Retriever.search`` in process vs the pyfunc model's ``predict``
+    on the same warm queries (target: within 1.2x), then requests/s of ``mlflow models serve``
+    with 1 worker, one sequential client on 127.0.0.1 (so it is latency-bound, not a load test)."""
+    import json
+    import signal
+    import socket
+    import tempfile
+    import urllib.request
+
+    import mlflow
+    from omegaconf import OmegaConf
+
+    from .app import compose_settings
+    from .serving import Retriever
+    from .serving.model_logging import manifest, model_config, save_model
+
+    previous = os.environ.get("DATABASE_URL")
+    os.environ["DATABASE_URL"] = url  # the retriever, the model and the server all use the bench database
+    try:
+        _, cfg = compose_settings(["progress=false", "tracking.enabled=false", *overrides])
+        config = model_config(OmegaConf.to_container(cfg, resolve=True))
+        r = Retriever.from_config(config)
+        digest = r.strategy["content_digest"]
+        info = manifest(config, {"corpus_digest": digest, "strategy": r.strategy["strategy_id"]}, name="bench",
+                        run_id="", run_name="bench", metric="recall_at_5", metrics={}, forced=False, source="bench")
+
+        def warm_times(fn) -> list[float]:
+            for q in queries:
+                fn(q)  # warm: embedder loaded, connection open, query embedded once
+            out = []
+            for _ in range(repeats):
+                for q in queries:
+                    t = time.perf_counter()
+                    fn(q)
+                    out.append((time.perf_counter() - t) * 1000)
+            return out
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "model"
+            save_model(path, config, {**info, "corpus_digest": digest})
+            model = mlflow.pyfunc.load_model(str(path))
+            # interleaved, query by query, so a load change on a shared machine hits both alike
+            search_ms, predict_ms = [], []
+            for q in queries:
+                r.search(q, k)
+                model.predict([q], params={"k": k})
+            for _ in range(repeats):
+                for q in queries:
+                    for fn, out in ((lambda: r.search(q, k), search_ms),
+                                    (lambda: model.predict([q], params={"k": k}), predict_ms)):
+                        t = time.perf_counter()
+                        fn()
+                        out.append((time.perf_counter() - t) * 1000)
+            table.add("serving", f"Retriever.search, warm query, k={k}: p50 / p95 ms",
+                      f"{_pct(search_ms, .5):.1f} / {_pct(search_ms, .95):.1f}")
+            table.add("serving", f"pyfunc predict([q]), warm query, k={k}: p50 / p95 ms (ratio of p50s)",
+                      f"{_pct(predict_ms, .5):.1f} / {_pct(predict_ms, .95):.1f} "
+                      f"({_pct(predict_ms, .5) / _pct(search_ms, .5):.2f}x)")
+            r.close()
+
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                port = sock.getsockname()[1]
+            env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+            proc = subprocess.Popen([sys.executable, "-m", "mlflow", "models", "serve", "-m", str(path),
+                                     "--env-manager", "local", "-h", "127.0.0.1", "-p", str(port), "-w", "1"],
+                                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    start_new_session=True)
+            try:
+                base = f"http://127.0.0.1:{port}"
+                t0 = time.perf_counter()
+                while True:
+                    try:
+                        urllib.request.urlopen(base + "/ping", timeout=2).close()
+                        break
+                    except OSError:
+                        if proc.poll() is not None or time.perf_counter() - t0 > 180:
+                            raise RuntimeError("mlflow models serve did not start") from None
+                        time.sleep(0.2)
+                startup = time.perf_counter() - t0
+
+                def call(q: str) -> None:
+                    body = json.dumps({"inputs": [q], "params": {"k": k}}).encode()
+                    req = urllib.request.Request(base + "/invocations", data=body,
+                                                 headers={"Content-Type": "application/json"})
+                    with urllib.request.urlopen(req, timeout=60) as resp:
+                        resp.read()
+
+                http_ms = warm_times(call)
+                rps = 1000 * len(http_ms) / sum(http_ms)
+                table.add("serving", "mlflow models serve (1 worker): startup to /ping, s", f"{startup:.1f}")
+                table.add("serving", f"served, warm query over HTTP, k={k}: p50 / p95 ms; requests/s (1 client)",
+                          f"{_pct(http_ms, .5):.1f} / {_pct(http_ms, .95):.1f}; {rps:.1f}/s")
+            finally:
+                for sig in (signal.SIGTERM, signal.SIGKILL):
+                    try:
+                        os.killpg(proc.pid, sig)
+                        proc.wait(timeout=20)
+                        break
+                    except (ProcessLookupError, subprocess.TimeoutExpired):
+                        continue
+    finally:
+        if previous is None:
+            os.environ.pop("DATABASE_URL", None)
+        else:
+            os.environ["DATABASE_URL"] = previous
+
+
 def _forget_in_process_caches() -> None:
     """Cold means cold: also drop the in-process memos a previous variant filled."""
     from . import experiment
@@ -247,7 +359,8 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--strategies", default="heading,fixed,paragraph", help="chunkings to ingest cold")
     ap.add_argument("--queries", type=int, default=100, help="queries for the latency section")
-    ap.add_argument("--skip", default="", help="sections to skip: ingest,latency,eval,metrics,memory")
+    ap.add_argument("--skip", default="", help="sections to skip: ingest,latency,serving,eval,metrics,memory")
+    ap.add_argument("--serving-queries", type=int, default=30, help="queries for the serving section")
     ap.add_argument("--corpus", default="demo", help="corpus folder of .md files (default: the shipped demo)")
     ap.add_argument("--corpus-name", default=None, help="its corpus name (default: the folder name)")
     args = ap.parse_args(argv)
@@ -292,6 +405,8 @@ def main(argv: list[str] | None = None) -> int:
         if "latency" not in skip:
             bench_latency(conn, strategy, embedder, queries, table)
         conn.close()
+        if "serving" not in skip:
+            bench_serving(url, queries[: args.serving_queries], table, corpus_overrides)
         if "eval" not in skip:
             bench_evaluation(url, settings, table)
         if "metrics" not in skip:

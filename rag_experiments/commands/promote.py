@@ -25,7 +25,9 @@ def register(subparsers: Any) -> None:
         "set or corpus: refuse. "
         "A run logged from a dirty git tree (tag git_dirty=true) is refused too: its commit and config do "
         "not reproduce it. --force promotes anyway (tagged promoted_forced=true, and promoted_dirty_tree=true "
-        "for a dirty-tree run). On success: alias champion, run tag "
+        "for a dirty-tree run). The committed experiments/promoted/NAME.record.json "
+        "is the champion until a promotion beats it (the registry is re-populated from it). On success: the run's "
+        "retriever logged and registered as an MLflow pyfunc model, alias champion, run tag "
         "champion=true, experiments/promoted/NAME.yaml and conf/experiment/promoted.yaml "
         "(promoted_NAME.yaml for other names). Exit 1 when refused.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
@@ -57,6 +59,12 @@ def cmd_promote(args: argparse.Namespace) -> int:
     d = result.decision
     cand = d.candidate
     out.print(f"best on {args.metric}: run {cand.id} ({cand.label}) = {cand.metrics[args.metric]:.4f}")
+    if d.champion is not None and d.champion.source == "record":
+        from ..tracking.promote import record_path
+
+        out.print(f"champion of record: {record_path(args.name)} (run {d.champion.run.id})"
+                  + (f", registered as {model_name(args.name)} version {d.champion.version}" if d.champion.version
+                     else ""))
     for w in d.warnings:
         out.print(Panel(w, title="WARNING", style="bold red"))
     if d.champion is not None and d.checks:

@@ -1,11 +1,11 @@
 """Promote the best run to champion, only on evidence; and the checks the nightly gate reuses.
 
 The champion lives in the MLflow model registry: registered model ``rag-retriever-<name>``,
-alias ``champion``; each version's source is the run's ``config.yaml`` artifact (the "model" of
-a retriever is its resolved config). MLflow 3.17's ``mlflow.register_model("runs:/<id>/config.yaml")``
-looks for a *logged model* under that path and fails for a plain artifact (after creating the
-registered model), so versions are created with ``MlflowClient.create_model_version(name,
-source=<artifact uri>/config.yaml, run_id=...)``, which works with a sqlite store.
+alias ``champion``; each version is the run's retriever logged as an MLflow pyfunc model (config,
+digests, package version; :mod:`rag_experiments.serving.model_logging`), so
+``mlflow.pyfunc.load_model("models:/rag-retriever-<name>@champion")`` answers queries. The
+committed ``experiments/promoted/<name>.record.json`` is the champion of record: promote and gate
+compare against it, and the registry is re-populated from it when it does not mirror it.
 
 Promotion gate (paired randomization test over cases aligned by ``case_id``):
 
@@ -106,8 +106,12 @@ class Decision:
 
 
 # -- the champion ---------------------------------------------------------------------------------
-def current_champion(name: str = "default", c=None, record_fallback: bool = False) -> Champion | None:
-    """The run behind alias ``champion`` of ``rag-retriever-<name>``; optionally the committed record."""
+def current_champion(name: str = "default", c=None, record_fallback: bool = True) -> Champion | None:
+    """The champion of record: the committed ``experiments/promoted/<name>.record.json`` when it
+    exists (the registry's alias ``champion`` mirrors it; :func:`rag_experiments.serving.model_logging.sync_with_record`
+    re-populates the registry from it), else the run behind alias ``champion`` of ``rag-retriever-<name>``.
+
+    ``record_fallback=False`` reads the registry alone."""
     from mlflow.exceptions import MlflowException
 
     c = c or client()
@@ -115,11 +119,16 @@ def current_champion(name: str = "default", c=None, record_fallback: bool = Fals
         mv = c.get_model_version_by_alias(model_name(name), ALIAS)
     except MlflowException:
         mv = None
+    record = read_record(name) if record_fallback else None
+    if record is not None:
+        mirrored_run = ((mv.tags or {}).get("record_run_id") or mv.run_id) if mv is not None else None
+        if mirrored_run != record.run.id:
+            return record  # registry empty, or stale against the committed record: the record wins
+        if mv.run_id != record.run.id:  # registered from the record: the record holds the per-case table
+            return Champion(record.run, str(mv.version), "record", record.metric)
     if mv is not None and mv.run_id:
         return Champion(get_run(mv.run_id, c=c), str(mv.version), "registry", (mv.tags or {}).get("primary_metric"))
-    if record_fallback:
-        return read_record(name)
-    return None
+    return record
 
 
 def record_path(name: str) -> Path:
@@ -367,24 +376,14 @@ def write_files(decision: Decision, name: str, config_text: str, version: str | 
 
 
 # -- registry -------------------------------------------------------------------------------------
-def register(run: RunView, name: str, metric: str, forced: bool, c=None) -> str:
-    """A new version of ``rag-retriever-<name>`` whose source is the run's config.yaml; alias champion."""
-    from mlflow.exceptions import MlflowException
+def register(run: RunView, name: str, metric: str, forced: bool, c=None, config_text: str | None = None) -> str:
+    """A new version of ``rag-retriever-<name>``: the run's retriever logged as an MLflow pyfunc
+    model (see :mod:`rag_experiments.serving.model_logging`); alias champion."""
+    from ..serving.model_logging import register_champion
+    from .runs import load_config_text
 
     c = c or client()
-    model = model_name(name)
-    try:
-        c.get_registered_model(model)
-    except MlflowException:
-        c.create_registered_model(model, description="Retriever configs promoted by `rag-exp promote`; "
-                                  "each version's source is the run's resolved config.yaml.")
-    source = f"{run.artifact_uri.rstrip('/')}/config.yaml" if run.artifact_uri else f"runs:/{run.id}/config.yaml"
-    tags = {"primary_metric": metric, "golden_sha256": run.golden or "", "corpus_digest": run.corpus or "",
-            metric: f"{run.metrics.get(metric, float('nan')):.6f}", "forced": str(forced).lower()}
-    mv = c.create_model_version(model, source=source, run_id=run.id, tags=tags,
-                                description=f"run {run.id} ({run.label})")
-    c.set_registered_model_alias(model, ALIAS, mv.version)
-    return str(mv.version)
+    return register_champion(run, name, metric, forced, config_text or load_config_text(run.id, c), c)
 
 
 @dataclass(frozen=True)
@@ -406,6 +405,10 @@ def promote(metric: str = "recall_at_5", sweep: str | None = None, name: str = "
     model_name(name)  # validate early
     best = pick_best(candidate_runs(metric, sweep, experiment, c), metric)
     best = get_run(best.id, c=c)  # now with its per-case table
+    if not dry_run:  # the committed record is the champion until a promotion beats it
+        from ..serving.model_logging import sync_with_record
+
+        sync_with_record(name, c)
     champion = current_champion(name, c)
     decision = refuse_dirty_tree(decide(champion, best, metric, alpha, "beat", GUARD_SEGMENT, n_resamples, seed))
     if champion is not None and champion.run.id == best.id:
@@ -414,7 +417,7 @@ def promote(metric: str = "recall_at_5", sweep: str | None = None, name: str = "
         return Promotion(decision, False, False)
     forced = not decision.ok
     config_text = load_config_text(best.id, c)
-    version = register(best, name, metric, forced, c)
+    version = register(best, name, metric, forced, c, config_text)
     when = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
     c.set_tag(best.id, "champion", "true")
     c.set_tag(best.id, "champion_of", model_name(name))

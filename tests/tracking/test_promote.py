@@ -54,7 +54,17 @@ def test_first_promotion_writes_both_yaml_files_and_reproduces_the_config(store,
     assert _alias_run() == rid
     assert MlflowClient().get_run(rid).data.tags["champion"] == "true"
     mv = MlflowClient().get_model_version_by_alias(MODEL, ALIAS)
-    assert mv.source.endswith(f"{rid}/artifacts/config.yaml") and mv.tags["primary_metric"] == "recall_at_5"
+    assert mv.source.startswith("models:/") and mv.run_id == rid and mv.tags["primary_metric"] == "recall_at_5"
+    # the version is a pyfunc model carrying the config and the digests it was measured on
+    import mlflow
+
+    model = mlflow.pyfunc.load_model(f"models:/{MODEL}@{ALIAS}")
+    assert model.metadata.get_params_schema().to_dict()[0]["name"] == "k"
+    assert [c["type"] for c in model.metadata.get_input_schema().to_dict()] == ["string"]
+    inner = model.unwrap_python_model()
+    assert inner.manifest["golden_sha256"] == "a" * 64 and inner.manifest["corpus_digest"] == "c" * 64
+    assert inner.manifest["package_version"] and inner.manifest["run_id"] == rid
+    assert inner.config["fusion"]["rrf_k"] == 33 and "db" not in inner.config and "tracking" not in inner.config
 
     promoted = root / "experiments" / "promoted" / "default.yaml"
     text = promoted.read_text()

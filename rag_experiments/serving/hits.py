@@ -1,0 +1,63 @@
+"""The hit a served retriever returns: one shape for ``Retriever.search``, ``predict`` and HTTP.
+
+A :class:`SearchHit` is :class:`rag_experiments.types.Hit` made self-contained for a caller who
+has no access to the corpus: it carries the chunk's text and the heading breadcrumb, and each
+leg's rank as its own field (``None`` when that leg did not return the chunk). ``predict``
+returns the same fields as DataFrame columns, one row per hit, with the ``query`` in front.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+#: the stages that rank a chunk, in pipeline order (see ``types.Hit.leg_ranks``)
+LEGS = ("vector", "keyword", "fused", "rerank")
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    rank: int
+    chunk_id: str
+    doc_id: str
+    source_uri: str
+    start: int
+    end: int
+    score: float
+    text: str
+    heading: str  # "Page > Section > Subsection" enclosing the chunk's start
+    vector_rank: int | None = None
+    keyword_rank: int | None = None
+    fused_rank: int | None = None
+    rerank_rank: int | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+HIT_COLUMNS = tuple(f.name for f in fields(SearchHit))
+RANK_COLUMNS = tuple(f"{leg}_rank" for leg in LEGS)
+
+
+NUMERIC_COLUMNS = {"rank": "int64", "start": "int64", "end": "int64", "score": "float64"}
+
+
+def hits_frame(per_query: list[tuple[str, list[SearchHit]]]):
+    """One row per hit, ``query`` first. Rank columns are object arrays so a missing leg is
+    ``None`` (JSON ``null``) rather than NaN, which is not valid JSON. Built column by column
+    from arrays: building from row dicts and then masking NaNs cost ~8x more, about as much as
+    the search itself (measured in ``rag-exp bench``'s serving section)."""
+    import numpy as np
+    import pandas as pd
+
+    hits = [h for _, hs in per_query for h in hs]
+    cols: dict = {"query": [q for q, hs in per_query for _ in hs]}
+    for c in HIT_COLUMNS:
+        values = [getattr(h, c) for h in hits]
+        if c in RANK_COLUMNS:
+            cols[c] = np.empty(len(values), dtype=object)
+            cols[c][:] = values
+        elif c in NUMERIC_COLUMNS:
+            cols[c] = np.asarray(values, dtype=NUMERIC_COLUMNS[c])
+        else:
+            cols[c] = values
+    return pd.DataFrame(cols, copy=False)

@@ -1,0 +1,252 @@
+"""Log the champion as an MLflow pyfunc model and register it as ``rag-retriever-<name>@champion``.
+
+* :func:`register_champion` (called by ``rag-exp promote``): logs :class:`RetrieverModel` into the
+  winning run (an MLflow 3 LoggedModel linked to it, carrying the run's params and metrics), with
+  the resolved config and a manifest (corpus and golden digests it was measured on, package
+  version, git commit) as artifacts, a signature and an input example; registers it and moves
+  the alias.
+* :func:`sync_with_record`: the committed ``experiments/promoted/<name>.record.json`` is the
+  champion of record. When the registry does not mirror it (a fresh clone, a new store, or a
+  record that changed under git), the record's config is logged as a model in a run named
+  ``champion of record: ...`` and registered, so promote, gate, ``experiment=promoted`` and
+  ``models:/rag-retriever-<name>@champion`` all mean the same retriever.
+* :func:`champion_model`: the champion's config and manifest, for ``Retriever.from_champion``.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+
+MODEL_ARTIFACT = "retriever"
+RECORD_SOURCE = "record"
+
+
+def package_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("rag-experiments")
+    except Exception:  # noqa: BLE001 - running from a checkout that is not installed
+        from .. import __version__
+
+        return __version__
+
+
+def model_config(config: dict) -> dict:
+    """The resolved config minus where/how it was logged: the model connects to DATABASE_URL
+    (or the embedded default) wherever it is loaded, and never carries a database password."""
+    from ..tracking.promote import preset_config
+
+    return preset_config(config)
+
+
+def manifest(config: dict, tags: dict[str, str], *, name: str, run_id: str, run_name: str, metric: str,
+             metrics: dict[str, float], forced: bool, source: str) -> dict:
+    import mlflow
+
+    from ..tracking.promote import HEADLINE, model_name
+
+    keys = dict.fromkeys([metric, *HEADLINE, f"{metric}.exact"])
+    return {
+        "model": model_name(name), "name": name, "source": source, "run_id": run_id, "run_name": run_name,
+        "golden_sha256": tags.get("golden_sha256", ""), "corpus_digest": tags.get("corpus_digest", ""),
+        "golden_set": tags.get("golden_set", ""), "embedding_model": tags.get("embedding_model", ""),
+        "strategy": tags.get("strategy", ""), "variant": (config.get("retrieval") or {}).get("variant", ""),
+        "primary_metric": metric, "metrics": {k: metrics[k] for k in keys if k in metrics},
+        "forced": forced, "package": "rag-experiments", "package_version": package_version(),
+        "git_commit": tags.get("git_commit", ""), "mlflow_version": mlflow.__version__,
+        "logged_at": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+    }
+
+
+@contextmanager
+def _without_serving_input_validation():
+    """MLflow 3.17's ``Model.log`` validates the input example by loading the model and calling
+    ``predict`` on it, and only warns when that fails. For a retriever that means opening the
+    database (or starting an embedded server) on whatever machine runs ``promote``, before the
+    model is even registered. The example is exercised by the serving test instead."""
+    import mlflow.models.utils as model_utils
+
+    original = model_utils._validate_serving_input
+    model_utils._validate_serving_input = lambda model_uri, serving_input: None
+    try:
+        yield
+    finally:
+        model_utils._validate_serving_input = original
+
+
+def _model_kwargs(tmp: str, config: dict, info: dict) -> dict:
+    """What log_model and save_model share: the model object, its two artifacts (written into
+    ``tmp``), the signature, the input example and the requirements."""
+    import mlflow
+    import yaml
+
+    from .pyfunc_model import ARTIFACT_CONFIG, ARTIFACT_MANIFEST, input_example, signature
+
+    cfg_path = Path(tmp) / "config.yaml"
+    cfg_path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    man_path = Path(tmp) / "manifest.json"
+    man_path.write_text(json.dumps(info, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return dict(python_model=str(Path(__file__).with_name("model_code.py")),  # "models from code"
+                artifacts={ARTIFACT_CONFIG: str(cfg_path), ARTIFACT_MANIFEST: str(man_path)},
+                signature=signature(), input_example=input_example(),
+                # explicit, so MLflow does not load the model in a subprocess to infer them
+                pip_requirements=[f"mlflow=={mlflow.__version__}", f"rag-experiments=={info['package_version']}"])
+
+
+def log_model(config: dict, info: dict):
+    """Log :class:`RetrieverModel` into the active run; return MLflow's ModelInfo."""
+    import mlflow
+
+    tags = {k: str(info[k]) for k in ("golden_sha256", "corpus_digest", "primary_metric", "package_version",
+                                      "source", "strategy") if info.get(k)}
+    with tempfile.TemporaryDirectory() as tmp, _without_serving_input_validation():
+        return mlflow.pyfunc.log_model(name=MODEL_ARTIFACT, model_type="retriever", tags=tags,
+                                       **_model_kwargs(tmp, config, info))
+
+
+def save_model(path: str | Path, config: dict, info: dict) -> None:
+    """The same model in a local folder, outside any store (the benchmark serves it from there)."""
+    import mlflow
+
+    with tempfile.TemporaryDirectory() as tmp:
+        mlflow.pyfunc.save_model(str(path), **_model_kwargs(tmp, config, info))
+
+
+def _register(model_info, name: str, tags: dict[str, str], description: str, c) -> str:
+    from mlflow.exceptions import MlflowException
+
+    from ..tracking.promote import ALIAS, model_name
+
+    model = model_name(name)
+    try:
+        c.get_registered_model(model)
+    except MlflowException:
+        c.create_registered_model(model, description=(
+            "Retrievers promoted by `rag-exp promote` (pyfunc: predict(['query'], params={'k': 10}) returns "
+            "ranked hits). Alias 'champion' is the current champion; experiments/promoted/ holds its record."))
+    mv = c.create_model_version(model, source=model_info.model_uri, run_id=model_info.run_id, tags=tags,
+                                description=description, model_id=model_info.model_id)
+    c.set_registered_model_alias(model, ALIAS, mv.version)
+    return str(mv.version)
+
+
+def register_champion(run, name: str, metric: str, forced: bool, config_text: str, c) -> str:
+    """Log the winning run's retriever as a model (inside that run) and make it the champion."""
+    import mlflow
+    import yaml
+
+    config = model_config(yaml.safe_load(config_text) or {})
+    info = manifest(config, run.tags, name=name, run_id=run.id, run_name=run.name, metric=metric,
+                    metrics=run.metrics, forced=forced, source="run")
+    mlflow.set_tracking_uri(c.tracking_uri)
+    with mlflow.start_run(run_id=run.id):
+        model_info = log_model(config, info)
+    tags = {"primary_metric": metric, "golden_sha256": run.golden or "", "corpus_digest": run.corpus or "",
+            metric: f"{run.metrics.get(metric, float('nan')):.6f}", "forced": str(forced).lower(),
+            "package_version": info["package_version"]}
+    return _register(model_info, name, tags, f"run {run.id} ({run.label})", c)
+
+
+# -- the champion of record -----------------------------------------------------------------------
+def _mirrors(mv, record_run_id: str) -> bool:
+    """The registry version stands for the record's run and is a loadable model (versions made
+    before promote logged models point at a bare config.yaml)."""
+    if mv is None or (mv.source or "").endswith("config.yaml"):
+        return False
+    return ((mv.tags or {}).get("record_run_id") or mv.run_id) == record_run_id
+
+
+def champion_version(name: str, c):
+    from mlflow.exceptions import MlflowException
+
+    from ..tracking.promote import ALIAS, model_name
+
+    try:
+        return c.get_model_version_by_alias(model_name(name), ALIAS)
+    except MlflowException:
+        return None
+
+
+def sync_with_record(name: str, c) -> str | None:
+    """Make ``@champion`` the committed record's retriever when it is not already; return the
+    registry version (None when there is no record)."""
+    from ..tracking.promote import read_record
+
+    record = read_record(name)
+    if record is None:
+        return None
+    mv = champion_version(name, c)
+    if _mirrors(mv, record.run.id):
+        return str(mv.version)
+    return register_record(name, record, c)
+
+
+def register_record(name: str, record, c) -> str:
+    import mlflow
+    import yaml
+
+    from ..tracking.mlflow_run import flatten, setup
+    from ..tracking.promote import PROMOTED_DIR, model_name
+    from ..config import project_root
+
+    path = project_root() / PROMOTED_DIR / f"{name}.yaml"
+    if not path.exists():
+        raise UserError(f"{path} is missing next to {path.with_suffix('.record.json').name}",
+                        hint="restore it from git (both files are written by rag-exp promote)")
+    full = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    config = model_config(full)
+    run = record.run
+    metric = record.metric or "recall_at_5"
+    forced = str(run.tags.get("promoted_forced", "false")).lower() == "true"
+    info = manifest(config, run.tags, name=name, run_id=run.id, run_name=run.name, metric=metric,
+                    metrics=run.metrics, forced=forced, source=RECORD_SOURCE)
+    experiment = ((full.get("tracking") or {}).get("experiment")) or "rag-experiments"
+    exp_id = setup(None, experiment)
+    # no golden_sha256 tag: this run is a stand-in for the model, never a promotion candidate
+    tags = {"champion_source": RECORD_SOURCE, "record_run_id": run.id, "champion": "true",
+            "champion_of": model_name(name), "record.golden_sha256": run.golden or "",
+            "record.corpus_digest": run.corpus or ""}
+    with mlflow.start_run(experiment_id=exp_id, run_name=f"champion of record: {run.name or run.id}"[:250],
+                          tags=tags):
+        mlflow.log_params(flatten(config))
+        mlflow.log_metrics({k: float(v) for k, v in run.metrics.items()
+                            if isinstance(v, (int, float)) and not k.startswith(("cache.", "golden."))})
+        model_info = log_model(config, info)
+    vtags = {"primary_metric": metric, "golden_sha256": run.golden or "", "corpus_digest": run.corpus or "",
+             "forced": str(forced).lower(), "package_version": info["package_version"],
+             "champion_source": RECORD_SOURCE, "record_run_id": run.id}
+    if metric in run.metrics:
+        vtags[metric] = f"{run.metrics[metric]:.6f}"
+    return _register(model_info, name, vtags, f"champion of record (experiments/promoted/{name}.record.json): "
+                     f"run {run.id} ({run.label})", c)
+
+
+def champion_model(name: str = "default", c=None) -> tuple[dict, dict[str, Any]]:
+    """(config, manifest) of ``rag-retriever-<name>@champion``, re-populated from the record first."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    from ..tracking.promote import ALIAS, model_name, record_path
+    from ..tracking.runs import client
+
+    c = c or client()
+    sync_with_record(name, c)
+    mv = champion_version(name, c)
+    if mv is None:
+        raise UserError(f"no champion: {model_name(name)} has no alias '{ALIAS}' and {record_path(name)} does not exist",
+                        hint="promote a run first: rag-exp promote --metric recall_at_5")
+    uri = f"models:/{model_name(name)}@{ALIAS}"
+    try:
+        model = mlflow.pyfunc.load_model(uri).unwrap_python_model()
+    except MlflowException as exc:
+        raise UserError(f"{uri} (version {mv.version}) cannot be loaded as a retriever model: "
+                        f"{str(exc).splitlines()[0]}", hint="promote again: rag-exp promote") from None
+    return model.config, {**model.manifest, "version": str(mv.version)}

@@ -1,0 +1,137 @@
+"""The champion as an MLflow pyfunc model: ``mlflow.pyfunc.load_model(...).predict`` and
+``mlflow models serve`` both run :class:`RetrieverModel`.
+
+Input: a list of query strings, or a DataFrame with a ``query`` column. Params: ``k`` (hits per
+query, default 10) and ``ingest`` (build the corpus's strategy when the database lacks it).
+Output: a DataFrame, one row per hit (``query``, then the :class:`SearchHit` fields).
+
+Errors follow MLflow's scoring server, which answers an ``MlflowException`` with the HTTP status
+of its ``error_code`` and a JSON body ``{"error_code", "message"}`` (anything else becomes a 400
+with a stack trace): bad input raises ``INVALID_PARAMETER_VALUE`` (400); a database that does
+not hold the promoted corpus raises ``TEMPORARILY_UNAVAILABLE`` (503: the server is up but cannot
+serve until someone ingests); other user errors (unreachable database, bad config) ``INVALID_STATE``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import mlflow.pyfunc
+
+ARTIFACT_CONFIG = "config"  # the resolved config (YAML)
+ARTIFACT_MANIFEST = "manifest"  # digests, run, package version (JSON)
+DEFAULT_K = 10
+
+
+def _mlflow_error(exc: Exception):
+    from mlflow.exceptions import MlflowException
+    from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE, INVALID_STATE, TEMPORARILY_UNAVAILABLE
+
+    from .retriever import InvalidQuery, NotIngested
+
+    code = (INVALID_PARAMETER_VALUE if isinstance(exc, InvalidQuery) else
+            TEMPORARILY_UNAVAILABLE if isinstance(exc, NotIngested) else INVALID_STATE)
+    return MlflowException(str(exc).replace("\n  hint: ", "; "), error_code=code)
+
+
+def queries_of(model_input: Any) -> list:
+    """The queries from a list, a Series or a DataFrame with a ``query`` column (the serving
+    layer turns ``{"inputs": [...]}`` and ``{"dataframe_split": ...}`` into a DataFrame)."""
+    import pandas as pd
+
+    from .retriever import InvalidQuery
+
+    if isinstance(model_input, pd.DataFrame):
+        if "query" in model_input.columns:
+            return model_input["query"].tolist()
+        if model_input.shape[1] == 1:
+            return model_input.iloc[:, 0].tolist()
+        raise InvalidQuery(f"input: a DataFrame needs a 'query' column, got columns {list(model_input.columns)}")
+    if isinstance(model_input, pd.Series):
+        return model_input.tolist()
+    if isinstance(model_input, str):
+        return [model_input]
+    if isinstance(model_input, (list, tuple)):
+        return [q.get("query") if isinstance(q, dict) else q for q in model_input]
+    raise InvalidQuery(f"input: give a list of queries or a DataFrame with a 'query' column, "
+                       f"got {type(model_input).__name__}")
+
+
+def _k(params: dict) -> Any:
+    k = params.get("k", DEFAULT_K)
+    # the schema layer hands over numpy integers; JSON may carry 10.0
+    try:
+        import numpy as np
+
+        if isinstance(k, np.integer):
+            return int(k)
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(k, float) and k.is_integer():
+        return int(k)
+    return k
+
+
+class RetrieverModel(mlflow.pyfunc.PythonModel):
+    """Opens the database lazily (at the first predict), so loading never needs a database and
+    ``params={"ingest": true}`` can still build the strategy."""
+
+    def load_context(self, context) -> None:
+        import yaml
+
+        with open(context.artifacts[ARTIFACT_CONFIG], encoding="utf-8") as fh:
+            self.config = yaml.safe_load(fh)
+        with open(context.artifacts[ARTIFACT_MANIFEST], encoding="utf-8") as fh:
+            self.manifest = json.load(fh)
+        self._retriever = None
+        self._opening = threading.Lock()  # the scoring server may call the first predicts concurrently
+
+    def retriever(self, ingest: bool = False):
+        from .retriever import Retriever
+
+        with self._opening:
+            if self._retriever is None:  # stays None after a refusal: the next call checks again
+                self._retriever = Retriever.from_config(
+                    self.config, ingest=ingest, expected_corpus_digest=self.manifest.get("corpus_digest") or None)
+        return self._retriever
+
+    def predict(self, context, model_input, params: dict | None = None):
+        from ..errors import UserError
+        from .hits import hits_frame
+
+        params = params or {}
+        try:
+            queries = queries_of(model_input)
+            k = _k(params)
+            r = self.retriever(ingest=bool(params.get("ingest", False)))
+            results = r.search_many(queries, k)
+        except UserError as exc:
+            raise _mlflow_error(exc) from None
+        return hits_frame(list(zip(queries, results)))
+
+
+def signature():
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema
+
+    from .hits import HIT_COLUMNS, RANK_COLUMNS
+
+    types = {"rank": "long", "start": "long", "end": "long", "score": "double"}
+    outputs = [ColSpec("string", "query")] + [
+        ColSpec("long" if c in RANK_COLUMNS else types.get(c, "string"), c, required=c not in RANK_COLUMNS)
+        for c in HIT_COLUMNS]
+    # one unnamed string column: MLflow's schema enforcement then accepts a plain list of queries
+    # as well as a DataFrame with a ``query`` column (a named column rejects the list)
+    return ModelSignature(
+        inputs=Schema([ColSpec("string")]),
+        outputs=Schema(outputs),
+        params=ParamSchema([ParamSpec("k", "long", DEFAULT_K), ParamSpec("ingest", "boolean", False)]),
+    )
+
+
+def input_example():
+    import pandas as pd
+
+    return pd.DataFrame({"query": ["how much memory can a sort use"]}), {"k": DEFAULT_K}
