@@ -133,6 +133,11 @@ def run_from_hydra(cfg: DictConfig) -> float:
             _log_failed_child(cfg, exc)
         raise
     print_summary(result, run_id)
+    from .embedding.cost import describe_usage
+
+    usage_line = describe_usage(result.usage)
+    if usage_line:
+        print(usage_line)
     if validation["status"] == "NOT-VALIDATED":
         print(f"WARNING: {validation['llm_judgements']} labels in {result.settings.golden_path.name} come from an "
               "LLM judge that no human spot-check has validated (rag-exp golden spotcheck); treat the metrics "
