@@ -14,7 +14,7 @@ One stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (port 0); the path prefix picks 
 The "models" are deterministic: a vector is the signed feature hash of the text's lower-cased
 words into ``dim`` dimensions, seeded by the model name (so two model names give two different
 embedding spaces that still retrieve sensibly); a rerank score is the share of query words in
-the document. ``dims`` maps a model name to its native dimension (default 32); a request's
+the document, damped by its length. ``dims`` maps a model name to its native dimension (default 32); a request's
 ``output_dimension`` / ``dimensions`` wins. Tokens billed = whitespace-separated words.
 
 Scripting: ``stub.queue(reply, ...)`` answers the next requests (any route) in order: :func:`status`
@@ -77,7 +77,7 @@ def fake_vector(model: str, text: str, dim: int) -> np.ndarray:
 def overlap_score(query: str, doc: str) -> float:
     q = set(_WORD.findall(query.lower()))
     d = set(_WORD.findall(doc.lower()))
-    return round(len(q & d) / max(1, len(q)) + 0.001 * (len(doc) % 97) / 97, 6)
+    return round(len(q & d) / max(1, len(q)) / (1 + len(d)) ** 0.5, 6)
 
 
 class ProviderStub:
