@@ -43,6 +43,15 @@ DEFAULT_MODELS = {"voyage": "voyage-3.5", "openai": "text-embedding-3-small"}
 REQUEST_LIMITS = {"voyage": (1000, 120_000), "openai": (2048, 200_000)}
 
 
+def quiet_http_logs() -> None:
+    """The SDKs' HTTP clients log every request at INFO, which Hydra's job logging prints: keep
+    warnings only (the progress bar already shows the requests)."""
+    import logging
+
+    for name in ("httpx", "httpx2", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 class ApiError(UserError):
     """A provider answered something unusable (after the SDK's retries)."""
 
@@ -205,6 +214,7 @@ class ApiEmbedder:
     def _client(self):
         if self._sdk is None:
             self._key = api_key(self.provider, f"embedding={self.provider}")
+            quiet_http_logs()
             self._sdk = self._make_client()
         return self._sdk
 

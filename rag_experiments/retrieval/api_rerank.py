@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..embedding.api import KEY_VARIABLES, ApiError, api_key, scrub
+from ..embedding.api import KEY_VARIABLES, ApiError, api_key, quiet_http_logs, scrub
 from ..embedding.pricing import rerank_price
 from ..errors import ConfigError, UserError
 from .rerank import RerankParams
@@ -28,6 +28,7 @@ class ApiReranker:
         self.model_id = f"{self.provider}:{self.model}"
         self.base_url = params.base_url
         self._key = api_key(self.provider, f"rerank={self.provider}")
+        quiet_http_logs()
         self.price = rerank_price(self.provider, self.model, params.price)
         self.tokens = 0
         self.search_units = 0
