@@ -187,6 +187,10 @@ class ApiEmbedder:
         return arr / np.clip(norms, 1e-12, None)
 
     def _check_dim(self, got: int) -> None:
+        if got > 4000:  # stop after one request, not after paying for the whole corpus
+            raise ConfigError(f"embedding.dimensions: {self.provider} model {self.model!r} returns {got}-dimensional "
+                              "vectors; pgvector's HNSW indexes at most 4000 (halfvec)",
+                              hint="set embedding.dimensions to a size the model supports (Matryoshka models)")
         if self.requested_dim is not None and got != self.requested_dim:
             raise ConfigError(
                 f"embedding.dimensions: configured {self.requested_dim}, but {self.provider} model {self.model!r} "
