@@ -42,8 +42,7 @@ def run_py(project: Path, *args: str, keys: dict[str, str] | None = None) -> sub
                           capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
 
 
-def rag_exp(project: Path, *args: str, keys: dict[str, str] | None = None) -> list[str]:
-    return [sys.executable, "-m", "rag_experiments.cli", *args]
+RAG_EXP = [sys.executable, "-m", "rag_experiments.cli"]
 
 
 def test_missing_key_is_one_line_naming_the_variable_before_any_work(project, mini_golden, api_stub):
@@ -59,9 +58,8 @@ def test_missing_key_is_one_line_naming_the_variable_before_any_work(project, mi
 def test_killed_ingest_resumes_without_repeating_a_paid_call(project, api_stub, api_keys, pg_url):
     """Kill -9 the ingest while its 4th request is in flight; the rerun sends none of the texts
     the first three answers paid for (they were committed as each answer arrived)."""
-    args = rag_exp(project) + ["ingest", "--yes", "--set", "embedding=voyage", "--set", "embedding.model=stub-crash",
-                               "--set", f"embedding.base_url={api_stub.url('voyage')}",
-                               "--set", "embedding.max_batch_texts=4"]
+    args = RAG_EXP + ["ingest", "--yes", "--set", "embedding=voyage", "--set", "embedding.model=stub-crash",
+                      "--set", f"embedding.base_url={api_stub.url('voyage')}", "--set", "embedding.max_batch_texts=4"]
     for o in _mini():
         args += ["--set", o]
     proc = subprocess.Popen(args, cwd=project, env=_env(project, api_keys), stdout=subprocess.PIPE,
@@ -116,7 +114,7 @@ def test_sweep_over_two_stub_models_gives_two_strategies_and_a_comparison(projec
         assert m["embedding.tokens"] == billed > 0  # the usage the provider reported, logged
         assert m["embedding.cost_usd"] == pytest.approx(billed * 0.02 / 1e6)
         assert m["embedding.estimated_tokens"] > 0 and "embedding.estimated_cost_usd" in m
-    cmp = subprocess.run([sys.executable, "-m", "rag_experiments.cli", "compare", "--last-sweep", "--markdown"],
+    cmp = subprocess.run([*RAG_EXP, "compare", "--last-sweep", "--markdown"],
                          cwd=project, env=_env(project, None), capture_output=True, text=True, timeout=300)
     assert cmp.returncode == 0, cmp.stderr[-3000:]
     rows = [line for line in cmp.stdout.splitlines() if line.startswith("|") and "stub-" in line]
