@@ -11,8 +11,8 @@ from pathlib import Path
 
 from .config import Settings, project_root, settings_from_cfg
 from .corpus.loader import load_corpus
-from .embedding import load_embedder
-from .experiment import corpus_path, open_database
+from .embedding.cost import CostGate
+from .experiment import check_credentials, corpus_path, load_settings_embedder, open_database
 from .retrieval.retriever import Retriever
 from .store import ingest, strategy_info
 
@@ -37,15 +37,25 @@ def compose_settings(overrides: list[str] | None = None) -> tuple[Settings, obje
 
 
 class RetrieverSession:
-    def __init__(self, settings: Settings, progress: bool = True) -> None:
+    def __init__(self, settings: Settings, progress: bool = True, *, yes: bool = False, dry_run: bool = False) -> None:
+        """``yes``: pay without asking; ``dry_run``: print what embedding would cost, then stop."""
         self.settings = settings
+        if not dry_run:
+            check_credentials(settings)
         self.conn = open_database(settings)
         docs = load_corpus(corpus_path(settings), settings.corpus_name)
         self._docs = {d.doc_id: d for d in docs}
         self._by_uri = {d.source_uri: d for d in docs}
-        self.embedder = load_embedder(settings.embedding_name)
-        self.ingest_report = ingest(self.conn, docs, settings.chunking, self.embedder, settings.hnsw,
-                                    progress=progress)
+        self.embedder = load_settings_embedder(settings)
+        self.cost_gate = CostGate(self.embedder, confirm=settings.embedding_options.confirm and not yes,
+                                  dry_run=dry_run)
+        try:
+            self.ingest_report = ingest(self.conn, docs, settings.chunking, self.embedder, settings.hnsw,
+                                        progress=progress, model_batch_size=settings.embedding_batch_size,
+                                        before_paying=self.cost_gate)
+        except BaseException:
+            self.conn.close()
+            raise
         self.strategy = strategy_info(self.conn, self.ingest_report.strategy_id)
         self.retriever = Retriever(self.conn, self.strategy, self.embedder, settings.retrieval)
 
@@ -91,6 +101,7 @@ class RetrieverSession:
         self.conn.close()
 
 
-def open_retriever(overrides: list[str] | None = None, progress: bool = True) -> RetrieverSession:
+def open_retriever(overrides: list[str] | None = None, progress: bool = True, *, yes: bool = False,
+                   dry_run: bool = False) -> RetrieverSession:
     settings, _ = compose_settings(overrides)
-    return RetrieverSession(settings, progress=progress)
+    return RetrieverSession(settings, progress=progress, yes=yes, dry_run=dry_run)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .chunking import ChunkingParams
+from .embedding.options import EmbeddingOptions
 from .errors import ConfigError
 from .evaluation.evaluate import EvalParams
 from .retrieval.filters import Filters
@@ -43,8 +44,21 @@ class ChunkingSchema:
 
 @dataclass
 class EmbeddingSchema:
-    name: str = "minilm-onnx"
+    name: str = "minilm-onnx"  # minilm-onnx | st:<model or path> | voyage | openai
     batch_size: int = 16
+    # API embedders (embedding=voyage / embedding=openai); keys come from the environment only
+    model: str = ""
+    dimensions: Optional[int] = None
+    input_types: bool = True
+    base_url: Optional[str] = None
+    query_prefix: str = ""
+    document_prefix: str = ""
+    price_per_mtok: Optional[float] = None
+    confirm: bool = True
+    max_batch_texts: Optional[int] = None
+    max_batch_tokens: Optional[int] = None
+    max_retries: int = 4
+    timeout: float = 60.0
 
 
 @dataclass
@@ -91,6 +105,9 @@ class RerankSchema:
     name: str = "maxsim"
     model: str = ""
     cutoff: int = 20
+    base_url: Optional[str] = None  # rerank=voyage / cohere: another endpoint (a test stub)
+    price: Optional[float] = None  # voyage: USD per million tokens; cohere: USD per 1,000 searches
+    max_retries: int = 4
 
 
 @dataclass
@@ -173,6 +190,7 @@ class Settings:
     objective: str
     run_name: str | None
     progress: bool
+    embedding_options: EmbeddingOptions = EmbeddingOptions()
 
 
 def project_root() -> Path:
@@ -208,7 +226,10 @@ def settings_from_cfg(cfg: Any) -> Settings:
             f"fusion.depth: {fusion.depth} is below the largest eval k ({largest_k}); "
             f"recall@{largest_k} would be capped. Set fusion.depth >= {largest_k}"
         )
-    rerank = RerankParams(name=c["rerank"]["name"], model=c["rerank"]["model"] or "", cutoff=c["rerank"]["cutoff"])
+    rr = c["rerank"]
+    rerank = RerankParams(name=rr["name"], model=rr["model"] or "", cutoff=rr["cutoff"],
+                          base_url=rr.get("base_url") or None, price=rr.get("price"),
+                          max_retries=rr.get("max_retries", 4))
     hn = r["hnsw"]
     if hn["m"] < 2 or hn["ef_construction"] < 4:
         raise ConfigError(f"retrieval.hnsw: m must be >= 2 and ef_construction >= 4, got m={hn['m']}, "
@@ -231,6 +252,7 @@ def settings_from_cfg(cfg: Any) -> Settings:
                               breadcrumbs=ch["breadcrumbs"])
     if c["embedding"]["batch_size"] <= 0:
         raise ConfigError(f"embedding.batch_size: must be > 0, got {c['embedding']['batch_size']}")
+    embedding_options = _embedding_options(c["embedding"])
     if ev["bootstrap_samples"] < 0:
         raise ConfigError(f"eval.bootstrap_samples: must be >= 0, got {ev['bootstrap_samples']}")
     objective = c["objective"]
@@ -247,4 +269,14 @@ def settings_from_cfg(cfg: Any) -> Settings:
         bootstrap_samples=ev["bootstrap_samples"], seed=ev["seed"], ann_recall_queries=ev["ann_recall_queries"],
         db_url=c["db"]["url"], pgdata=_abs(c["db"]["pgdata"]) if c["db"]["pgdata"] else None,
         tracking=dict(c["tracking"]), objective=objective, run_name=c["run_name"], progress=c["progress"],
+        embedding_options=embedding_options,
     )
+
+
+def _embedding_options(e: dict) -> EmbeddingOptions:
+    from .embedding.options import check_embedding_config
+
+    fields = set(EmbeddingOptions.__dataclass_fields__)
+    options = EmbeddingOptions(**{k: v for k, v in e.items() if k in fields})
+    check_embedding_config(e["name"], options)
+    return options

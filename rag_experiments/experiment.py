@@ -16,7 +16,8 @@ import psycopg
 from .config import Settings, project_root
 from .corpus.loader import DEMO, corpus_manifest, load_corpus
 from .db.connect import connect, resolve_database_url
-from .embedding import load_embedder
+from .embedding.cost import CostGate, usage_metrics
+from .embedding.options import load_configured
 from .evaluation.evaluate import EvalResult, evaluate
 from .golden.anchoring import drift_status, drift_warning
 from .golden.resolve import GoldenSet, load_golden
@@ -38,6 +39,7 @@ class ExperimentResult:
     cache: dict[str, int] = field(default_factory=dict)
     drift: dict[str, int] = field(default_factory=dict)  # labelled spans whose document changed
     results: dict[str, RankedList] = field(default_factory=dict)
+    usage: dict[str, float] = field(default_factory=dict)  # paid API usage and cost (estimated and real)
 
 
 def corpus_path(settings: Settings) -> str | Path:
@@ -64,8 +66,25 @@ def collapse_to_documents(ranked: RankedList, doc_lengths: dict[str, int]) -> Ra
     return RankedList(ranked.query, tuple(hits), ranked.latency_ms)
 
 
+def check_credentials(settings: Settings) -> None:
+    """Every API key this run will need, before any work: a missing one names its variable."""
+    from .embedding.api import api_key
+    from .embedding.options import API_PROVIDERS
+
+    if settings.embedding_name in API_PROVIDERS:
+        api_key(settings.embedding_name, f"embedding={settings.embedding_name}")
+    rerank = settings.retrieval.rerank
+    if settings.retrieval.variant == "hybrid_rerank" and rerank.name in ("voyage", "cohere"):
+        api_key(rerank.name, f"rerank={rerank.name}")
+
+
+def load_settings_embedder(settings: Settings):
+    return load_configured(settings.embedding_name, settings.embedding_options)
+
+
 def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -> ExperimentResult:
     timings: dict[str, float] = {}
+    check_credentials(settings)
     t0 = time.perf_counter()
     own_conn = conn is None
     conn = conn or open_database(settings)
@@ -82,12 +101,14 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
         timings["load_s"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        embedder = load_embedder(settings.embedding_name)
+        embedder = load_settings_embedder(settings)
         timings["model_load_s"] = time.perf_counter() - t
+        gate = CostGate(embedder, confirm=settings.embedding_options.confirm)
+        usage_before = getattr(embedder, "usage", None)
 
         t = time.perf_counter()
         report = ingest(conn, docs, settings.chunking, embedder, settings.hnsw, progress=settings.progress,
-                        model_batch_size=settings.embedding_batch_size)
+                        model_batch_size=settings.embedding_batch_size, before_paying=gate)
         timings["ingest_s"] = time.perf_counter() - t
         strategy = strategy_info(conn, report.strategy_id)
 
@@ -114,10 +135,14 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
                 conn, strategy, retriever, [c.query for c in cases][: settings.ann_recall_queries])
             timings["ann_recall_s"] = time.perf_counter() - t
         timings["total_s"] = time.perf_counter() - t0
+        usage = {**gate.metrics(), **usage_metrics(embedder, usage_before)}
+        reranker_usage = getattr(retriever._reranker, "usage", None)
+        if callable(reranker_usage):
+            usage.update(reranker_usage())
         return ExperimentResult(
             settings=settings, eval=ev, golden=golden, ingest=report, strategy=strategy,
             embedding_model=embedder.model_id, corpus_manifest=manifest, timings=timings,
-            cache=vars(retriever.stats).copy(), results=results, drift=drift,
+            cache=vars(retriever.stats).copy(), results=results, drift=drift, usage=usage,
         )
     finally:
         if own_conn:

@@ -144,6 +144,11 @@ def run_from_hydra(cfg: DictConfig) -> float:
             _log_failed_child(cfg, exc)
         raise
     print_summary(result, run_id)
+    from .embedding.cost import describe_usage
+
+    usage_line = describe_usage(result.usage)
+    if usage_line:
+        print(usage_line)
     if validation["status"] == "NOT-VALIDATED":
         print(f"WARNING: labels_validated=NOT-VALIDATED: {validation['machine_judgements']} labels in "
               f"{result.settings.golden_path.name} come from machine judges ({validation['llm_judgements']} LLM, "

@@ -3,9 +3,12 @@
 * Several strategies coexist: ``strategy_id`` is a column of ``chunks``.
 * Re-running an unchanged config is a no-op (the strategy's ``content_digest`` matches).
 * A changed corpus re-chunks only the documents whose content hash changed.
-* Embeddings are cached by (model, text hash) and committed batch by batch *outside* the
-  strategy transaction: an interrupted ingest leaves no half strategy behind, yet the
-  embeddings it paid for are kept.
+* Embeddings are cached by (embedding space, text hash), the space being the sha256 of the
+  canonical JSON of (provider, model, dimensions, input type), and committed request by request
+  *outside* the strategy transaction: an interrupted ingest leaves no half strategy behind, yet
+  the embeddings it paid for are kept, and a resumed one never repeats a paid call.
+* Strategies of different dimensions coexist; each one's HNSW index casts to its own dimension
+  (``halfvec`` above pgvector's 2,000-dimension ``vector`` index limit: :mod:`.vector_types`).
 * A session-level advisory lock per strategy makes parallel sweep jobs wait for one builder
   instead of building the same strategy twice (the waiters find it built and return).
 """
@@ -16,15 +19,22 @@ import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass
+from typing import Callable, Sequence
 
 import numpy as np
 import psycopg
 
+from .cache_keys import cache_key
 from .chunking import ChunkingParams, chunk_corpus, strategy_key
 from .corpus.loader import corpus_manifest
 from .embedding.base import Embedder
 from .identifiers import extract_identifiers
 from .types import Chunk, Document, sha256_text
+from .vector_types import cast_sql, opclass
+
+# Called with the texts about to be embedded through a paid API (cache misses only), before the
+# first request: prints the estimate and asks for confirmation, or raises to stop.
+BeforePaying = Callable[[Sequence[str]], None]
 
 
 @dataclass(frozen=True)
@@ -80,35 +90,63 @@ def _as_array(value) -> np.ndarray:
     return np.asarray(value, dtype=np.float32)
 
 
-def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[str], *,
-                     progress: bool = False, batch_size: int = 256, model_batch_size: int = 16) -> tuple[np.ndarray, int]:
-    """Vectors for ``texts`` via the (model, text hash) cache; returns (vectors, cache hits)."""
+def embedding_space_key(embedder: Embedder, input_type: str) -> str:
+    """The cache space of ``embedder``'s vectors for ``input_type``: sha256 of canonical JSON."""
+    return cache_key(embedder.space_parts(input_type))
+
+
+def _register_space(conn: psycopg.Connection, space: str, parts: dict) -> None:
+    conn.execute(
+        "INSERT INTO embedding_spaces (space_key, provider, model, dimensions, input_type) VALUES (%s, %s, %s, %s, %s)"
+        " ON CONFLICT DO NOTHING",
+        (space, parts["provider"], parts["model"], parts.get("dimensions"), parts["input_type"]))
+
+
+def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[str], *, input_type: str = "document",
+                     progress: bool = False, batch_size: int = 256, model_batch_size: int = 16,
+                     before_paying: BeforePaying | None = None) -> tuple[np.ndarray, int]:
+    """Vectors for ``texts`` via the (embedding space, text hash) cache; returns (vectors, cache hits).
+
+    Misses are embedded in batches (an API embedder: one request per batch, planned within the
+    provider's limits) and each batch is committed as it arrives.
+    """
+    parts = embedder.space_parts(input_type)
+    space = cache_key(parts)
     hashes = [sha256_text(t) for t in texts]
     found: dict[str, np.ndarray] = {}
     unique = list(dict.fromkeys(hashes))
     for lo in range(0, len(unique), 5000):
         rows = conn.execute(
             "SELECT text_hash, embedding FROM embedding_cache WHERE model = %s AND text_hash = ANY(%s)",
-            (embedder.model_id, unique[lo : lo + 5000]), binary=True,  # binary: no text parsing of floats
+            (space, unique[lo : lo + 5000]), binary=True,  # binary: no text parsing of floats
         ).fetchall()
         found.update({h: _as_array(v) for h, v in rows})
     missing = [h for h in unique if h not in found]
     by_hash = dict(zip(hashes, texts))
+    if missing and getattr(embedder, "paid", False) and before_paying is not None:
+        before_paying([by_hash[h] for h in missing])
+    if missing:
+        with conn.transaction():
+            _register_space(conn, space, parts)
+    plan = getattr(embedder, "plan_requests", None)
+    if plan is not None:  # one API request per batch, so each paid answer is committed alone
+        batches = [[missing[i] for i in idx] for idx in plan([by_hash[h] for h in missing], input_type)]
+    else:
+        batches = [missing[lo : lo + batch_size] for lo in range(0, len(missing), batch_size)]
     bar = None
     if progress and missing:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(missing), desc="embedding", unit="text")
-    for lo in range(0, len(missing), batch_size):
-        batch = missing[lo : lo + batch_size]
-        vecs = embedder.embed([by_hash[h] for h in batch], batch_size=model_batch_size)
+        bar = tqdm(total=len(missing), desc=f"embedding ({embedder.model_id})", unit="text")
+    for batch in batches:
+        vecs = embedder.embed([by_hash[h] for h in batch], input_type=input_type, batch_size=model_batch_size)
         with conn.transaction():
             # COPY into a staging table, then insert-or-skip: a parallel job (another strategy of
             # the same corpus) may be caching the same text at the same moment.
             conn.execute("CREATE TEMP TABLE IF NOT EXISTS embedding_stage (LIKE embedding_cache) ON COMMIT DELETE ROWS")
             with conn.cursor().copy("COPY embedding_stage (model, text_hash, embedding) FROM STDIN") as cp:
                 for h, v in zip(batch, vecs):
-                    cp.write_row((embedder.model_id, h, v))
+                    cp.write_row((space, h, v))
             # Sorted, so two jobs caching overlapping texts take row locks in one order (no deadlock).
             conn.execute("INSERT INTO embedding_cache SELECT * FROM embedding_stage ORDER BY model, text_hash"
                          " ON CONFLICT DO NOTHING")
@@ -119,12 +157,13 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
         bar.close()
     hits = len(unique) - len(missing)
     if not texts:
-        return np.zeros((0, embedder.dim), dtype=np.float32), 0
+        return np.zeros((0, embedder.dim or 0), dtype=np.float32), 0
     return np.stack([found[h] for h in hashes]), hits
 
 
 def ingest(conn: psycopg.Connection, docs: list[Document], params: ChunkingParams, embedder: Embedder,
-           hnsw: HnswParams = HnswParams(), *, progress: bool = False, model_batch_size: int = 16) -> IngestReport:
+           hnsw: HnswParams = HnswParams(), *, progress: bool = False, model_batch_size: int = 16,
+           before_paying: BeforePaying | None = None) -> IngestReport:
     """Make the strategy for (corpus, params, embedder) match ``docs``; do no more work than needed."""
     t0 = time.perf_counter()
     corpus = docs[0].corpus if docs else "empty"
@@ -152,13 +191,14 @@ def ingest(conn: psycopg.Connection, docs: list[Document], params: ChunkingParam
         row = current()
         if row and row[0] == manifest["digest"] and has_index():
             return IngestReport(key, corpus, len(docs), row[1], 0, 0, 0, 0, time.perf_counter() - t0, True)
-        return _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress, model_batch_size)
+        return _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress, model_batch_size,
+                      before_paying)
     finally:
         conn.execute("SELECT pg_advisory_unlock(%s)", (lock,))
 
 
 def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress,
-           model_batch_size) -> IngestReport:
+           model_batch_size, before_paying=None) -> IngestReport:
     existing = dict(conn.execute(
         "SELECT doc_id, min(doc_hash) FROM chunks WHERE strategy_id = %s GROUP BY doc_id", (key,)
     ).fetchall()) if row else {}
@@ -166,7 +206,9 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
     gone = set(existing) - {d.doc_id for d in docs}
     chunks: list[Chunk] = chunk_corpus(changed, params, embedder, key, progress=progress)
     vectors, cache_hits = embed_with_cache(conn, embedder, [c.indexed_text for c in chunks], progress=progress,
-                                           model_batch_size=model_batch_size)
+                                           model_batch_size=model_batch_size, before_paying=before_paying)
+    # an API model's dimension may be known only from its first answer (or from cached vectors)
+    dim = int(vectors.shape[1]) if len(vectors) else (embedder.dim or int(row_dim(conn, key) or 0))
     by_id = {d.doc_id: d for d in docs}
 
     with conn.transaction():
@@ -176,7 +218,7 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
             "INSERT INTO strategies (strategy_id, corpus, chunker, params, embedding_model, dim, content_digest, n_chunks)"
             " VALUES (%s, %s, %s, %s, %s, %s, '', 0)"
             " ON CONFLICT (strategy_id) DO NOTHING",
-            (key, corpus, params.name, json.dumps(asdict(params)), embedder.model_id, embedder.dim),
+            (key, corpus, params.name, json.dumps(asdict(params)), embedder.model_id, dim),
         )
         stale = [d.doc_id for d in changed] + sorted(gone)
         if stale:
@@ -193,10 +235,15 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
         n_chunks = conn.execute("SELECT count(*) FROM chunks WHERE strategy_id = %s", (key,)).fetchone()[0]
         conn.execute("UPDATE strategies SET content_digest = %s, n_chunks = %s, built_at = now() WHERE strategy_id = %s",
                      (manifest["digest"], n_chunks, key))
-        _ensure_hnsw_index(conn, key, embedder.dim, hnsw)
+        _ensure_hnsw_index(conn, key, dim, hnsw)
     conn.execute("ANALYZE chunks")
     return IngestReport(key, corpus, len(docs), n_chunks, len(changed), len(chunks),
                         len(chunks) - cache_hits if chunks else 0, cache_hits, time.perf_counter() - t0, False)
+
+
+def row_dim(conn: psycopg.Connection, key: str) -> int | None:
+    row = conn.execute("SELECT dim FROM strategies WHERE strategy_id = %s", (key,)).fetchone()
+    return row[0] if row else None
 
 
 def _upsert_documents(conn: psycopg.Connection, docs: list[Document], corpus: str) -> None:
@@ -226,7 +273,7 @@ def _ensure_hnsw_index(conn: psycopg.Connection, key: str, dim: int, hnsw: HnswP
     # DDL cannot take bind parameters; every interpolated value is an int or our hex strategy id.
     assert all(ch.isalnum() or ch in "-_" for ch in key)
     conn.execute(
-        f'CREATE INDEX IF NOT EXISTS "{name}" ON chunks USING hnsw ((embedding::vector({int(dim)})) vector_cosine_ops)'
+        f'CREATE INDEX IF NOT EXISTS "{name}" ON chunks USING hnsw ((embedding::{cast_sql(dim)}) {opclass(dim)})'
         f" WITH (m = {int(hnsw.m)}, ef_construction = {int(hnsw.ef_construction)}) WHERE strategy_id = '{key}'"
     )
 

@@ -11,15 +11,29 @@ def register(sub) -> None:
         "config is a no-op; a new chunking adds a strategy beside the others.")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="a Hydra override (repeatable)")
+    p.add_argument("--yes", action="store_true",
+                   help="embed through a paid API without asking (the estimate is still printed)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the estimated tokens and cost of embedding what is not cached yet, then stop")
     p.set_defaults(func=_ingest)
 
 
 def _ingest(args) -> int:
     from ..app import open_retriever
+    from ..embedding.api import ApiUsage
+    from ..embedding.cost import EstimateOnly, describe_usage, usage_metrics
 
-    session = open_retriever(args.overrides)
     try:
+        session = open_retriever(args.overrides, yes=args.yes, dry_run=args.dry_run)
+    except EstimateOnly:
+        return 0
+    try:
+        if args.dry_run and not session.cost_gate.estimates:
+            print("dry run: nothing to pay (every text is cached or the model is local)")
         print(session.ingest_report.summary())
+        line = describe_usage({**session.cost_gate.metrics(), **usage_metrics(session.embedder, ApiUsage())})
+        if line:
+            print(line)
         rows = session.conn.execute(
             "SELECT strategy_id, chunker, n_chunks, built_at FROM strategies ORDER BY built_at").fetchall()
         print("strategies in this database:")
@@ -28,3 +42,4 @@ def _ingest(args) -> int:
     finally:
         session.close()
     return 0
+

@@ -5,12 +5,18 @@ Names:
   wheel, run on onnxruntime; no torch, no download. The model file's sha256 is verified
   before use.
 * ``st:<name-or-path>``: any sentence-transformers model (needs the ``rerank`` extra for
-  torch; downloads by name where the user has network, or loads a local path).
+  torch; downloads by name where the user has network, or loads a local path), with optional
+  ``query_prefix`` / ``document_prefix`` (e5: ``"query: "`` / ``"passage: "``; bge: an instruction).
+* ``voyage`` / ``openai``: paid APIs through their SDKs (the ``api`` extra), see :mod:`.api`.
+
+Every embedder embeds for an ``input_type`` (``document`` at ingest, ``query`` at search) and
+names the cache space of its vectors with :meth:`space_parts` (provider, model, dimensions,
+input type): the store keys cached vectors by the sha256 of that plus the text's hash.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
@@ -19,11 +25,17 @@ from ..errors import ConfigError
 
 class Embedder(Protocol):
     model_id: str  # name + weights hash: recorded with every run, part of every cache key
-    dim: int
+    provider: str
+    dim: int | None  # None only for an API model whose dimension is known after its first answer
     max_tokens: int
+    paid: bool  # True: estimate and confirm before embedding a corpus
 
-    def embed(self, texts: Sequence[str], *, batch_size: int = 16, progress: bool = False) -> np.ndarray:
+    def embed(self, texts: Sequence[str], *, input_type: str = "document", batch_size: int = 16,
+              progress: bool = False) -> np.ndarray:
         """Unit-normalised float32 vectors, one row per text."""
+
+    def space_parts(self, input_type: str) -> dict[str, Any]:
+        """provider, model, dimensions, input type: what besides the text identifies a vector."""
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
         """Character span of every model token in ``text`` (no special tokens, no truncation)."""
@@ -37,7 +49,10 @@ _CACHE: dict[str, Embedder] = {}
 
 def load_embedder(name: str = "minilm-onnx", **options) -> Embedder:
     """Return a (process-wide cached) embedder for ``name``."""
-    key = f"{name}|{sorted(options.items())}"
+    from ..cache_keys import cache_key
+
+    key = cache_key({"name": name, "options": {k: (vars(v) if hasattr(v, "__dataclass_fields__") else v)
+                                               for k, v in options.items()}})
     if key in _CACHE:
         return _CACHE[key]
     if name == "minilm-onnx":
@@ -48,10 +63,19 @@ def load_embedder(name: str = "minilm-onnx", **options) -> Embedder:
         from .sentence_transformers_embedder import SentenceTransformerEmbedder
 
         emb = SentenceTransformerEmbedder(name[3:], **options)
+    elif name == "voyage":
+        from .api import VoyageEmbedder
+
+        emb = VoyageEmbedder(**options)
+    elif name == "openai":
+        from .api import OpenAIEmbedder
+
+        emb = OpenAIEmbedder(**options)
     else:
         raise ConfigError(
             f"embedding.name: unknown embedder {name!r}",
-            hint="use 'minilm-onnx' (bundled, offline) or 'st:<sentence-transformers model or path>'",
+            hint="use 'minilm-onnx' (bundled, offline), 'st:<sentence-transformers model or path>', "
+            "'voyage' or 'openai' (embedding=voyage / embedding=openai)",
         )
     _CACHE[key] = emb
     return emb

@@ -14,7 +14,17 @@ from ..errors import ConfigError
 
 
 class SentenceTransformerEmbedder:
-    def __init__(self, name_or_path: str, device: str = "cpu") -> None:
+    """``query_prefix`` / ``document_prefix``: e5 wants ``"query: "`` / ``"passage: "``, bge an
+    instruction before queries; without them those models lose quality. They are part of the
+    model id (so of the strategy) and of the cache space."""
+
+    provider = "sentence-transformers"
+    paid = False
+
+    def __init__(self, name_or_path: str, device: str = "cpu", query_prefix: str = "",
+                 document_prefix: str = "") -> None:
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError:
@@ -34,6 +44,11 @@ class SentenceTransformerEmbedder:
         self.dim = int(dim_of())
         self.max_tokens = int(self._model.max_seq_length)
         self.model_id = f"st:{name_or_path}"
+        if query_prefix or document_prefix:
+            from ..cache_keys import cache_key
+
+            self.model_id += "+prefix:" + cache_key({"query_prefix": query_prefix,
+                                                     "document_prefix": document_prefix})[:12]
         self._tok = self._model.tokenizer
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
@@ -43,8 +58,17 @@ class SentenceTransformerEmbedder:
     def count_tokens(self, text: str) -> int:
         return len(self._tok(text, add_special_tokens=False, truncation=False)["input_ids"])
 
-    def embed(self, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False) -> np.ndarray:
+    def space_parts(self, input_type: str) -> dict:
+        symmetric = not (self.query_prefix or self.document_prefix)
+        return {"provider": self.provider, "model": self.model_id, "dimensions": self.dim,
+                "input_type": "symmetric" if symmetric else input_type}
+
+    def sent_text(self, text: str, input_type: str) -> str:
+        return (self.query_prefix if input_type == "query" else self.document_prefix) + text
+
+    def embed(self, texts: Sequence[str], *, input_type: str = "document", batch_size: int = 64,
+              progress: bool = False) -> np.ndarray:
         vecs = self._model.encode(
-            list(texts), batch_size=batch_size, show_progress_bar=progress, normalize_embeddings=True
+            [self.sent_text(t, input_type) for t in texts], batch_size=batch_size, show_progress_bar=progress, normalize_embeddings=True
         )
         return np.asarray(vecs, dtype=np.float32)

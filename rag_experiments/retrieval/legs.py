@@ -15,6 +15,7 @@ from psycopg import sql
 
 from ..errors import ConfigError
 from ..identifiers import extract_identifiers
+from ..vector_types import cast_sql
 from .filters import Filters
 
 META_COLUMNS = "chunk_id, doc_id, source_uri, doc_type, start_char, end_char"
@@ -110,13 +111,15 @@ def vector_sql(dim: int, filters: Filters) -> tuple[sql.Composable, dict]:
     sort adds the chunk-id tie-break. score = 1 - cosine distance.
     """
     where, fparams = filters.where()
-    vec = sql.SQL("embedding::vector({})").format(sql.Literal(int(dim)))
+    # vector(d) up to 2,000 dimensions, halfvec(d) above: the same cast as the strategy's index
+    cast = sql.SQL(cast_sql(dim))  # built from an int and a fixed type name only
+    vec = sql.SQL("embedding::{}").format(cast)
     query = sql.SQL(
         "SELECT " + META_COLUMNS + ", 1 - dist AS score FROM ("
-        " SELECT " + META_COLUMNS + ", {vec} <=> %(qvec)s::vector({d}) AS dist FROM chunks"
-        " WHERE strategy_id = %(sid)s{where} ORDER BY {vec} <=> %(qvec)s::vector({d}) LIMIT %(depth)s"
+        " SELECT " + META_COLUMNS + ", {vec} <=> %(qvec)s::{cast} AS dist FROM chunks"
+        " WHERE strategy_id = %(sid)s{where} ORDER BY {vec} <=> %(qvec)s::{cast} LIMIT %(depth)s"
         ") v ORDER BY score DESC, chunk_id"
-    ).format(vec=vec, d=sql.Literal(int(dim)), where=where)
+    ).format(vec=vec, cast=cast, where=where)
     return query, fparams
 
 

@@ -11,6 +11,8 @@ and after). Implementations:
   (``cross-encoder/ms-marco-MiniLM-L-6-v2`` is the usual choice where there is network);
   needs the ``rerank`` extra (torch).
 * ``llm``: asks an Anthropic model to grade each passage 0-10 (through :mod:`rag_experiments.llm`).
+* ``voyage`` (``rerank-2.5`` / ``rerank-2.5-lite``) and ``cohere`` (``rerank-v3.5``): hosted
+  rerankers through their SDKs (:mod:`.api_rerank`); usage and cost are reported per run.
 
 Scores are cached by (model, query, chunk text) in the ``rerank_cache`` table.
 """
@@ -25,7 +27,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..types import sha256_text
 
-RERANKERS = ("maxsim", "cross-encoder", "llm")
+RERANKERS = ("maxsim", "cross-encoder", "llm", "voyage", "cohere")
 
 
 class Reranker(Protocol):
@@ -38,14 +40,19 @@ class Reranker(Protocol):
 @dataclass(frozen=True)
 class RerankParams:
     name: str = "maxsim"
-    model: str = ""  # cross-encoder name/path, or LLM model id
+    model: str = ""  # cross-encoder name/path, LLM model id, or voyage / cohere model ("" = default)
     cutoff: int = 20
+    base_url: str | None = None  # voyage / cohere: another endpoint (e.g. a test stub)
+    price: float | None = None  # override the list price (voyage: USD/M tokens; cohere: USD/1,000 searches)
+    max_retries: int = 4
 
     def __post_init__(self) -> None:
         if self.name not in RERANKERS:
             raise ConfigError(f"rerank.name: unknown reranker {self.name!r}; use one of {', '.join(RERANKERS)}")
         if self.cutoff <= 0:
             raise ConfigError(f"rerank.cutoff: must be > 0, got {self.cutoff}")
+        if self.price is not None and self.price < 0:
+            raise ConfigError(f"rerank.price: must be >= 0, got {self.price}")
 
 
 class MaxSimReranker:
@@ -142,6 +149,10 @@ def load_reranker(params: RerankParams) -> Reranker:
         return MaxSimReranker()
     if params.name == "cross-encoder":
         return CrossEncoderReranker(params.model)
+    if params.name in ("voyage", "cohere"):
+        from .api_rerank import load_api_reranker
+
+        return load_api_reranker(params)
     return LLMReranker(params.model)
 
 

@@ -5,7 +5,7 @@
 asks which variant produced it.
 
 Caching (what a sweep point re-uses):
-* query embeddings: ``embedding_cache`` by (model, text hash);
+* query embeddings: ``embedding_cache`` by (embedding space for input type ``query``, text hash);
 * each leg's candidate list: ``candidate_cache`` by (leg, strategy id, the strategy's content
   digest, model, query, depth, filters, leg params); a change of chunking, model, corpus,
   depth, filter or leg parameter is a different key, so it can never serve stale candidates;
@@ -27,7 +27,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ..errors import ConfigError
-from ..store import embed_with_cache
+from ..store import embed_with_cache, embedding_space_key
 from ..types import Hit, RankedList
 from .filters import Filters
 from .fusion import FusionParams, rrf
@@ -104,14 +104,14 @@ class Retriever:
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
     def embed_queries(self, queries: Sequence[str]) -> None:
-        model = self.embedder.model_id
+        model = embedding_space_key(self.embedder, "query")  # query vectors differ from documents' for API models
         for q in dict.fromkeys(queries):
             if q not in self._qvec and (model, q) in _QVEC_MEMO:
                 self._qvec[q] = _QVEC_MEMO[(model, q)]
         todo = [q for q in dict.fromkeys(queries) if q not in self._qvec]
         if not todo:
             return
-        vecs, hits = embed_with_cache(self.conn, self.embedder, todo)
+        vecs, hits = embed_with_cache(self.conn, self.embedder, todo, input_type="query")
         self.stats.query_embeddings_computed += len(todo) - hits
         self._qvec.update(zip(todo, vecs))
         if len(_QVEC_MEMO) > 100_000:

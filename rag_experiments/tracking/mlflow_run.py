@@ -152,6 +152,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         metrics = {k: v for k, v in result.eval.metrics.items()}
         metrics.update({f"time.{k}": v for k, v in result.timings.items()})
         metrics.update({f"cache.{k}": float(v) for k, v in result.cache.items()})
+        metrics.update(getattr(result, "usage", {}))  # paid API tokens and cost: embedding.*, rerank.*
         metrics.update({f"golden.anchors.{k}": float(v) for k, v in result.golden.anchor_counts().items()})
         metrics["golden.excluded_all_stale"] = float(len(result.eval.excluded))
         metrics.update({f"golden.drift.{k}": float(v) for k, v in getattr(result, "drift", {}).items()})

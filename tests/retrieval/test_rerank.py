@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from rag_experiments.errors import ConfigError
@@ -16,12 +18,40 @@ def test_rerank_order_keeps_the_tail():
     assert rerank_order([0.5, 0.5], cutoff=5) == [0, 1]  # ties keep fused order
 
 
+@pytest.fixture(params=["maxsim", "llm", "voyage", "cohere"])
+def reranker_params(request, monkeypatch):
+    """RerankParams for every reranker that runs here; the paid ones through their real SDKs
+    against local stubs (the cross-encoder has its own test below: it needs a saved model)."""
+    name = request.param
+    if name == "maxsim":
+        yield lambda cutoff: RerankParams(cutoff=cutoff)
+        return
+    if name == "llm":
+        from tests.golden.anthropic_stub import AnthropicStub
+
+        with AnthropicStub() as anth:
+            # grades that depend on the passage, so the order changes
+            anth.responder = lambda body: text([sum(map(ord, p)) % 11 for p in re.findall(
+                r"^\[\d+\] (.{0,40})", prompt_of(body).split("Passages:", 1)[1], re.M)])
+            monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+            monkeypatch.setenv("ANTHROPIC_BASE_URL", anth.base_url)
+            yield lambda cutoff: RerankParams(name="llm", model="claude-test", cutoff=cutoff)
+        return
+    pytest.importorskip("voyageai" if name == "voyage" else "cohere")
+    from tests.embedding.provider_stub import TEST_KEYS, ProviderStub
+
+    for k, v in TEST_KEYS.items():
+        monkeypatch.setenv(k, v)
+    with ProviderStub() as api:
+        yield lambda cutoff: RerankParams(name=name, base_url=api.url(name), cutoff=cutoff)
+
+
 @pytest.mark.parametrize("cutoff", [3, 8])
-def test_reranker_never_changes_the_candidate_set(conn, mini_strategy, embedder, cutoff):
+def test_reranker_never_changes_the_candidate_set(conn, mini_strategy, embedder, cutoff, reranker_params):
     fusion = FusionParams(depth=20)
     fused = Retriever(conn, mini_strategy, embedder, RetrievalParams(variant="hybrid", fusion=fusion))
     reranked = Retriever(conn, mini_strategy, embedder, RetrievalParams(
-        variant="hybrid_rerank", fusion=fusion, rerank=RerankParams(cutoff=cutoff)))
+        variant="hybrid_rerank", fusion=fusion, rerank=reranker_params(cutoff)))
     moved = 0
     for q in QUERIES:
         a, b = fused.search(q, 20).hits, reranked.search(q, 20).hits
@@ -38,6 +68,44 @@ def test_rerank_scores_are_cached(conn, mini_strategy, embedder):
     n = conn.execute("SELECT count(*) FROM rerank_cache").fetchone()[0]
     Retriever(conn, mini_strategy, embedder, p).search(QUERIES[0])
     assert conn.execute("SELECT count(*) FROM rerank_cache").fetchone()[0] == n > 0
+
+
+@pytest.mark.parametrize("name", ["voyage", "cohere"])
+def test_api_reranker_scores_are_cached_and_costed(conn, mini_strategy, embedder, name, monkeypatch):
+    pytest.importorskip("voyageai" if name == "voyage" else "cohere")
+    from tests.embedding.provider_stub import TEST_KEYS, ProviderStub, status
+
+    for k, v in TEST_KEYS.items():
+        monkeypatch.setenv(k, v)
+    with ProviderStub() as api:
+        p = RetrievalParams(variant="hybrid_rerank", rerank=RerankParams(name=name, base_url=api.url(name), cutoff=5,
+                                                                          max_retries=2))
+        api.queue(status(429))  # the SDK retries it
+        first = Retriever(conn, mini_strategy, embedder, p)
+        first.search("How much memory may a sort use? " + name)
+        assert len(api.log) == 2
+        usage = first._reranker.usage()
+        assert usage["rerank.requests"] == 1 and usage["rerank.cost_usd"] > 0
+        assert usage["rerank.tokens" if name == "voyage" else "rerank.search_units"] > 0
+        again = Retriever(conn, mini_strategy, embedder, p)
+        again.search("How much memory may a sort use? " + name)
+        assert len(api.log) == 2 and again._reranker.usage()["rerank.requests"] == 0  # cached: not paid twice
+
+
+@pytest.mark.parametrize("name", ["voyage", "cohere"])
+def test_api_reranker_malformed_answer_is_one_clear_error(name, monkeypatch):
+    pytest.importorskip("voyageai" if name == "voyage" else "cohere")
+    from rag_experiments.embedding.api import ApiError
+    from rag_experiments.retrieval.api_rerank import load_api_reranker
+    from tests.embedding.provider_stub import TEST_KEYS, ProviderStub, malformed
+
+    for k, v in TEST_KEYS.items():
+        monkeypatch.setenv(k, v)
+    with ProviderStub() as api:
+        api.queue(malformed())
+        with pytest.raises(ApiError) as err:
+            load_api_reranker(RerankParams(name=name, base_url=api.url(name))).score("q", ["a", "b"])
+    assert f"rerank: {name} API" in str(err.value) and TEST_KEYS["CO_API_KEY"] not in str(err.value)
 
 
 def test_missing_cross_encoder_is_a_clear_error():
