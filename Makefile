@@ -16,11 +16,12 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test,sweep]'
 	touch $@
 
-# + the [rerank] extra (torch CPU, sentence-transformers) so the cross-encoder plumbing is tested too
+# + the [rerank] extra (torch CPU, sentence-transformers: the cross-encoder plumbing test) and the
+# [ray] extra (the Ray cluster test)
 setup-test: $(VENV)/.installed-test
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/pip install --quiet -e '.[test,sweep,rerank]'
+	$(BIN)/pip install --quiet -e '.[test,sweep,rerank,ray]'
 	touch $@
 
 run: setup

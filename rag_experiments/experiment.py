@@ -21,6 +21,7 @@ from .evaluation.evaluate import EvalResult, evaluate
 from .golden.anchoring import drift_status, drift_warning
 from .golden.resolve import GoldenSet, load_golden
 from .retrieval.retriever import Retriever
+from .scale.executors import embedding_executor
 from .store import IngestReport, ingest, strategy_info
 from .types import Hit, RankedList
 
@@ -86,8 +87,10 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
         timings["model_load_s"] = time.perf_counter() - t
 
         t = time.perf_counter()
+        executor = embedding_executor(settings.ingest, embedder, settings.embedding_name,
+                                      settings.embedding_batch_size)
         report = ingest(conn, docs, settings.chunking, embedder, settings.hnsw, progress=settings.progress,
-                        model_batch_size=settings.embedding_batch_size)
+                        model_batch_size=settings.embedding_batch_size, executor=executor)
         timings["ingest_s"] = time.perf_counter() - t
         strategy = strategy_info(conn, report.strategy_id)
 

@@ -81,8 +81,13 @@ def _as_array(value) -> np.ndarray:
 
 
 def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[str], *,
-                     progress: bool = False, batch_size: int = 256, model_batch_size: int = 16) -> tuple[np.ndarray, int]:
-    """Vectors for ``texts`` via the (model, text hash) cache; returns (vectors, cache hits)."""
+                     progress: bool = False, batch_size: int = 256, model_batch_size: int = 16,
+                     executor=None) -> tuple[np.ndarray, int]:
+    """Vectors for ``texts`` via the (model, text hash) cache; returns (vectors, cache hits).
+
+    ``executor`` computes the missing batches (:mod:`.scale.executors`: this process by default,
+    or a Ray cluster); each batch is committed to the cache as it arrives.
+    """
     hashes = [sha256_text(t) for t in texts]
     found: dict[str, np.ndarray] = {}
     unique = list(dict.fromkeys(hashes))
@@ -99,9 +104,13 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
         from tqdm import tqdm
 
         bar = tqdm(total=len(missing), desc="embedding", unit="text")
-    for lo in range(0, len(missing), batch_size):
-        batch = missing[lo : lo + batch_size]
-        vecs = embedder.embed([by_hash[h] for h in batch], batch_size=model_batch_size)
+    if executor is None:
+        from .scale.executors import LocalEmbedding
+
+        executor = LocalEmbedding(embedder, model_batch_size)
+    batches = [missing[lo : lo + batch_size] for lo in range(0, len(missing), batch_size)]
+    for i, vecs in executor.map([[by_hash[h] for h in b] for b in batches]):
+        batch = batches[i]
         with conn.transaction():
             # COPY into a staging table, then insert-or-skip: a parallel job (another strategy of
             # the same corpus) may be caching the same text at the same moment.
@@ -124,7 +133,8 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
 
 
 def ingest(conn: psycopg.Connection, docs: list[Document], params: ChunkingParams, embedder: Embedder,
-           hnsw: HnswParams = HnswParams(), *, progress: bool = False, model_batch_size: int = 16) -> IngestReport:
+           hnsw: HnswParams = HnswParams(), *, progress: bool = False, model_batch_size: int = 16,
+           executor=None) -> IngestReport:
     """Make the strategy for (corpus, params, embedder) match ``docs``; do no more work than needed."""
     t0 = time.perf_counter()
     corpus = docs[0].corpus if docs else "empty"
@@ -152,13 +162,14 @@ def ingest(conn: psycopg.Connection, docs: list[Document], params: ChunkingParam
         row = current()
         if row and row[0] == manifest["digest"] and has_index():
             return IngestReport(key, corpus, len(docs), row[1], 0, 0, 0, 0, time.perf_counter() - t0, True)
-        return _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress, model_batch_size)
+        return _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress, model_batch_size,
+                      executor)
     finally:
         conn.execute("SELECT pg_advisory_unlock(%s)", (lock,))
 
 
 def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress,
-           model_batch_size) -> IngestReport:
+           model_batch_size, executor=None) -> IngestReport:
     existing = dict(conn.execute(
         "SELECT doc_id, min(doc_hash) FROM chunks WHERE strategy_id = %s GROUP BY doc_id", (key,)
     ).fetchall()) if row else {}
@@ -166,7 +177,7 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
     gone = set(existing) - {d.doc_id for d in docs}
     chunks: list[Chunk] = chunk_corpus(changed, params, embedder, key, progress=progress)
     vectors, cache_hits = embed_with_cache(conn, embedder, [c.indexed_text for c in chunks], progress=progress,
-                                           model_batch_size=model_batch_size)
+                                           model_batch_size=model_batch_size, executor=executor)
     by_id = {d.doc_id: d for d in docs}
 
     with conn.transaction():

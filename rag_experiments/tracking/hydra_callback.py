@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from ..errors import UserError
 from .mlflow_run import PARENT_ENV, setup
 
 
@@ -34,7 +36,11 @@ class MlflowSweepCallback(Callback):
         import mlflow
         from mlflow.tracking import MlflowClient
 
-        exp_id = setup(config.tracking.uri, config.tracking.experiment)
+        try:
+            exp_id = setup(config.tracking.uri, config.tracking.experiment)
+        except UserError as exc:  # Hydra would turn an exception here into a warning and go on
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(exc.exit_code)
         self.summary = bool(config.tracking.get("sweep_summary", True))
         self.primary = str(config.get("objective", "recall_at_5")).split(".")[0]
         overrides = list(config.hydra.overrides.task)
