@@ -84,7 +84,9 @@ class RayLauncher(Launcher):
 
         setup_globals()
         assert self.config is not None and self.hydra_context is not None and self.task_function is not None
-        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        # Resolved here, once: a worker would resolve ${now:...} to its own time, and a relative
+        # folder against its raylet's working folder.
+        sweep_dir = Path(str(self.config.hydra.sweep.dir)).absolute()
         sweep_dir.mkdir(parents=True, exist_ok=True)
         init = OmegaConf.to_container(self.ray_cfg.init, resolve=True) or {}
         env = _forwarded_env()
@@ -110,11 +112,13 @@ class RayLauncher(Launcher):
             with open_dict(sweep_config):
                 sweep_config.hydra.job.id = f"ray_{idx}"
                 sweep_config.hydra.job.num = idx
+                sweep_config.hydra.sweep.dir = str(sweep_dir)
             ref = remote_fn.remote(env, self.hydra_context, sweep_config, self.task_function,
                                    Singleton.get_state())
             pending[ref] = (offset, list(overrides), sweep_config)
 
         results: list[JobReturn | None] = [None] * len(job_overrides)
+        lost: list[str] = []
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             ref = done[0]
@@ -122,12 +126,21 @@ class RayLauncher(Launcher):
             try:
                 results[offset] = ray.get(ref)
             except Exception as exc:  # noqa: BLE001 - a lost worker or node: the point failed
-                log.error(f"sweep point #{sweep_config.hydra.job.num} ({' '.join(overrides)}) was lost: "
-                          f"{type(exc).__name__}")
+                from rag_experiments.redaction import redact_text
                 from rag_experiments.scale.lost_points import record_lost_point
 
-                record_lost_point(sweep_config, overrides, exc, env.get("RAG_EXP_PARENT_RUN_ID"))
+                run_id = record_lost_point(sweep_config, overrides, exc, env.get("RAG_EXP_PARENT_RUN_ID"))
+                lost.append(f"sweep point #{sweep_config.hydra.job.num} ({redact_text(' '.join(overrides))}) was "
+                            f"lost with its Ray worker or node ({type(exc).__name__}); its run {run_id} is FAILED")
                 results[offset] = JobReturn(overrides=overrides, cfg=sweep_config, hydra_cfg=sweep_config,
                                             working_dir=str(sweep_dir), task_name=sweep_config.hydra.job.name,
                                             status=JobStatus.FAILED, _return_value=exc)
+        if lost:
+            # Hydra would re-raise the first lost point's Ray error with a traceback; say it plainly.
+            # The sweep callback's exit guard closes the parent run FAILED with the failure count.
+            for line in lost:
+                print(f"error: {line}", file=sys.stderr)
+            print(f"error: {len(lost)} of {len(job_overrides)} sweep points lost; the others finished. Re-run the "
+                  "same sweep to compute only what is missing (everything done is cached).", file=sys.stderr)
+            sys.exit(1)
         return results  # type: ignore[return-value]

@@ -104,6 +104,13 @@ class MlflowSweepCallback(Callback):
 
                 client = MlflowClient()
                 client.set_tag(self.parent_id, "aborted", "true")
+                # say how many points failed (a lost Ray node, a crashing point), as _finish does
+                parent = client.get_run(self.parent_id)
+                children = client.search_runs([parent.info.experiment_id],
+                                              filter_string=f"tags.mlflow.parentRunId = '{self.parent_id}'")
+                client.set_tag(self.parent_id, "children", str(len(children)))
+                client.set_tag(self.parent_id, "children_failed",
+                               str(sum(c.info.status != "FINISHED" for c in children)))
                 client.set_terminated(self.parent_id, status="FAILED")
             except Exception:  # noqa: BLE001 - best effort at interpreter exit
                 pass
