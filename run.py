@@ -6,14 +6,17 @@
     python run.py experiment=compare_variants      # the four variants side by side
 """
 
+import sys
 import warnings
 
 import hydra
 from omegaconf import DictConfig
 
 from rag_experiments.config import register_schema
+from rag_experiments.redaction import redact_process_output, register_argv
 
 register_schema()
+register_argv(sys.argv[1:])  # learn the secrets an override carries before anything can echo it
 # conf/hydra/launcher/ray.yaml shares its name with the Ray launcher plugin's structured config,
 # so Hydra validates ours against the plugin's schema (same keys) and warns that this matching is
 # deprecated; `hydra/launcher=ray` is the name users type, so keep it and drop the noise.
@@ -28,4 +31,5 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
+    redact_process_output()  # Hydra's own error messages quote overrides (and their passwords)
     main()

@@ -15,7 +15,8 @@ import sys
 from .errors import UserError
 
 COMMAND_MODULES = [
-    "db", "corpus", "benchmarks", "ingest", "golden", "compare", "promote", "gate", "triage", "export", "bench",
+    "db", "corpus", "benchmarks", "ingest", "golden", "compare", "promote", "gate", "history", "triage", "export",
+    "bench",
 ]
 
 
@@ -45,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .redaction import redact_text, register_argv
+
+    register_argv(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -56,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         if debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact_text(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -16,6 +16,7 @@ from .config import Settings, settings_from_cfg
 from .db.embedded import install_sigterm_handler
 from .errors import UserError
 from .experiment import ExperimentResult, run_experiment
+from .redaction import redact_text
 from .report import print_summary
 
 
@@ -30,15 +31,17 @@ def _in_multirun() -> bool:
 
 
 def _run_name(cfg: DictConfig, settings: Settings) -> str:
+    """The run name: the user's, else the overrides (secrets masked: a db.url override carries
+    a password), else variant and chunking."""
     if settings.run_name:
-        return settings.run_name
+        return redact_text(settings.run_name)
     try:
         from hydra.core.hydra_config import HydraConfig
 
         overrides = [o for o in HydraConfig.get().overrides.task if not o.startswith("experiment=")]
     except Exception:  # noqa: BLE001
         overrides = []
-    return " ".join(overrides) if overrides else f"{settings.retrieval.variant} ({settings.chunking.name})"
+    return redact_text(" ".join(overrides)) if overrides else f"{settings.retrieval.variant} ({settings.chunking.name})"
 
 
 def _log_failed_child(cfg: DictConfig, error: BaseException) -> None:
@@ -51,7 +54,11 @@ def _log_failed_child(cfg: DictConfig, error: BaseException) -> None:
     from .tracking.mlflow_run import PARENT_ENV, redact, setup
 
     exp_id = setup(cfg.tracking.uri, cfg.tracking.experiment)
+<<<<<<< HEAD
     tags = {"error": f"{type(error).__name__}: {error}"[:5000], **execution_tags()}
+=======
+    tags = {"error": redact_text(f"{type(error).__name__}: {error}")[:5000]}
+>>>>>>> main
     if os.environ.get(PARENT_ENV):
         tags["mlflow.parentRunId"] = os.environ[PARENT_ENV]
     with mlflow.start_run(experiment_id=exp_id, run_name=_run_name(cfg, _NoSettings()), tags=tags):
@@ -82,13 +89,21 @@ def _judge_validation(golden_path) -> dict:
 
 
 def label_status(result: ExperimentResult) -> dict:
-    """Judge validation plus a one-word status: labels made by an LLM judge are trusted only
-    after a human spot-check agrees (rag-exp golden spotcheck); say so loudly otherwise."""
+    """Judge validation plus a one-word status: labels made by a machine judge (the LLM judge,
+    ``llm``, or any other machine such as an AI coding agent, ``agent``) are trusted only after a
+    human spot-check agrees (rag-exp golden spotcheck); say so loudly otherwise."""
+    from collections import Counter
+
+    from .golden.spotcheck import machine_judged_pairs
+
     validation = _judge_validation(result.settings.golden_path)
-    n_llm = sum(1 for r in result.golden.records if r["type"] == "judgement" and r["judge"]["kind"] == "llm")
-    validation["llm_judgements"] = n_llm
-    if n_llm == 0:
-        validation["status"] = "no-llm-labels"
+    kinds = Counter(j["judge"]["kind"] for j in machine_judged_pairs(list(result.golden.records)))
+    n_machine = sum(kinds.values())
+    validation["machine_judgements"] = n_machine
+    validation["llm_judgements"] = kinds.get("llm", 0)
+    validation["agent_judgements"] = kinds.get("agent", 0)
+    if n_machine == 0:
+        validation["status"] = "no-machine-labels"
     else:
         validation["status"] = "validated" if validation.get("validated") else "NOT-VALIDATED"
     return validation
@@ -127,7 +142,7 @@ def run_from_hydra(cfg: DictConfig) -> float:
             raise
         if debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact_text(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except BaseException as exc:
         if multirun and not isinstance(exc, KeyboardInterrupt):
@@ -135,7 +150,8 @@ def run_from_hydra(cfg: DictConfig) -> float:
         raise
     print_summary(result, run_id)
     if validation["status"] == "NOT-VALIDATED":
-        print(f"WARNING: {validation['llm_judgements']} labels in {result.settings.golden_path.name} come from an "
-              "LLM judge that no human spot-check has validated (rag-exp golden spotcheck); treat the metrics "
-              "as provisional.", file=sys.stderr)
+        print(f"WARNING: labels_validated=NOT-VALIDATED: {validation['machine_judgements']} labels in "
+              f"{result.settings.golden_path.name} come from machine judges ({validation['llm_judgements']} LLM, "
+              f"{validation['agent_judgements']} agent) that no human spot-check has validated "
+              "(rag-exp golden spotcheck); treat the metrics as provisional.", file=sys.stderr)
     return float(result.eval.metrics.get(settings.objective, float("nan")))

@@ -26,7 +26,10 @@ def register(subparsers: Any) -> None:
         "case_id), the p-value of a two-sided paired randomization test (Holm-corrected across the "
         "runs compared, per column) and win/tie/loss counts on the primary metric. The baseline is "
         "--baseline, else the first run given (with --sweep/--last-sweep: the first sweep point to "
-        "start). Runs measured on different golden sets or corpora are flagged loudly.",
+        "start). Runs on different versions of one golden set (one a prefix of the other) are compared on the "
+        "older version's cases and labels, the newer runs rescored from their stored ranked lists; the cases "
+        "added since are reported beside the table. Runs on golden sets not on one chain, or on different "
+        "corpora, are flagged loudly.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="runs to compare (first = baseline)")
@@ -56,6 +59,7 @@ def register(subparsers: Any) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     from ..tracking.compare import build_comparison, log_plots, print_comparison, save_plots
     from ..tracking.runs import client, get_run, select_runs
+    from ..tracking.versioned import align, gap_markdown, newest_runs, print_gap
 
     if not (args.run_ids or args.sweep or args.last_sweep or args.tag):
         raise UserError("nothing to compare", hint="give RUN_IDs, --sweep PARENT_ID, --last-sweep or --tag KEY=VALUE")
@@ -68,8 +72,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
         runs = [base] + [r for r in runs if r.id != base.id]
     if len(runs) < 2:
         raise UserError(f"need at least two runs to compare, found {len(runs)}")
+    runs_before = list(runs)
+    # another golden version on the same chain: compare on the older version's shared cases
+    alignment = align(runs, c)
+    if alignment.gap is not None:
+        runs = alignment.runs
     cmp = build_comparison(runs, args.metrics, args.segments, args.primary, args.alpha, args.resamples, args.seed)
+    if alignment.reason:
+        cmp.warnings.append(alignment.reason)
     print_comparison(cmp, markdown=args.markdown)
+    if alignment.gap is not None:
+        originals = {r.id: r for r in runs_before}
+        newest = [originals[r.id] for r in newest_runs(runs_before, alignment.gap)]
+        if args.markdown:
+            print(gap_markdown(alignment.gap, newest[0] if newest else None, [args.primary, *args.metrics],
+                               who="run"))
+        else:
+            print_gap(alignment.gap, newest, [args.primary, *args.metrics])
     if args.plots_dir:
         for path in save_plots(cmp, args.plots_dir):
             _say(args, f"saved {path}")

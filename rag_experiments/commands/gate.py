@@ -6,9 +6,13 @@
 
 Compares the run with the champion's recorded run (registry alias ``champion`` of
 ``rag-retriever-NAME``; else the committed ``experiments/promoted/NAME.record.json``) by the
-paired randomization test over cases. Exit 1 on a significant regression on the primary metric
-or on the ``exact`` segment, or when the two cannot be compared (another golden set or corpus);
-0 otherwise. The verdict is logged as tags on the run (``gate=pass|fail``, ``gate_reason``, ...).
+paired randomization test over cases. When the golden set grew since the champion's run (its
+version is a prefix of today's file), the test runs on the champion version's cases and labels
+(today's run rescored from its stored ranked lists) and the cases added since are reported
+beside it, the new production cases one by one. Exit 1 on a significant regression on the
+primary metric or on the ``exact`` segment, or when the two cannot be compared (a golden version
+that is not an ancestor, or another corpus); 0 otherwise. The verdict is logged as tags on the
+run (``gate=pass|fail``, ``gate_reason``, ...).
 """
 
 from __future__ import annotations
@@ -103,9 +107,10 @@ def newest_run(exclude: set[str]) -> str:
 def cmd_gate(args: argparse.Namespace) -> int:
     from ..report import console
     from ..tracking.compare import build_comparison, markdown_table, print_comparison
-    from ..tracking.promote import (GUARD_SEGMENT, current_champion, decide, decision_markdown, decision_table,
-                                    model_name, record_path)
+    from ..tracking.promote import (GUARD_SEGMENT, HEADLINE, current_champion, decide, decision_markdown,
+                                    decision_table, model_name, record_path)
     from ..tracking.runs import client, get_run
+    from ..tracking.versioned import gap_markdown, gap_tags, print_gap
 
     if not 0 < args.alpha < 1:
         raise UserError(f"--alpha must be in (0, 1), got {args.alpha}")
@@ -142,17 +147,22 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if decision.checks:
         out.print(decision_table(decision, title, candidate_label="current"))
     out.print(f"[bold {'green' if passed else 'red'}]gate {verdict.upper()}[/]: {reason}")
+    if decision.gap is not None:
+        print_gap(decision.gap, [current], [metric, *HEADLINE], console=out)
     cmp = None
-    if champion.run.per_case is not None:
-        cmp = build_comparison([champion.run, current], primary=metric, alpha=args.alpha,
+    pair = list(decision.compared or (champion.run, current))  # rebased onto the shared cases when versions differ
+    if pair[0].per_case is not None:
+        cmp = build_comparison(pair, primary=metric, alpha=args.alpha,
                                n_resamples=args.resamples, seed=args.seed,
                                labels=[f"champion {champion.run.id[:8]}", f"current {current.id[:8]}"])
         print_comparison(cmp, console=out)
 
     tags = {"gate": verdict, "gate_reason": reason[:5000], "gate_champion_run": champion.run.id,
-            "gate_champion_source": champion.source, "gate_metric": metric, "gate_alpha": f"{args.alpha:g}"}
+            "gate_champion_source": champion.source, "gate_metric": metric, "gate_alpha": f"{args.alpha:g}",
+            "gate_model": model_name(args.name)}
     if champion.version:
         tags["gate_champion_version"] = champion.version
+    tags.update(gap_tags(decision.gap, current))
     for chk in decision.checks:
         if chk.p is not None:
             tags[f"gate_p.{chk.key}"] = f"{chk.p:.6f}"
@@ -170,6 +180,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
             md += [f"**Why:** {reason}", ""]
         if decision.checks:
             md += [decision_markdown(decision, candidate_label="current")]
+        if decision.gap is not None:
+            md += [gap_markdown(decision.gap, current if current.golden == decision.gap.newer.sha256 else None,
+                                [metric, *HEADLINE])]
         if cmp is not None:
             md += ["<details><summary>all metrics (champion = baseline)</summary>", "", markdown_table(cmp),
                    "</details>", ""]

@@ -87,11 +87,12 @@ def register(subparsers: Any) -> None:
     sp.set_defaults(func=cmd_label)
 
     sp = sub.add_parser(
-        "spotcheck", help="check the LLM judge by hand: agreement and Cohen's kappa",
-        description="Shows seeded-random LLM-judged (question, passage) pairs with the verdict "
+        "spotcheck", help="check the machine judges (LLM, agent) by hand: agreement and Cohen's kappa",
+        description="Shows seeded-random machine-judged (judge.kind llm or agent) (question, passage) "
+        "pairs with the verdict "
         "hidden; answer y(es) / p(art) / n(o), s to skip, q to quit. Each answer is saved at once "
-        "to experiments/spotcheck/<golden stem>.jsonl (not the golden set). The judge is validated "
-        "with >= 30 pairs and <= 10% disagreement. Reads answers from stdin (pipes work).")
+        "to experiments/spotcheck/<golden stem>.jsonl (not the golden set). Each judge is validated "
+        "with >= 30 pairs and <= 10% disagreement; the labels are validated when every judge is. Reads answers from stdin (pipes work).")
     golden_arg(sp)
     sp.add_argument("-n", "--n", type=int, default=30, help="pairs to check in total (default: 30)")
     sp.add_argument("--seed", type=int, default=7, help="pair-order seed (default: 7)")
@@ -385,10 +386,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
     records = golden.records
     cases = [r for r in records if r["type"] == "case"]
     retired = {r["target"] for r in records if r["type"] == "retire"}
-    judgements = [r for r in records if r["type"] == "judgement"]
+    all_judgements = [r for r in records if r["type"] == "judgement"]
+    judgements = golden.live_judgements()  # the tables count what labels the cases now
     _say(console, f"{golden.path}  sha256 {golden.digest}")
     _say(console, f"cases: {len(cases)} ({len(retired)} retired, {len(golden.scorable)} scorable); "
-                  f"judgements: {len(judgements)}; anchors: {_counter_line(golden.anchor_counts())}")
+                  f"judgements: {len(judgements)} live ({len(all_judgements) - len(judgements)} superseded); "
+                  f"anchors: {_counter_line(golden.anchor_counts())}")
 
     def table(title: str, counter: Counter, *cols: str) -> None:
         from rich.text import Text
@@ -408,7 +411,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     table("judgements by judge", golden.judges(), "kind", "model / name", "prompt version")
     v = judge_validation(args.golden)
     if v["judge_model"] is None:
-        _say(console, "judge validation: no LLM judgements")
+        _say(console, "judge validation: no LLM judgements and no agent judgements")
     else:
         kappa = "undefined" if v["kappa"] is None else f"{v['kappa']:.3f}"
         agreement = "n/a" if v["agreement"] is None else f"{v['agreement']:.1%}"

@@ -20,8 +20,12 @@ def register(subparsers: Any) -> None:
         "of the newest such run, take the best on --metric and compare it with the current champion "
         "(registered model rag-retriever-NAME, alias champion) by a paired randomization test over "
         "cases: it must be significantly better on --metric and not significantly worse on the "
-        "'exact' segment. No champion yet: promote. Champion on another golden set or corpus: refuse. "
-        "--force promotes anyway (tagged promoted_forced=true). On success: alias champion, run tag "
+        "'exact' segment. No champion yet: promote. Champion on an earlier version of the same golden set "
+        "(a prefix of its chain): compare on that version's cases and labels. Champion on another golden "
+        "set or corpus: refuse. "
+        "A run logged from a dirty git tree (tag git_dirty=true) is refused too: its commit and config do "
+        "not reproduce it. --force promotes anyway (tagged promoted_forced=true, and promoted_dirty_tree=true "
+        "for a dirty-tree run). On success: alias champion, run tag "
         "champion=true, experiments/promoted/NAME.yaml and conf/experiment/promoted.yaml "
         "(promoted_NAME.yaml for other names). Exit 1 when refused.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
@@ -57,6 +61,10 @@ def cmd_promote(args: argparse.Namespace) -> int:
         out.print(Panel(w, title="WARNING", style="bold red"))
     if d.champion is not None and d.checks:
         out.print(decision_table(d, f"candidate vs champion {d.champion.run.id[:12]} ({d.champion.run.label[:40]})"))
+    if d.gap is not None:
+        from ..tracking.versioned import print_gap
+
+        print_gap(d.gap, [cand], [args.metric], console=out)
     if result.already_champion:
         out.print(f"run {cand.id} is already the champion of {model_name(args.name)} "
                   f"(version {result.version}); nothing to do")

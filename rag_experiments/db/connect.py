@@ -7,13 +7,13 @@ server is started in a project-local, git-ignored folder (``.rag-exp/pgdata``).
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import psycopg
 from pgvector.psycopg import register_vector
 
 from ..errors import DatabaseError
+from ..redaction import redact_dsn, redact_text
 from .embedded import EmbeddedPostgres
 from .migrations import migrate
 
@@ -24,8 +24,9 @@ def state_dir() -> Path:
 
 
 def redact_url(url: str) -> str:
-    """The URL with any password replaced by ``***`` (for logs, MLflow params and errors)."""
-    return re.sub(r"(://[^:/@?#]+):[^@/?#]*@", r"\1:***@", url)
+    """The connection string (any form libpq accepts) with every password replaced by ``***``
+    (for logs, MLflow params and errors): :func:`rag_experiments.redaction.redact_dsn`."""
+    return redact_dsn(url)
 
 
 def resolve_database_url(url: str | None = None, pgdata: Path | None = None) -> str:
@@ -39,12 +40,14 @@ def resolve_database_url(url: str | None = None, pgdata: Path | None = None) -> 
 
 def connect(url: str, *, migrate_schema: bool = True, autocommit: bool = True) -> psycopg.Connection:
     """Open a connection, check pgvector, apply pending migrations, register the vector type."""
+    safe_url = redact_url(url)  # also remembers the password, so the driver's message is masked too
     try:
         conn = psycopg.connect(url, autocommit=autocommit, connect_timeout=10)
-    except psycopg.OperationalError as exc:
+    except psycopg.Error as exc:  # OperationalError (unreachable), ProgrammingError (malformed string)
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise DatabaseError(
-            f"cannot connect to PostgreSQL at {redact_url(url)}: {str(exc).strip().splitlines()[0]}",
-            hint="check DATABASE_URL (unset it to use the embedded server)",
+            f"cannot connect to PostgreSQL at {safe_url}: {redact_text(first)}",
+            hint="check DATABASE_URL or db.url (unset both to use the embedded server)",
         ) from None
     ensure_vector_extension(conn, url)
     if migrate_schema:
@@ -75,6 +78,7 @@ def ensure_vector_extension(conn: psycopg.Connection, url: str) -> None:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     except psycopg.Error as exc:
         raise DatabaseError(
-            f"pgvector is installed on {redact_url(url)} but CREATE EXTENSION vector failed: {exc}",
+            f"pgvector is installed on {redact_url(url)} but CREATE EXTENSION vector failed: "
+            f"{redact_text(str(exc))}",
             hint="ask a superuser to run CREATE EXTENSION vector; in that database",
         ) from None

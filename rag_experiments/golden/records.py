@@ -13,9 +13,13 @@ Record types (fields beyond the common ones):
     (``method``: llm | human | agent | import; ``model``, ``prompt_version``, ``author``...),
     optional ``identifier`` (the exact identifier an ``exact`` question carries).
 ``judgement``
-    ``case_id``, ``span``, ``verdict`` (YES | PART | NO), ``judge`` (``kind``: llm | human;
-    ``model`` or ``name``; ``prompt_version``), optional ``reason`` and ``supersedes`` (the id
-    of the judgement it replaces; a reason is then required).
+    ``case_id``, ``span``, ``verdict`` (YES | PART | NO), ``judge`` (``kind``: llm | human |
+    agent; ``model`` or ``name``; ``prompt_version``), optional ``reason`` and ``supersedes``
+    (the id of the judgement it replaces; a reason is then required). ``llm`` is the configured
+    LLM judge (``rag-exp golden label``); ``agent`` is any other machine judge (an AI coding
+    agent, a script, another model used by hand). Both are *machine judges*: their labels count
+    as unvalidated until a human spot-check agrees (:mod:`.spotcheck`). Only ``human`` means a
+    person made the call.
 ``retire``
     ``target`` (a case id), ``reason``, ``who``: the case is no longer evaluated.
 ``anchor``
@@ -39,6 +43,8 @@ from typing import Any
 from ..errors import GoldenSetError
 
 VERDICTS = {"YES": 2, "PART": 1, "NO": 0}
+JUDGE_KINDS = ("llm", "human", "agent")
+MACHINE_JUDGES = ("llm", "agent")  # labels that need a human spot-check before they are trusted
 RECORD_TYPES = ("case", "judgement", "retire", "anchor")
 ANCHOR_STATUSES = ("moved", "fuzzy", "stale")
 
@@ -139,8 +145,9 @@ def validate(rec: Any, where: str) -> dict:
         if verdict not in VERDICTS:
             raise GoldenSetError(f"{where}: verdict must be YES, PART or NO, got {verdict!r}")
         judge = _need(rec, "judge", dict, where)
-        if _need(judge, "kind", str, f"{where}: judge") not in ("llm", "human"):
-            raise GoldenSetError(f"{where}: judge.kind must be 'llm' or 'human'")
+        kind = _need(judge, "kind", str, f"{where}: judge")
+        if kind not in JUDGE_KINDS:
+            raise GoldenSetError(f"{where}: judge.kind must be one of {', '.join(JUDGE_KINDS)}, got {kind!r}")
         if rec.get("supersedes") and not str(rec.get("reason", "")).strip():
             raise GoldenSetError(f"{where}: a judgement that supersedes another needs a 'reason'")
     elif rtype == "retire":

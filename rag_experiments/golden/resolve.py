@@ -6,8 +6,9 @@ Resolution rules (documented here because every number depends on them):
 * A case's own evidence spans are relevant with their grade (2 = YES, 1 = PART).
 * Judgements add judged spans: YES -> grade 2, PART -> grade 1, NO -> judged non-relevant.
   A judgement named in a later judgement's ``supersedes`` is ignored. Among the remaining
-  judgements of the same (case, span), a human's beats an LLM's, and the later beats the
-  earlier.
+  judgements of the same (case, span), a human's beats a machine judge's (``llm`` or
+  ``agent``), and otherwise the later beats the earlier: an ``agent`` label is a machine label,
+  so a later LLM label replaces it (it is not treated as a human's).
 * An ``anchor`` record re-points a span after a corpus edit (``moved``/``fuzzy``) or marks it
   ``stale``; the latest anchor per span wins. Stale evidence is excluded from metrics and
   counted; a case whose every relevant span is stale is reported, not scored as a miss.
@@ -19,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .records import VERDICTS, Span, parse_span
+from .records import MACHINE_JUDGES, VERDICTS, Span, parse_span
 from .store import GoldenFile
 
 
@@ -64,6 +65,7 @@ class GoldenSet:
     digest: str
     cases: tuple[EvalCase, ...]
     records: tuple[dict, ...] = field(repr=False, default=())
+    head: str = ""  # sha256 of the last line: with len(records), the version as a prefix of the chain
 
     @property
     def scorable(self) -> tuple[EvalCase, ...]:
@@ -73,14 +75,20 @@ class GoldenSet:
         counts = Counter(e.status for c in self.cases for e in c.evidence if e.grade > 0)
         return {s: counts.get(s, 0) for s in ("ok", "moved", "fuzzy", "stale")}
 
+    def live_judgements(self) -> list[dict]:
+        """Judgement records no later judgement supersedes (what labels the cases now)."""
+        superseded = {r["supersedes"] for r in self.records if r["type"] == "judgement" and r.get("supersedes")}
+        return [r for r in self.records if r["type"] == "judgement" and r["id"] not in superseded]
+
     def judges(self) -> Counter:
+        """Live judgements per (kind, model or name, prompt version); superseded ones not counted."""
         return Counter(
             (r["judge"]["kind"], r["judge"].get("model") or r["judge"].get("name", ""), r["judge"].get("prompt_version", ""))
-            for r in self.records if r["type"] == "judgement"
+            for r in self.live_judgements()
         )
 
 
-def resolve(records: list[dict], path: Path, digest: str) -> GoldenSet:
+def resolve(records: list[dict], path: Path, digest: str, head: str = "") -> GoldenSet:
     retired = {r["target"] for r in records if r["type"] == "retire"}
     superseded = {r["supersedes"] for r in records if r["type"] == "judgement" and r.get("supersedes")}
     anchors: dict[str, dict] = {}
@@ -103,8 +111,8 @@ def resolve(records: list[dict], path: Path, digest: str) -> GoldenSet:
         span = parse_span(r["span"], r["id"])
         per_case = judgements.setdefault(r["case_id"], {})
         old = per_case.get(span.key)
-        # a human's verdict beats an LLM's; otherwise the later one wins
-        if old is None or not (old["judge"]["kind"] == "human" and r["judge"]["kind"] == "llm"):
+        # a human's verdict beats a machine's (llm or agent); otherwise the later one wins
+        if old is None or not (old["judge"]["kind"] == "human" and r["judge"]["kind"] in MACHINE_JUDGES):
             per_case[span.key] = r
 
     cases = []
@@ -132,10 +140,10 @@ def resolve(records: list[dict], path: Path, digest: str) -> GoldenSet:
             case_id=r["id"], query=r["query"], kind=r["kind"], doc_type=r["doc_type"],
             evidence=tuple(evidence), identifier=r.get("identifier"), judge_kinds=frozenset(kinds),
         ))
-    return GoldenSet(path=path, digest=digest, cases=tuple(cases), records=tuple(records))
+    return GoldenSet(path=path, digest=digest, cases=tuple(cases), records=tuple(records), head=head)
 
 
 def load_golden(path: str | Path) -> GoldenSet:
     gf = GoldenFile(path)
     records = gf.read()
-    return resolve(records, gf.path, gf.digest())
+    return resolve(records, gf.path, gf.digest(), head=gf.head())

@@ -1,6 +1,9 @@
-"""Human spot-check of the LLM judge: agreement, Cohen's kappa, confusion matrix.
+"""Human spot-check of the machine judges: agreement, Cohen's kappa, confusion matrix.
 
-``rag-exp golden spotcheck`` shows seeded-random LLM-judged (case, span) pairs, the question and
+A machine judge is the configured LLM judge (``judge.kind: llm``) or any other machine that
+labelled pairs (``judge.kind: agent``, e.g. an AI coding agent); both are checked the same way.
+
+``rag-exp golden spotcheck`` shows seeded-random machine-judged (case, span) pairs, the question and
 the passage, with the judge's verdict hidden; the human answers YES / PART / NO (``s`` skips,
 ``q`` quits). Each answer is appended at once to ``experiments/spotcheck/<golden stem>.jsonl``,
 so quitting loses nothing and a rerun continues where it stopped. These records validate the
@@ -9,10 +12,12 @@ judge; they are not labels and never go into the golden set.
 Pair order: judgements sorted by ``sha256("<seed>|<judgement id>")``: reproducible, and stable
 when more judgements are appended later (a new judgement slots in without reshuffling the rest).
 
-The judge counts as validated (:func:`judge_validation`) when at least :data:`MIN_PAIRS` (30)
-pairs judged by the current judge (the most frequent LLM model + prompt version in the golden
-set) have a human verdict and the human disagrees with the judge on at most
-:data:`MAX_DISAGREEMENT` (10%) of them.
+A judge (model or name + prompt version) counts as validated when at least :data:`MIN_PAIRS`
+(30) of its pairs have a human verdict and the human disagrees with it on at most
+:data:`MAX_DISAGREEMENT` (10%) of them. The golden set's labels count as validated
+(:func:`judge_validation`) only when *every* machine judge with live labels in it is: labels
+from an unchecked judge are not made trustworthy by another judge's good record. The top-level
+numbers describe the current judge (the one with the most live labels); ``judges`` lists each.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
-from .records import new_id, now_iso
+from .records import MACHINE_JUDGES, new_id, now_iso
 from .store import GoldenFile
 
 LABELS = ("YES", "PART", "NO")
@@ -99,26 +104,36 @@ def append_spotcheck(path: Path, rec: dict) -> None:
         os.fsync(fh.fileno())
 
 
-def llm_judged_pairs(records: list[dict]) -> list[dict]:
-    """The current LLM judgement of each (case, span) of a live case (not superseded, not retired)."""
+def machine_judged_pairs(records: list[dict]) -> list[dict]:
+    """The current machine (llm or agent) judgement of each (case, span) of a live case (not
+    superseded, not retired)."""
     retired = {r["target"] for r in records if r["type"] == "retire"}
     superseded = {r["supersedes"] for r in records if r["type"] == "judgement" and r.get("supersedes")}
     cases = {r["id"] for r in records if r["type"] == "case"} - retired
     latest: dict[tuple, dict] = {}
     for r in records:
-        if (r["type"] == "judgement" and r["judge"]["kind"] == "llm" and r["id"] not in superseded
+        if (r["type"] == "judgement" and r["judge"]["kind"] in MACHINE_JUDGES and r["id"] not in superseded
                 and r["case_id"] in cases):
             latest[(r["case_id"], r["span"]["doc_id"], r["span"]["start"], r["span"]["end"])] = r
     return list(latest.values())
+
+
+llm_judged_pairs = machine_judged_pairs  # the name before agent judges existed
 
 
 def _judge_id(j: dict) -> tuple[str, str]:
     return (j["judge"].get("model") or j["judge"].get("name", ""), j["judge"].get("prompt_version", ""))
 
 
+def machine_judges(records: list[dict]) -> list[tuple[str, str]]:
+    """Every machine judge with live labels, the one with the most labels first."""
+    counts = Counter(_judge_id(j) for j in machine_judged_pairs(records))
+    return sorted(counts, key=lambda k: (-counts[k], k))
+
+
 def current_judge(records: list[dict]) -> tuple[str, str] | None:
-    counts = Counter(_judge_id(j) for j in llm_judged_pairs(records))
-    return max(sorted(counts), key=lambda k: counts[k]) if counts else None
+    judges = machine_judges(records)
+    return judges[0] if judges else None
 
 
 def order_pairs(judgements: list[dict], seed: int) -> list[dict]:
@@ -126,13 +141,24 @@ def order_pairs(judgements: list[dict], seed: int) -> list[dict]:
 
 
 def judge_validation(golden_path: str | Path, spot_path: str | Path | None = None) -> dict:
-    """Judge-validation status for a run to record: ``validated`` (>= 30 spot-checked pairs of the
-    current judge, disagreement <= 10%), ``agreement``, ``kappa``, ``n``, ``judge_model``,
+    """Judge-validation status for a run to record: ``validated`` (every machine judge with live
+    labels has >= 30 spot-checked pairs and disagreement <= 10%), ``judges`` (each one's numbers),
+    and for the current judge ``agreement``, ``kappa``, ``n``, ``judge_model``,
     ``judge_prompt_version``, ``disagreement``, ``confusion`` and the spot-check file."""
     records = GoldenFile(golden_path).read()
     spot = Path(spot_path) if spot_path else spotcheck_path(golden_path)
-    judge = current_judge(records)
-    checks = [s for s in read_spotchecks(spot) if s.get("human_verdict") in LABELS]
+    all_checks = [s for s in read_spotchecks(spot) if s.get("human_verdict") in LABELS]
+    judges = machine_judges(records)
+    per_judge = [_one_judge(j, all_checks, spot) for j in judges]
+    result = per_judge[0] if per_judge else _one_judge(None, all_checks, spot)
+    result = dict(result)
+    result["validated"] = bool(per_judge) and all(v["validated"] for v in per_judge)
+    result["judges"] = [{k: v[k] for k in ("judge_model", "judge_prompt_version", "n", "agreement", "validated")}
+                        for v in per_judge]
+    return result
+
+
+def _one_judge(judge: tuple[str, str] | None, checks: list[dict], spot: Path) -> dict:
     if judge is not None:
         checks = [s for s in checks if (s["judge"].get("model", ""), s["judge"].get("prompt_version", "")) == judge]
     latest: dict[str, dict] = {}
@@ -181,10 +207,10 @@ def run_spotcheck(golden_path: str | Path, *, n: int = MIN_PAIRS, seed: int = DE
     existing = read_spotchecks(spot)
     seen = {s["judgement_id"] for s in existing}
     have = len({s["judgement_id"] for s in existing if s.get("human_verdict") in LABELS})
-    todo = [j for j in order_pairs(llm_judged_pairs(records), seed) if j["id"] not in seen]
+    todo = [j for j in order_pairs(machine_judged_pairs(records), seed) if j["id"] not in seen]
     session = Counter()
     need = max(0, n - have)
-    console.print(f"Spot-check of the LLM judge: {have} of {n} pairs checked, {len(todo)} unchecked pairs left; "
+    console.print(f"Spot-check of the machine judge(s): {have} of {n} pairs checked, {len(todo)} unchecked pairs left; "
                   f"verdicts go to {spot}", markup=False)
     for j in todo:
         if session["answered"] >= need:
@@ -203,7 +229,8 @@ def run_spotcheck(golden_path: str | Path, *, n: int = MIN_PAIRS, seed: int = DE
         append_spotcheck(spot, {
             "type": "spotcheck", "id": new_id("s", j["id"], author, now_iso()), "judgement_id": j["id"],
             "case_id": j["case_id"], "span": {k: j["span"][k] for k in ("doc_id", "source_uri", "start", "end")},
-            "human_verdict": answer, "llm_verdict": j["verdict"], "judge": {"model": model, "prompt_version": pv},
+            "human_verdict": answer, "llm_verdict": j["verdict"],
+            "judge": {"kind": j["judge"]["kind"], "model": model, "prompt_version": pv},
             "author": author, "golden_set": Path(golden_path).name, "created_at": now_iso(),
         })
     result = judge_validation(golden_path, spot)

@@ -97,6 +97,11 @@ class GoldenFile:
             return self._verified[1].sha.hexdigest()
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
 
+    def head(self) -> str:
+        """The chain head (sha256 of the last line, "" when empty): with the record count, it names
+        the version as a prefix of the chain (see :mod:`.versions`)."""
+        return self._current_tally().head
+
     def read(self) -> list[dict]:
         """All records, after checking the chain and the manifest (GoldenSetError names the line)."""
         if not self.path.exists():

@@ -23,7 +23,8 @@ Written to ``OUT`` (default ``exports/<run id>/`` under the project root):
 ``qid`` is the benchmark's query id when the case has one (``benchmark.query_id``), else the
 case id. The golden file is found through the run's ``config.yaml`` artifact (``golden.path``,
 relative to the project root) and must have the sha256 the run logged (tag
-``golden_sha256``): exporting labels the run was not scored against is refused. Only
+``golden_sha256``), or have grown from it (the run's version is a prefix of the file: the
+qrels are then that prefix's labels); exporting labels the run was not scored against is refused. Only
 document-level runs (``eval.level=document``) are exported: at chunk level our relevance is
 span overlap, which document qrels cannot express.
 """
@@ -179,8 +180,10 @@ def has_original_grades(golden: GoldenSet, case_ids: Iterable[str]) -> bool:
     return all("qrel_gain" in ev for cid in case_ids for ev in records[cid]["evidence"])
 
 
-def golden_for_run(config: Mapping, tags: Mapping[str, str], run_id: str) -> Path:
-    """The run's golden file, checked against the sha256 the run logged."""
+def golden_for_run(config: Mapping, tags: Mapping[str, str], run_id: str) -> GoldenSet:
+    """The run's golden set as the run scored it: the file when its sha256 is the one the run
+    logged, else the run's version found as a prefix of the grown file (the labels appended
+    since do not apply); refused when the run's version is not an ancestor of the file."""
     try:
         rel = config["golden"]["path"]
     except (KeyError, TypeError):
@@ -194,12 +197,17 @@ def golden_for_run(config: Mapping, tags: Mapping[str, str], run_id: str) -> Pat
     if not expected:
         raise UserError(f"run {run_id} has no golden_sha256 tag: cannot tell which golden-set version scored it")
     actual = hashlib.sha256(path.read_bytes()).hexdigest()
-    if actual != expected:
+    if actual == expected:
+        return load_golden(path)
+    from ..golden.versions import GoldenVersion, NotAnAncestor, locate
+
+    try:
+        return locate(path, GoldenVersion.from_tags(tags))  # the file grew since the run: its prefix
+    except NotAnAncestor as exc:
         raise GoldenSetError(
             f"golden set {path} has sha256 {actual[:16]}..., but run {run_id} was scored against "
-            f"{expected[:16]}...: refusing to export qrels the run was not evaluated with",
-            hint="check out the golden file's version from that run (git log -- FILE), or export a newer run")
-    return path
+            f"{expected[:16]}...: refusing to export qrels the run was not evaluated with ({exc})",
+            hint="check out the golden file's version from that run (git log -- FILE), or export a newer run") from None
 
 
 def write_trec(per_case: pd.DataFrame, golden: GoldenSet, out: Path, *, run_id: str, tag: str,
@@ -274,13 +282,12 @@ def export_run(run_id: str, out: str | Path | None = None, fmt: str = "trec", *,
     if level != "document":
         raise UserError(f"run {run_id} was evaluated at {level} level; only eval.level=document runs can be "
                         "exported as TREC runs (chunk-level relevance is span overlap, not document qrels)")
-    golden_path = golden_for_run(config, tags, run_id)
+    golden = golden_for_run(config, tags, run_id)
     table = _artifact_text(c, run_id, PER_CASE_ARTIFACT)
     if table is None:
         raise UserError(f"run {run_id} logged no {PER_CASE_ARTIFACT}",
                         hint="tracking.log_per_case must be true for the run")
     per_case = per_case_table(table)
-    golden = load_golden(golden_path)
     out_dir = Path(out).expanduser() if out else project_root() / "exports" / run_id
     name = run.info.run_name or ""
     tag = tag or (_TAG_UNSAFE.sub("_", name)[:60] if name else f"rag-exp-{run_id[:8]}")

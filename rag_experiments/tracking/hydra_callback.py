@@ -19,7 +19,11 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+<<<<<<< HEAD
 from ..errors import UserError
+=======
+from ..redaction import redact_text
+>>>>>>> main
 from .mlflow_run import PARENT_ENV, setup
 
 
@@ -47,9 +51,10 @@ class MlflowSweepCallback(Callback):
         sweep = {k: str(v) for k, v in (config.hydra.sweeper.get("params") or {}).items()}
         name = "sweep " + " ".join(f"{k}={v}" for k, v in sweep.items()) if sweep else "sweep"
         client = MlflowClient()
-        run = client.create_run(exp_id, run_name=name[:240], tags={
-            "sweep": "parent", "sweep_overrides": " ".join(overrides)[:5000],
-            "sweep_params": str(sweep)[:5000]})
+        # mask before cutting: a cut through a URL would leave a password no pattern recognises
+        run = client.create_run(exp_id, run_name=redact_text(name)[:240], tags={
+            "sweep": "parent", "sweep_overrides": redact_text(" ".join(overrides))[:5000],
+            "sweep_params": redact_text(str(sweep))[:5000]})
         self.parent_id = run.info.run_id
         os.environ[PARENT_ENV] = self.parent_id
         sweep_dir = Path(config.hydra.sweep.dir)

@@ -4,14 +4,15 @@ Per run: the resolved config as flattened params and as a YAML artifact (secrets
 every metric (MLflow rejects ``@``: ``recall_at_5``, ``recall_at_5.exact``), the per-case
 table (``mlflow.log_table``), the golden set and the corpus as input datasets whose digests are
 the golden file's sha256 and the corpus manifest digest, git commit and dirty flag, and tags
-for variant, strategy and label validation.
+for variant, strategy and label validation. The golden version is also recorded as a prefix of
+its chain (tags ``golden_records``, ``golden_head``) and the full ranked list per case is kept
+(``run.trec``), so a later run on a grown golden set can be compared on this run's cases.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import warnings
 from pathlib import Path
@@ -20,11 +21,10 @@ from typing import Any
 import pandas as pd
 
 from ..config import project_root
-from ..db.connect import redact_url
+from ..redaction import redact_obj, redact_text
 from .execution import execution_tags
 
 PARENT_ENV = "RAG_EXP_PARENT_RUN_ID"
-_SECRET_KEY = re.compile(r"(api[_-]?key|password|secret|token)", re.I)
 
 
 def tracking_uri(explicit: str | None = None) -> str:
@@ -81,17 +81,15 @@ def setup(uri: str | None, experiment: str) -> str:
 
 
 def redact(obj: Any, key: str = "") -> Any:
-    """Config with secrets removed: API keys/passwords blanked, DB URL passwords masked."""
-    if isinstance(obj, dict):
-        return {k: redact(v, k) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [redact(v, key) for v in obj]
-    if isinstance(obj, str):
-        if _SECRET_KEY.search(key) and obj:
-            return "***"
-        if "://" in obj:
-            return redact_url(obj)
-    return obj
+    """Config with secrets removed: API keys/passwords blanked, DB URL passwords masked
+    (:func:`rag_experiments.redaction.redact_obj`)."""
+    return redact_obj(obj, key)
+
+
+def safe_tags(tags: dict[str, str]) -> dict[str, str]:
+    """Tag values as MLflow may store them: every secret masked (a run name built from
+    overrides, an error message quoting a connection string)."""
+    return {k: redact_text(str(v)) for k, v in tags.items()}
 
 
 def flatten(obj: Any, prefix: str = "") -> dict[str, str]:
@@ -136,7 +134,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         "chunking": s.chunking.name,
         "embedding_model": result.embedding_model,
         "golden_set": Path(s.golden_path).name,
-        "golden_sha256": result.golden.digest,
+        **golden_version_tags(result.golden),  # golden_sha256 + golden_records/golden_head (the prefix)
         "corpus_digest": result.corpus_manifest["digest"],
         "eval_level": s.eval_level,
         "ingest.built": str(not result.ingest.unchanged).lower(),
@@ -144,11 +142,14 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         **execution_tags(),
     }
     if judge_validation is not None:
-        tags["labels_validated"] = str(judge_validation.get("status") or bool(judge_validation.get("validated"))).lower()
+        status = judge_validation.get("status")  # validated | NOT-VALIDATED | no-machine-labels, as written
+        tags["labels_validated"] = str(status) if status else str(bool(judge_validation.get("validated"))).lower()
     parent = os.environ.get(PARENT_ENV)
     if parent:
         tags["mlflow.parentRunId"] = parent
     tags.update(extra_tags or {})
+    tags = safe_tags(tags)
+    run_name = redact_text(run_name) if run_name else run_name
     with warnings.catch_warnings(), mlflow.start_run(experiment_id=exp_id, run_name=run_name, tags=tags) as run:
         # MLflow warns about dataset-source ambiguity and integer schema columns: noise here
         warnings.simplefilter("ignore", UserWarning)
@@ -169,6 +170,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         _log_datasets(result)
         if log_per_case and not result.eval.per_case.empty:
             mlflow.log_table(per_case_for_mlflow(result.eval.per_case), artifact_file="per_case.json")
+        log_run_file(result, run_name)
         if result.eval.excluded:
             mlflow.log_dict({"all_stale_cases": list(result.eval.excluded)}, "golden_excluded.json")
         mlflow.log_dict(result.corpus_manifest, "corpus_manifest.json")
@@ -179,6 +181,25 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
 
             log_run_plots(result.eval.per_case)
         return run.info.run_id
+
+
+def golden_version_tags(golden) -> dict[str, str]:
+    """The golden version as a prefix of its chain (see rag_experiments.golden.versions)."""
+    from ..golden.versions import GoldenVersion
+
+    return GoldenVersion.of(golden).tags()
+
+
+def log_run_file(result, run_name: str | None) -> None:
+    """The full ranked list per case (``run.trec``), so the run can be rescored against another
+    golden version without retrieving again (rag_experiments.evaluation.rescore)."""
+    import mlflow
+
+    from ..evaluation.runfile import ARTIFACT, run_file_text
+
+    results = getattr(result, "results", None)
+    if results:
+        mlflow.log_text(run_file_text(results, run_name or "rag-exp"), ARTIFACT)
 
 
 def _retrying(fn, *args, attempts: int = 5, **kwargs):

@@ -13,8 +13,11 @@ Promotion gate (paired randomization test over cases aligned by ``case_id``):
 * and must not lose on the ``exact`` segment: not (delta < 0 and p < alpha).
 
 The two checks are not Holm-corrected together: the second is a guard, and correcting it would
-make a real loss on exact queries *easier* to pass. A champion measured on another golden set or
-corpus cannot be paired with the candidate: promotion is then refused unless ``--force``.
+make a real loss on exact queries *easier* to pass. When the champion was measured on an earlier
+version of the candidate's golden set (a prefix of the same chain), both are paired on that
+version's cases and labels (:mod:`.versioned`: the newer run rescored from its stored ranked
+lists). A champion measured on another golden set (not an ancestor) or corpus cannot be paired
+with the candidate: promotion is then refused unless ``--force``.
 
 On success the run is tagged ``champion=true`` and two committed files are written, relative to
 :func:`rag_experiments.config.project_root`: ``experiments/promoted/<name>.yaml`` (the run's
@@ -30,7 +33,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
@@ -96,6 +99,10 @@ class Decision:
     ok: bool  # the gate's verdict without --force
     reasons: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # golden versions differ but lie on one chain: the checks ran on the older version's shared
+    # cases (tracking.versioned); ``compared`` = (champion, candidate) rebased onto it
+    gap: Any = None
+    compared: tuple[RunView, RunView] | None = None
 
 
 # -- the champion ---------------------------------------------------------------------------------
@@ -199,20 +206,52 @@ def digest_warnings(champion: RunView, candidate: RunView) -> list[str]:
     return out
 
 
+def dirty_tree_reason(run: RunView) -> str | None:
+    """Why a run cannot be promoted as reproducible: it was logged from a git tree with
+    uncommitted changes (tag ``git_dirty=true``), so its commit plus its config does not give
+    back the code that produced its numbers. None when the tree was clean (or git was absent)."""
+    if run.tags.get("git_dirty") != "true":
+        return None
+    return (f"run {run.id} was logged from a git tree with uncommitted changes (git_dirty=true, commit "
+            f"{str(run.tags.get('git_commit', '?'))[:12]}): its commit and config do not reproduce it; "
+            "commit the changes and run it again")
+
+
+def refuse_dirty_tree(decision: Decision) -> Decision:
+    """The gate's decision, refused when the candidate's run came from a dirty tree."""
+    reason = dirty_tree_reason(decision.candidate)
+    if reason is None:
+        return decision
+    # an accepted decision's reasons are notes ("no champion yet"), not grounds for refusal
+    reasons = (list(decision.reasons) if not decision.ok else []) + [reason]
+    return replace(decision, ok=False, reasons=reasons)
+
+
 def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: float = 0.05, mode: str = "beat",
            guard_segment: str = GUARD_SEGMENT, n_resamples: int = 10000, seed: int = 13) -> Decision:
     """The gate. ``mode='beat'`` (promote): the candidate must beat the champion on ``metric`` and
     not lose on ``guard_segment``. ``mode='no_loss'`` (nightly gate): it must lose on neither."""
     if champion is None:
         return Decision(candidate, None, metric, alpha, [], True, ["no champion yet"])
-    warnings = digest_warnings(champion.run, candidate)
+    champ_run, cand_run, gap = champion.run, candidate, None
+    if champ_run.golden != cand_run.golden:
+        from .versioned import align  # another golden version: on one chain, compare on the shared cases
+
+        alignment = align([champ_run, cand_run])
+        if alignment.gap is not None:
+            (champ_run, cand_run), gap = alignment.runs, alignment.gap
+        elif alignment.reason:
+            return Decision(candidate, champion, metric, alpha, [], False,
+                            ["champion and candidate cannot be compared case by case", alignment.reason],
+                            digest_warnings(champ_run, cand_run))
+    warnings = digest_warnings(champ_run, cand_run)
     if warnings:
         return Decision(candidate, champion, metric, alpha, [], False,
                         ["champion and candidate cannot be compared case by case"], warnings)
     seg = Segment("kind", guard_segment) if guard_segment else None
-    checks = [paired_check(champion.run, candidate, metric, None, alpha, mode, n_resamples, seed)]
+    checks = [paired_check(champ_run, cand_run, metric, None, alpha, mode, n_resamples, seed)]
     if seg is not None:
-        checks.append(paired_check(champion.run, candidate, metric, seg, alpha, "no_loss", n_resamples, seed))
+        checks.append(paired_check(champ_run, cand_run, metric, seg, alpha, "no_loss", n_resamples, seed))
     reasons = []
     for chk in checks:
         if chk.passed:
@@ -224,7 +263,8 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
                            f"(Δ{chk.delta:+.3f}, p={chk.p:.3f}, alpha {alpha:g})")
         else:
             reasons.append(f"{chk.title}: significantly worse than the champion (Δ{chk.delta:+.3f}, p={chk.p:.3f})")
-    return Decision(candidate, champion, metric, alpha, checks, not reasons, reasons, warnings)
+    return Decision(candidate, champion, metric, alpha, checks, not reasons, reasons, warnings, gap,
+                    (champ_run, cand_run) if gap is not None else None)
 
 
 # -- files ----------------------------------------------------------------------------------------
@@ -300,8 +340,11 @@ def write_files(decision: Decision, name: str, config_text: str, version: str | 
     preset.parent.mkdir(parents=True, exist_ok=True)
     preset.write_text(
         "# @package _global_\n"
-        f"# The promoted retriever '{name}': reproduces run {decision.candidate.id} "
-        f"(promoted {when}).\n"
+        f"# The promoted retriever '{name}': "
+        + ("the config of run" if dirty_tree_reason(decision.candidate) else "reproduces run")
+        + f" {decision.candidate.id} (promoted {when})"
+        + (" -- logged from a DIRTY git tree, promoted with --force: the code may differ"
+           if dirty_tree_reason(decision.candidate) else "") + ".\n"
         f"#   python run.py experiment={preset_name(name)}\n"
         f"# Generated by `rag-exp promote` from {PROMOTED_DIR / (name + '.yaml')}; do not edit by hand.\n"
         f"# Dropped (environment, not retriever): {', '.join(PRESET_DROP)}.\n"
@@ -364,7 +407,7 @@ def promote(metric: str = "recall_at_5", sweep: str | None = None, name: str = "
     best = pick_best(candidate_runs(metric, sweep, experiment, c), metric)
     best = get_run(best.id, c=c)  # now with its per-case table
     champion = current_champion(name, c)
-    decision = decide(champion, best, metric, alpha, "beat", GUARD_SEGMENT, n_resamples, seed)
+    decision = refuse_dirty_tree(decide(champion, best, metric, alpha, "beat", GUARD_SEGMENT, n_resamples, seed))
     if champion is not None and champion.run.id == best.id:
         return Promotion(decision, False, False, champion.version, already_champion=True)
     if dry_run or not (decision.ok or force):
@@ -378,6 +421,8 @@ def promote(metric: str = "recall_at_5", sweep: str | None = None, name: str = "
     c.set_tag(best.id, "promoted_at", when)
     if forced:
         c.set_tag(best.id, "promoted_forced", "true")
+    if dirty_tree_reason(best):
+        c.set_tag(best.id, "promoted_dirty_tree", "true")  # only reachable with --force
     if champion is not None and champion.source == "registry":
         c.set_tag(champion.run.id, "champion", "false")
         c.set_tag(champion.run.id, "replaced_by", best.id)

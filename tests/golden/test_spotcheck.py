@@ -86,7 +86,8 @@ def test_spotcheck_with_piped_stdin_saves_each_answer_and_resumes(golden):
     assert "judge-v1" not in out.split("Judge m")[0]  # the verdict and judge are not shown before answering
     lines = [json.loads(x) for x in spot.read_text().splitlines()]
     assert [r["human_verdict"] for r in lines] == ["YES", "PART", "NO", "SKIP"]
-    assert all(r["author"] == "tester" and r["judge"] == {"model": "m", "prompt_version": "judge-v1"} for r in lines)
+    assert all(r["author"] == "tester" and r["judge"] == {"kind": "llm", "model": "m", "prompt_version": "judge-v1"}
+               for r in lines)
     assert result["n"] == 3 and result["asked"] == 4 and result["skipped"] == 1 and not result["validated"]
     assert GoldenFile(golden).digest() == digest  # verdicts never go into the golden set
 

@@ -204,3 +204,20 @@ def test_cranfield_metrics_equal_ir_measures(project):
     # sanity against the collection's reference figures (BM25: MRR@10 ~0.53, recall@100 ~0.74)
     assert out["qrels"]["mrr_at_10"] > 0.4 and out["qrels"]["recall_at_100"] > 0.6
     print({k: {m: round(v, 4) for m, v in d.items()} for k, d in out.items()})
+
+
+def test_export_after_the_golden_set_grew_uses_the_runs_version(tmp_path, tiny_beir, mlflow_home):
+    """The run's version is a prefix of the grown file: its labels are exported, not the newer ones."""
+    from rag_experiments.golden.store import GoldenFile
+    from rag_experiments.golden.versions import current_version
+
+    version = current_version(tiny_beir)
+    per_case = _per_case(tiny_beir, {"q1": ["d1"], "q2": ["d4", "d3"], "q3": ["d5"], "q4": ["d7"]})
+    run_id = _log_run(mlflow_home, per_case, str(tiny_beir), version.sha256)
+    before = _lines(export_run(run_id, tmp_path / "before").files["qrels"])
+    case = load_golden(tiny_beir).cases[0]
+    GoldenFile(tiny_beir).append([{"type": "judgement", "id": "j-late", "case_id": case.case_id,
+                                   "span": case.relevant[0].span.to_json(), "verdict": "PART",
+                                   "judge": {"kind": "human", "name": "qa"}}])  # a later re-grade
+    after = _lines(export_run(run_id, tmp_path / "after").files["qrels"])
+    assert after == before

@@ -45,7 +45,10 @@ SEED = 7
 SHARE = 0.3
 MIN_PER_TYPE = 4
 TOP_K = 5
-JUDGE = {"kind": "human", "name": "AI coding agent (Claude), manual review in a development session",
+# kind "agent": an AI coding agent made these calls, not a person (the first apply wrote "human";
+# reattribute_agent_judgements.py appended the correction). Ids keep the literal "human" below, so
+# a rerun still recognises the judgements already in the file.
+JUDGE = {"kind": "agent", "name": "AI coding agent (Claude), manual review in a development session",
          "prompt_version": "manual-v1"}
 
 

@@ -1,0 +1,341 @@
+"""Runs measured on different versions of one golden set, made comparable.
+
+The golden file is append-only, so when the versions two runs recorded are both prefixes of the
+current file (:func:`rag_experiments.golden.versions.locate`), the older version is an ancestor
+of the newer one and the runs compare **on the older version's cases, with its labels**:
+
+* the shared cases are the older version's scorable cases that are still active in the newest
+  version (a case retired in between leaves the shared set);
+* a run on the older version keeps its logged per-case rows (scored with those labels);
+* a run on a newer version is **rescored** from its stored ranked lists (``run.trec``) against
+  the older version: an evaluation over stored lists, no retrieval;
+* each run becomes a :class:`RunView` "rebased" onto the older version (per-case table and
+  metrics recomputed on the shared cases, ``golden_sha256`` = the older version), so the paired
+  test, the comparison table, promotion and the gate work on them unchanged.
+
+Beside the paired comparison, :class:`VersionGap` reports what changed in between: the cases
+added since (the newer run's metrics on them, by kind), and how many shared cases had a label
+superseded, a label added or a span re-anchored, and how many were retired. Versions that are
+not on one chain (another file, a rewritten history) stay not comparable, with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from ..config import project_root
+from ..errors import GoldenSetError, UserError
+from ..evaluation.evaluate import aggregate
+from ..evaluation.rescore import params_from_flat, rescore
+from ..evaluation.runfile import ARTIFACT as RUN_FILE
+from ..evaluation.runfile import parse_run_file
+from ..golden.resolve import GoldenSet
+from ..golden.versions import GoldenVersion, NotAnAncestor, locate
+from .runs import RunView
+
+QUALITY = re.compile(r"^(recall|mrr|ndcg|hit|judged)_at_\d+$")
+KIND_ORDER = ("production", "exact", "paraphrase")
+LOGGED_DECIMALS = 10  # pandas' to_json default (double_precision), which mlflow.log_table uses
+
+
+@dataclass(frozen=True)
+class VersionGap:
+    """What lies between the older and the newer golden version of the runs compared."""
+
+    path: Path
+    older: GoldenVersion
+    newer: GoldenVersion
+    shared: tuple[str, ...]  # case ids compared, with the older version's labels
+    added: pd.DataFrame = field(repr=False)  # case_id, query, kind, doc_type of cases added since
+    retired: tuple[str, ...] = ()  # older cases retired in between: out of the shared set
+    superseded: tuple[str, ...] = ()  # shared cases with a label superseded in between
+    relabelled: tuple[str, ...] = ()  # shared cases with a new (not superseding) judgement
+    reanchored: tuple[str, ...] = ()  # shared cases with a span re-anchored in between
+    unscored: tuple[str, ...] = ()  # older cases some run has no score for (e.g. stale there)
+
+
+@dataclass(frozen=True)
+class Alignment:
+    runs: list[RunView]  # rebased onto the older version when ``gap`` is set, else as given
+    gap: VersionGap | None = None
+    reason: str | None = None  # why the runs are not comparable (None: they are)
+    rescored: tuple[str, ...] = ()  # ids of runs rescored from their stored ranked lists
+
+
+# -- finding the chain ----------------------------------------------------------------------------
+def candidate_files(runs: Sequence[RunView]) -> list[Path]:
+    """Golden files the runs may have used: their ``golden.path`` param, then
+    ``experiments/golden/<golden_set tag>``, relative to the project root."""
+    root = project_root()
+    out: list[Path] = []
+    for r in runs:
+        for raw in (r.params.get("golden.path"), f"experiments/golden/{r.tags['golden_set']}"
+                    if r.tags.get("golden_set") else None):
+            if not raw:
+                continue
+            p = Path(raw).expanduser()
+            p = p if p.is_absolute() else root / p
+            if p not in out:
+                out.append(p)
+    return out
+
+
+def find_chain(versions: Sequence[GoldenVersion], files: Sequence[Path]) -> tuple[Path, dict[str, GoldenSet]]:
+    """The first file holding every version as a prefix, and each version's golden set (by sha256)."""
+    errors: list[str] = []
+    for path in files:
+        if not path.is_file():
+            errors.append(f"{path}: no such file")
+            continue
+        located: dict[str, GoldenSet] = {}
+        try:
+            for v in versions:
+                if v.sha256 not in located:
+                    located[v.sha256] = locate(path, v)
+        except NotAnAncestor as exc:
+            errors.append(str(exc))
+            continue
+        except GoldenSetError as exc:
+            errors.append(f"{path}: {exc}")
+            continue
+        return path, located
+    raise NotAnAncestor("; ".join(errors) if errors else "no golden file recorded by the runs (golden.path)")
+
+
+# -- stored ranked lists --------------------------------------------------------------------------
+def load_ranked_lists(run: RunView, c=None):
+    """The run's ``run.trec`` artifact parsed, or None when the run has none (or is not in the store)."""
+    from .runs import client
+
+    c = c or client()
+    try:
+        if RUN_FILE not in {f.path for f in c.list_artifacts(run.id)}:
+            return None
+        with tempfile.TemporaryDirectory() as tmp:
+            text = Path(c.download_artifacts(run.id, RUN_FILE, tmp)).read_text(encoding="utf-8")
+    except Exception:  # noqa: BLE001 - a champion known only from its committed record
+        return None
+    return parse_run_file(text, f"run {run.id} {RUN_FILE}")
+
+
+def _logged_precision(per_case: pd.DataFrame) -> pd.DataFrame:
+    """Per-case metrics rounded as ``per_case.json`` stores them (mlflow.log_table writes JSON with
+    10 decimals): a rescored 1/3 must pair with a logged 0.3333333333 as a tie, not a 3e-11 loss
+    that a paired test over hundreds of cases would call significant."""
+    out = per_case.copy()
+    for col in out.columns:
+        if QUALITY.match(str(col)):
+            out[col] = out[col].astype(float).round(LOGGED_DECIMALS)
+    return out
+
+
+def _quality_metrics(per_case: pd.DataFrame) -> dict[str, float]:
+    names = [c for c in per_case.columns if QUALITY.match(str(c))]
+    out = aggregate(per_case, names)
+    out["n_cases"] = float(len(per_case))
+    return out
+
+
+# -- the alignment --------------------------------------------------------------------------------
+def _changes(older: GoldenSet, newer: GoldenSet, shared: set[str]) -> dict[str, tuple[str, ...]]:
+    """Records appended between the two versions, by what they did to the older cases."""
+    older_ids = {r["id"] for r in older.records if r["type"] == "case"}
+    out: dict[str, list[str]] = {"retired": [], "superseded": [], "relabelled": [], "reanchored": []}
+    for r in newer.records[len(older.records):]:
+        t = r["type"]
+        if t == "retire" and r["target"] in older_ids:
+            out["retired"].append(r["target"])
+        elif t == "judgement" and r["case_id"] in shared:
+            out["superseded" if r.get("supersedes") else "relabelled"].append(r["case_id"])
+        elif t == "anchor" and r["case_id"] in shared:
+            out["reanchored"].append(r["case_id"])
+    return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
+
+
+def align(runs: Sequence[RunView], c=None) -> Alignment:
+    """Rebase ``runs`` onto the oldest golden version among them (see the module docstring)."""
+    runs = list(runs)
+    versions = [GoldenVersion.from_tags(r.tags) for r in runs]
+    missing = [r for r, v in zip(runs, versions) if v is None]
+    if missing:
+        return Alignment(runs, reason=f"run {missing[0].id[:12]} recorded no golden-set version (tag golden_sha256)")
+    if len({v.sha256 for v in versions}) == 1:
+        return Alignment(runs)
+    try:
+        path, located = find_chain(versions, candidate_files(runs))
+    except NotAnAncestor as exc:
+        return Alignment(runs, reason=f"NOT COMPARABLE: the golden-set versions are not on one chain: {exc}")
+    by_size = sorted(located.values(), key=lambda g: len(g.records))
+    older, newer = by_size[0], by_size[-1]
+    active = {case.case_id for case in newer.cases}
+    base_ids = [case.case_id for case in older.scorable if case.case_id in active]
+    old_version = GoldenVersion.of(older)
+
+    frames: list[pd.DataFrame] = []
+    rescored: list[str] = []
+    for r in runs:
+        if r.golden == older.digest:
+            if r.per_case is None:
+                return Alignment(runs, reason=f"run {r.id[:12]} has no per-case table (per_case.json)")
+            df = r.per_case[r.per_case["case_id"].isin(base_ids)]
+        else:
+            ranked = load_ranked_lists(r, c)
+            if ranked is None:
+                return Alignment(runs, reason=(
+                    f"NOT COMPARABLE: run {r.id[:12]} ({r.label}) was measured on golden version "
+                    f"{GoldenVersion.from_tags(r.tags).describe()} and has no stored ranked lists ({RUN_FILE}): "
+                    f"it cannot be rescored on the older version {old_version.describe()}; re-run its config"))
+            result, _ = rescore(older, ranked, params_from_flat(r.params), base_ids)
+            df = result.per_case
+            rescored.append(r.id)
+        frames.append(df)
+    common = set(base_ids)
+    for df in frames:
+        common &= set(df["case_id"]) if len(df) else set()
+    shared = tuple(cid for cid in base_ids if cid in common)
+    rebased = []
+    for r, df in zip(runs, frames):
+        df = _logged_precision(df[df["case_id"].isin(common)].reset_index(drop=True))
+        tags = {**r.tags, **old_version.tags(), "golden_rebased_from": r.golden or ""}
+        rebased.append(replace(r, per_case=df, metrics=_quality_metrics(df), tags=tags))
+    older_case_ids = {case.case_id for case in older.cases}
+    added = pd.DataFrame([{"case_id": case.case_id, "query": case.query, "kind": case.kind, "doc_type": case.doc_type}
+                          for case in newer.cases if case.case_id not in older_case_ids],
+                         columns=["case_id", "query", "kind", "doc_type"])
+    gap = VersionGap(path=path, older=old_version, newer=GoldenVersion.of(newer), shared=shared, added=added,
+                     unscored=tuple(cid for cid in base_ids if cid not in common),
+                     **_changes(older, newer, set(shared)))
+    return Alignment(rebased, gap, None, tuple(rescored))
+
+
+# -- the newer run on the added cases -------------------------------------------------------------
+def added_rows(run: RunView, gap: VersionGap) -> pd.DataFrame:
+    """The run's own per-case rows (its version's labels) for the cases added since the older version."""
+    if run.per_case is None or gap.added.empty:
+        return pd.DataFrame(columns=["case_id", "query", "kind"])
+    return run.per_case[run.per_case["case_id"].isin(set(gap.added["case_id"]))].reset_index(drop=True)
+
+
+def added_by_kind(rows: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
+    """One row per query kind (production, exact, paraphrase first): n and the mean of each metric."""
+    metrics = [m for m in dict.fromkeys(metrics) if m in rows]
+    if rows.empty:
+        return pd.DataFrame(columns=["kind", "n", *metrics])
+    g = rows.groupby("kind")
+    out = g[metrics].mean()
+    out.insert(0, "n", g.size())
+    out = out.reset_index()
+    order = {k: i for i, k in enumerate(KIND_ORDER)}
+    return out.sort_values("kind", key=lambda s: s.map(lambda k: order.get(k, len(order)))).reset_index(drop=True)
+
+
+def newest_runs(runs: Sequence[RunView], gap: VersionGap) -> list[RunView]:
+    return [r for r in runs if r.golden == gap.newer.sha256]
+
+
+# -- rendering ------------------------------------------------------------------------------------
+def _f(v) -> str:
+    try:
+        return "—" if v is None or v != v else f"{float(v):.3f}"
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def gap_summary(gap: VersionGap) -> str:
+    return (f"compared on the {len(gap.shared)} shared cases of the older golden version "
+            f"({gap.older.describe()}) with its labels; the newer version ({gap.newer.describe()}) "
+            f"added {len(gap.added)} case(s)"
+            + (f" ({', '.join(f'{n} {k}' for k, n in gap.added['kind'].value_counts().items())})"
+               if len(gap.added) else "")
+            + f"; in between: {len(gap.superseded)} shared case(s) had a label superseded, "
+            f"{len(gap.relabelled)} got a new label, {len(gap.reanchored)} had a span re-anchored, "
+            f"{len(gap.retired)} were retired (left the shared set)"
+            + (f"; {len(gap.unscored)} older case(s) not scored by every run (left out)" if gap.unscored else ""))
+
+
+def gap_markdown(gap: VersionGap, run: RunView | None, metrics: Sequence[str], who: str = "current",
+                 production_limit: int = 50) -> str:
+    """The gap as Markdown: the summary line, the newer run on the added cases by kind, and the
+    added production cases one by one."""
+    metrics = list(dict.fromkeys(metrics))
+    lines = [f"**Golden set grew:** {gap_summary(gap)}.", ""]
+    if run is None or gap.added.empty:
+        return "\n".join(lines) + "\n"
+    rows = added_rows(run, gap)
+    by_kind = added_by_kind(rows, metrics)
+    if not by_kind.empty:
+        cols = [m for m in metrics if m in by_kind]
+        lines += [f"Cases added since, scored by {who} `{run.id[:12]}` (its version's labels):", "",
+                  "| kind | n | " + " | ".join(m.replace("_at_", "@") for m in cols) + " |",
+                  "|---|---:|" + "---:|" * len(cols)]
+        for _, row in by_kind.iterrows():
+            lines.append(f"| {row['kind']} | {int(row['n'])} | " + " | ".join(_f(row[m]) for m in cols) + " |")
+        lines.append("")
+    prod = rows[rows["kind"] == "production"] if "kind" in rows else rows.iloc[0:0]
+    if len(prod):
+        first = "first_relevant_rank" if "first_relevant_rank" in prod else None
+        cols = [m for m in metrics if m in prod][:3]
+        lines += [f"New production cases ({len(prod)}):", "",
+                  "| case | query | first relevant rank | " + " | ".join(m.replace("_at_", "@") for m in cols) + " |",
+                  "|---|---|---:|" + "---:|" * len(cols)]
+        for _, row in prod.head(production_limit).iterrows():
+            rank = row[first] if first else None
+            rank_text = "not retrieved" if rank is None or rank != rank else str(int(rank))
+            query = str(row.get("query", "")).replace("|", "\\|")
+            lines.append(f"| `{row['case_id']}` | {query} | {rank_text} | " + " | ".join(_f(row[m]) for m in cols)
+                         + " |")
+        if len(prod) > production_limit:
+            lines.append(f"| … | {len(prod) - production_limit} more | | |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def print_gap(gap: VersionGap, runs: Sequence[RunView], metrics: Sequence[str], console=None) -> None:
+    """The gap on the terminal: the summary, then per newest-version run its added-case table."""
+    from rich.table import Table
+
+    from ..report import console as make_console
+
+    metrics = list(dict.fromkeys(metrics))
+    out = console or make_console()
+    out.print(f"[bold]golden set grew:[/] {gap_summary(gap)}")
+    for r in newest_runs(runs, gap):
+        rows = added_rows(r, gap)
+        if rows.empty:
+            continue
+        cols = [m for m in metrics if m in rows]
+        table = Table(title=f"cases added since, run {r.id[:12]} ({r.label}), its version's labels")
+        for h in ["kind", "n", *[m.replace("_at_", "@") for m in cols]]:
+            table.add_column(h, justify="left" if h == "kind" else "right")
+        for _, row in added_by_kind(rows, cols).iterrows():
+            table.add_row(str(row["kind"]), str(int(row["n"])), *[_f(row[m]) for m in cols])
+        out.print(table)
+        prod = rows[rows["kind"] == "production"]
+        for _, row in prod.iterrows():
+            rank = row.get("first_relevant_rank")
+            rank_text = "not retrieved" if rank is None or rank != rank else f"rank {int(rank)}"
+            out.print(f"  production {row['case_id']}: {row.get('query', '')!r}: {rank_text}")
+
+
+def require_comparable(alignment: Alignment) -> None:
+    if alignment.reason:
+        raise UserError(alignment.reason)
+
+
+def gap_tags(gap: VersionGap | None, run: RunView) -> dict[str, str]:
+    """Tags recording on which cases a gate verdict was reached."""
+    if gap is None:
+        return {}
+    rows = added_rows(run, gap) if run.golden == gap.newer.sha256 else pd.DataFrame()
+    return {"gate_shared_cases": str(len(gap.shared)), "gate_golden_base_records": str(gap.older.records),
+            "gate_added_cases": str(len(gap.added)),
+            "gate_added_production": str(int((gap.added["kind"] == "production").sum())),
+            "gate_superseded_cases": str(len(gap.superseded)), "gate_reanchored_cases": str(len(gap.reanchored)),
+            "gate_retired_cases": str(len(gap.retired)),
+            **({"gate_added_scored": str(len(rows))} if len(rows) else {})}
