@@ -19,11 +19,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-<<<<<<< HEAD
 from ..errors import UserError
-=======
 from ..redaction import redact_text
->>>>>>> main
 from .mlflow_run import PARENT_ENV, setup
 
 
