@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: setup setup-test run test bench ui clean-db
+.PHONY: setup setup-test run test bench ui clean-db scale-demo
 
 # the package, its test tools and the Hydra sweep plugins (no torch)
 setup: $(VENV)/.installed
@@ -16,12 +16,13 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test,sweep]'
 	touch $@
 
-# + the [rerank] extra (torch CPU, sentence-transformers) so the cross-encoder plumbing is tested too,
-# + the [api] extra (voyageai, openai, cohere SDKs), tested against local stubs
+# + the [rerank] extra (torch CPU, sentence-transformers: the cross-encoder plumbing test),
+# the [api] extra (voyageai, openai, cohere SDKs, tested against local stubs) and the [ray] extra
+# (the Ray cluster test)
 setup-test: $(VENV)/.installed-test
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/pip install --quiet -e '.[test,sweep,rerank,api]'
+	$(BIN)/pip install --quiet -e '.[test,sweep,rerank,api,ray]'
 	touch $@
 
 run: setup
@@ -32,6 +33,12 @@ test: setup-test
 
 bench: setup
 	$(BIN)/python -m rag_experiments.bench
+
+# PostgreSQL over TCP with a password, an mlflow server and a 2-node Ray cluster on loopback,
+# then the 8-point sweep on them (what tests/scale/test_ray_cluster.py runs); prints where to look
+scale-demo: setup
+	$(BIN)/pip install --quiet -e '.[ray]'
+	$(BIN)/python -m rag_experiments.scale.demo
 
 ui: setup
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlruns/mlflow.db --workers 1

@@ -23,6 +23,7 @@ from .retrieval.filters import Filters
 from .retrieval.fusion import FusionParams
 from .retrieval.legs import KeywordParams
 from .retrieval.rerank import RerankParams
+from .scale.executors import IngestParams
 from .retrieval.retriever import RetrievalParams
 from .store import HnswParams
 
@@ -59,6 +60,12 @@ class EmbeddingSchema:
     max_batch_tokens: Optional[int] = None
     max_retries: int = 4
     timeout: float = 60.0
+
+
+@dataclass
+class IngestSchema:
+    executor: str = "local"  # local | ray: who embeds the documents (ingest.executor=ray: a Ray cluster)
+    ray_address: Optional[str] = None  # None: $RAY_ADDRESS, else a local Ray
 
 
 @dataclass
@@ -150,6 +157,7 @@ class RootSchema:
     corpus: CorpusSchema = field(default_factory=CorpusSchema)
     chunking: ChunkingSchema = field(default_factory=ChunkingSchema)
     embedding: EmbeddingSchema = field(default_factory=EmbeddingSchema)
+    ingest: IngestSchema = field(default_factory=IngestSchema)
     retrieval: RetrievalSchema = field(default_factory=RetrievalSchema)
     fusion: FusionSchema = field(default_factory=FusionSchema)
     rerank: RerankSchema = field(default_factory=RerankSchema)
@@ -176,6 +184,7 @@ class Settings:
     chunking: ChunkingParams
     embedding_name: str
     embedding_batch_size: int
+    ingest: IngestParams
     retrieval: RetrievalParams
     hnsw: HnswParams
     golden_path: Path
@@ -263,7 +272,7 @@ def settings_from_cfg(cfg: Any) -> Settings:
     return Settings(
         corpus_path=c["corpus"]["path"], corpus_name=c["corpus"]["name"],
         chunking=chunking, embedding_name=c["embedding"]["name"],
-        embedding_batch_size=c["embedding"]["batch_size"], retrieval=retrieval,
+        embedding_batch_size=c["embedding"]["batch_size"], ingest=IngestParams(**c["ingest"]), retrieval=retrieval,
         hnsw=HnswParams(m=hn["m"], ef_construction=hn["ef_construction"]),
         golden_path=_abs(c["golden"]["path"]), eval=eval_params, eval_level=ev["level"],
         bootstrap_samples=ev["bootstrap_samples"], seed=ev["seed"], ann_recall_queries=ev["ann_recall_queries"],

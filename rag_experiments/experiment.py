@@ -22,6 +22,7 @@ from .evaluation.evaluate import EvalResult, evaluate
 from .golden.anchoring import drift_status, drift_warning
 from .golden.resolve import GoldenSet, load_golden
 from .retrieval.retriever import Retriever
+from .scale.executors import embedding_executor
 from .store import IngestReport, ingest, strategy_info
 from .types import Hit, RankedList
 
@@ -107,8 +108,10 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
         usage_before = getattr(embedder, "usage", None)
 
         t = time.perf_counter()
+        executor = embedding_executor(settings.ingest, embedder, settings.embedding_name,
+                                      settings.embedding_options, settings.embedding_batch_size)
         report = ingest(conn, docs, settings.chunking, embedder, settings.hnsw, progress=settings.progress,
-                        model_batch_size=settings.embedding_batch_size, before_paying=gate)
+                        model_batch_size=settings.embedding_batch_size, before_paying=gate, executor=executor)
         timings["ingest_s"] = time.perf_counter() - t
         strategy = strategy_info(conn, report.strategy_id)
 

@@ -50,10 +50,11 @@ def _log_failed_child(cfg: DictConfig, error: BaseException) -> None:
         return
     import mlflow
 
+    from .tracking.execution import execution_tags
     from .tracking.mlflow_run import PARENT_ENV, redact, setup
 
     exp_id = setup(cfg.tracking.uri, cfg.tracking.experiment)
-    tags = {"error": redact_text(f"{type(error).__name__}: {error}")[:5000]}
+    tags = {"error": redact_text(f"{type(error).__name__}: {error}")[:5000], **execution_tags()}
     if os.environ.get(PARENT_ENV):
         tags["mlflow.parentRunId"] = os.environ[PARENT_ENV]
     with mlflow.start_run(experiment_id=exp_id, run_name=_run_name(cfg, _NoSettings()), tags=tags):

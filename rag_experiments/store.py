@@ -104,11 +104,12 @@ def _register_space(conn: psycopg.Connection, space: str, parts: dict) -> None:
 
 def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[str], *, input_type: str = "document",
                      progress: bool = False, batch_size: int = 256, model_batch_size: int = 16,
-                     before_paying: BeforePaying | None = None) -> tuple[np.ndarray, int]:
+                     before_paying: BeforePaying | None = None, executor=None) -> tuple[np.ndarray, int]:
     """Vectors for ``texts`` via the (embedding space, text hash) cache; returns (vectors, cache hits).
 
     Misses are embedded in batches (an API embedder: one request per batch, planned within the
-    provider's limits) and each batch is committed as it arrives.
+    provider's limits) and each batch is committed as it arrives. ``executor`` computes the
+    batches (:mod:`.scale.executors`: this process by default, or a Ray cluster's workers).
     """
     parts = embedder.space_parts(input_type)
     space = cache_key(parts)
@@ -138,8 +139,12 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
         from tqdm import tqdm
 
         bar = tqdm(total=len(missing), desc=f"embedding ({embedder.model_id})", unit="text")
-    for batch in batches:
-        vecs = embedder.embed([by_hash[h] for h in batch], input_type=input_type, batch_size=model_batch_size)
+    if executor is None:
+        from .scale.executors import LocalEmbedding
+
+        executor = LocalEmbedding(embedder, model_batch_size)
+    for i, vecs in executor.map([[by_hash[h] for h in b] for b in batches], input_type):
+        batch = batches[i]
         with conn.transaction():
             # COPY into a staging table, then insert-or-skip: a parallel job (another strategy of
             # the same corpus) may be caching the same text at the same moment.
@@ -163,7 +168,7 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
 
 def ingest(conn: psycopg.Connection, docs: list[Document], params: ChunkingParams, embedder: Embedder,
            hnsw: HnswParams = HnswParams(), *, progress: bool = False, model_batch_size: int = 16,
-           before_paying: BeforePaying | None = None) -> IngestReport:
+           before_paying: BeforePaying | None = None, executor=None) -> IngestReport:
     """Make the strategy for (corpus, params, embedder) match ``docs``; do no more work than needed."""
     t0 = time.perf_counter()
     corpus = docs[0].corpus if docs else "empty"
@@ -192,13 +197,13 @@ def ingest(conn: psycopg.Connection, docs: list[Document], params: ChunkingParam
         if row and row[0] == manifest["digest"] and has_index():
             return IngestReport(key, corpus, len(docs), row[1], 0, 0, 0, 0, time.perf_counter() - t0, True)
         return _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress, model_batch_size,
-                      before_paying)
+                      before_paying, executor)
     finally:
         conn.execute("SELECT pg_advisory_unlock(%s)", (lock,))
 
 
 def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress,
-           model_batch_size, before_paying=None) -> IngestReport:
+           model_batch_size, before_paying=None, executor=None) -> IngestReport:
     existing = dict(conn.execute(
         "SELECT doc_id, min(doc_hash) FROM chunks WHERE strategy_id = %s GROUP BY doc_id", (key,)
     ).fetchall()) if row else {}
@@ -206,7 +211,8 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
     gone = set(existing) - {d.doc_id for d in docs}
     chunks: list[Chunk] = chunk_corpus(changed, params, embedder, key, progress=progress)
     vectors, cache_hits = embed_with_cache(conn, embedder, [c.indexed_text for c in chunks], progress=progress,
-                                           model_batch_size=model_batch_size, before_paying=before_paying)
+                                           model_batch_size=model_batch_size, before_paying=before_paying,
+                                           executor=executor)
     # an API model's dimension may be known only from its first answer (or from cached vectors)
     dim = int(vectors.shape[1]) if len(vectors) else (embedder.dim or int(row_dim(conn, key) or 0))
     by_id = {d.doc_id: d for d in docs}

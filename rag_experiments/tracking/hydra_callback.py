@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from ..errors import UserError
 from ..redaction import redact_text
 from .mlflow_run import PARENT_ENV, setup
 
@@ -35,7 +37,11 @@ class MlflowSweepCallback(Callback):
         import mlflow
         from mlflow.tracking import MlflowClient
 
-        exp_id = setup(config.tracking.uri, config.tracking.experiment)
+        try:
+            exp_id = setup(config.tracking.uri, config.tracking.experiment)
+        except UserError as exc:  # Hydra would turn an exception here into a warning and go on
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(exc.exit_code)
         self.summary = bool(config.tracking.get("sweep_summary", True))
         self.primary = str(config.get("objective", "recall_at_5")).split(".")[0]
         overrides = list(config.hydra.overrides.task)
@@ -100,6 +106,13 @@ class MlflowSweepCallback(Callback):
 
                 client = MlflowClient()
                 client.set_tag(self.parent_id, "aborted", "true")
+                # say how many points failed (a lost Ray node, a crashing point), as _finish does
+                parent = client.get_run(self.parent_id)
+                children = client.search_runs([parent.info.experiment_id],
+                                              filter_string=f"tags.mlflow.parentRunId = '{self.parent_id}'")
+                client.set_tag(self.parent_id, "children", str(len(children)))
+                client.set_tag(self.parent_id, "children_failed",
+                               str(sum(c.info.status != "FINISHED" for c in children)))
                 client.set_terminated(self.parent_id, status="FAILED")
             except Exception:  # noqa: BLE001 - best effort at interpreter exit
                 pass

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..config import project_root
 from ..redaction import redact_obj, redact_text
+from .execution import execution_tags
 
 PARENT_ENV = "RAG_EXP_PARENT_RUN_ID"
 
@@ -48,11 +49,17 @@ def setup(uri: str | None, experiment: str) -> str:
     """Point MLflow at the store and make sure the experiment exists; return its id."""
     import mlflow
 
+    from ..errors import UserError
+    from .server import unreachable_reason
+
     # Decide before set_tracking_uri: it exports MLFLOW_TRACKING_URI, which would make every
     # store look user-chosen. Only our own sqlite default gets an explicit artifact folder
     # (mlruns/artifacts); a user's server keeps its own artifact root.
     user_chose = bool(uri or os.environ.get("MLFLOW_TRACKING_URI"))
     resolved = tracking_uri(uri)
+    if why := unreachable_reason(resolved):
+        raise UserError(f"the MLflow tracking server at {resolved} does not answer: {why}",
+                        hint="start it (mlflow server ...) or fix MLFLOW_TRACKING_URI / tracking.uri")
     if not user_chose or resolved == tracking_uri_default():
         location = artifact_root()
     else:
@@ -130,7 +137,9 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         **golden_version_tags(result.golden),  # golden_sha256 + golden_records/golden_head (the prefix)
         "corpus_digest": result.corpus_manifest["digest"],
         "eval_level": s.eval_level,
+        "ingest.built": str(not result.ingest.unchanged).lower(),
         **git_state(),
+        **execution_tags(),
     }
     if judge_validation is not None:
         status = judge_validation.get("status")  # validated | NOT-VALIDATED | no-machine-labels, as written

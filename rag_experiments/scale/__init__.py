@@ -1,0 +1,1 @@
+"""Scaling out: sweeps and ingest on a Ray cluster with a shared PostgreSQL and MLflow server."""
