@@ -14,7 +14,7 @@ from .corpus.loader import load_corpus
 from .embedding import load_embedder
 from .experiment import corpus_path, open_database
 from .retrieval.retriever import Retriever
-from .store import ingest, strategy_info
+from .store import hnsw_index_name, ingest, strategy_info
 
 
 def conf_dir() -> Path:
@@ -46,7 +46,8 @@ class RetrieverSession:
         self.embedder = load_embedder(settings.embedding_name)
         self.ingest_report = ingest(self.conn, docs, settings.chunking, self.embedder, settings.hnsw,
                                     progress=progress)
-        self.strategy = strategy_info(self.conn, self.ingest_report.strategy_id)
+        self.strategy = {**strategy_info(self.conn, self.ingest_report.strategy_id),
+                         "hnsw_index": hnsw_index_name(self.ingest_report.strategy_id, settings.hnsw)}
         self.retriever = Retriever(self.conn, self.strategy, self.embedder, settings.retrieval)
 
     @property

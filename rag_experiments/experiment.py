@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psycopg
 
+from .cache_key import cache_key
 from .config import Settings, project_root
 from .corpus.loader import DEMO, corpus_manifest, load_corpus
 from .db.connect import connect, resolve_database_url
@@ -21,7 +22,7 @@ from .evaluation.evaluate import EvalResult, evaluate
 from .golden.anchoring import drift_status, drift_warning
 from .golden.resolve import GoldenSet, load_golden
 from .retrieval.retriever import Retriever
-from .store import IngestReport, ingest, strategy_info
+from .store import IngestReport, hnsw_index_name, ingest, strategy_info
 from .types import Hit, RankedList
 
 
@@ -89,7 +90,9 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
         report = ingest(conn, docs, settings.chunking, embedder, settings.hnsw, progress=settings.progress,
                         model_batch_size=settings.embedding_batch_size)
         timings["ingest_s"] = time.perf_counter() - t
-        strategy = strategy_info(conn, report.strategy_id)
+        # the index the vector leg searches is part of its cache keys (a sweep over hnsw.m rebuilds it)
+        strategy = {**strategy_info(conn, report.strategy_id),
+                    "hnsw_index": hnsw_index_name(report.strategy_id, settings.hnsw)}
 
         retriever = Retriever(conn, strategy, embedder, settings.retrieval)
         cases = golden.scorable
@@ -124,7 +127,16 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
             conn.close()
 
 
-_ANN_MEMO: dict[tuple, float] = {}
+_ANN_MEMO: dict[str, float] = {}
+
+
+def ann_recall_key(retriever: Retriever, queries: list[str]) -> str:
+    """Everything the ANN recall depends on: the strategy, its HNSW index, model, depth, ef_search,
+    filters and the queries."""
+    p, s = retriever.params, retriever.strategy
+    return cache_key("ann-recall", sid=s["strategy_id"], digest=s["content_digest"], index=s.get("hnsw_index"),
+                     model=retriever.embedder.model_id, depth=p.fusion.depth, ef=p.ef_search,
+                     filters=p.filters.key(), queries=list(queries))
 
 
 def ann_recall(conn: psycopg.Connection, strategy: dict, retriever: Retriever, queries: list[str]) -> float:
@@ -133,7 +145,7 @@ def ann_recall(conn: psycopg.Connection, strategy: dict, retriever: Retriever, q
     from .retrieval.legs import vector_search
 
     p = retriever.params
-    key = (strategy["strategy_id"], strategy["content_digest"], p.fusion.depth, p.ef_search, p.filters, tuple(queries))
+    key = ann_recall_key(retriever, queries)
     if key in _ANN_MEMO:
         return _ANN_MEMO[key]
     retriever.embed_queries(queries)

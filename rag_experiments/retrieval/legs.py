@@ -13,6 +13,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from ..cache_key import cache_key
 from ..errors import ConfigError
 from ..identifiers import extract_identifiers
 from .filters import Filters
@@ -73,7 +74,7 @@ class KeywordParams:
             raise ConfigError(f"retrieval.keyword.identifier_boost: must be >= 0, got {self.identifier_boost}")
 
     def key(self) -> str:
-        return f"{self.tsquery}|{self.rank}|{self.normalization}|{self.identifier_boost}"
+        return cache_key("keyword-params", params=self)
 
 
 def keyword_sql(params: KeywordParams, filters: Filters) -> tuple[sql.Composable, dict]:

@@ -16,8 +16,6 @@ SQL at all. (``fusion.engine=sql`` runs the one-statement SQL twin instead, unca
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -27,6 +25,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ..errors import ConfigError
+from ..cache_key import cache_key
 from ..store import embed_with_cache
 from ..types import Hit, RankedList
 from .filters import Filters
@@ -98,10 +97,11 @@ class Retriever:
             "q": query, "depth": p.fusion.depth, "filters": p.filters.key(),
         }
         if leg == "vector":
-            parts.update(model=self.embedder.model_id, ef=p.ef_search)
+            # the HNSW index too: a sweep over its m / ef_construction rebuilds it under the same strategy
+            parts.update(model=self.embedder.model_id, ef=p.ef_search, index=self.strategy.get("hnsw_index"))
         else:
             parts.update(kw=p.keyword.key())
-        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+        return cache_key("leg-candidates", **parts)
 
     def embed_queries(self, queries: Sequence[str]) -> None:
         model = self.embedder.model_id
