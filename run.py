@@ -6,6 +6,9 @@
     python run.py experiment=compare_variants      # the four variants side by side
 """
 
+import sys
+from pathlib import Path
+
 import hydra
 from omegaconf import DictConfig
 
@@ -22,4 +25,7 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
+    from rag_experiments.config import exit_on_unknown_override_keys
+
+    exit_on_unknown_override_keys(sys.argv[1:], Path(__file__).resolve().parent / "conf")
     main()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .config import Settings, project_root, settings_from_cfg
+from .config import Settings, check_override_keys, project_root, settings_from_cfg
 from .corpus.loader import load_corpus
 from .embedding import load_embedder
 from .experiment import corpus_path, open_database
@@ -29,6 +29,7 @@ def compose_settings(overrides: list[str] | None = None) -> tuple[Settings, obje
     from .config import register_schema
 
     register_schema()
+    check_override_keys(list(overrides or []), conf_dir())
     if GlobalHydra.instance().is_initialized():
         GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
