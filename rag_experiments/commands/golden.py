@@ -129,6 +129,21 @@ def register(subparsers: Any) -> None:
     golden_arg(sp)
     sp.set_defaults(func=cmd_stats)
 
+    sp = sub.add_parser(
+        "manifest", help="rebuild a missing manifest, after confirming the file is as intended",
+        description="The manifest records the golden set's line count and last line hash, so a "
+        "truncated file is caught; a run or `golden verify` refuses a golden set without one. "
+        "Restore it from git if you can. Otherwise --rebuild shows the file as it is now and asks "
+        "you to confirm that nothing was lost (or pass --yes); the rebuild is appended to the "
+        "golden set as a `manifest` record (who, why, the line count you vouched for).")
+    golden_arg(sp)
+    sp.add_argument("--rebuild", action="store_true", required=True, help="rebuild the manifest from the file")
+    sp.add_argument("--yes", action="store_true", help="confirm without a prompt that the file is as intended")
+    sp.add_argument("--reason", default="manifest missing; file confirmed as intended",
+                    help="why, kept in the manifest record")
+    sp.add_argument("--author", help="who confirms it (default: $USER)")
+    sp.set_defaults(func=cmd_manifest)
+
     def corpus_arg(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--corpus", default="demo", metavar="demo|FOLDER",
                         help="the corpus as it is now: 'demo' (shipped) or a folder of .md files (default: demo)")
@@ -368,9 +383,34 @@ def cmd_verify(args: argparse.Namespace) -> int:
     gf = GoldenFile(args.golden)
     records = gf.read()
     counts = Counter(r["type"] for r in records)
-    manifest = "checked" if gf.manifest_path.exists() else "missing (only the chain was checked)"
-    print(f"{gf.path}: OK, {len(records)} records ({_counter_line(dict(counts))}); manifest {manifest}")
+    print(f"{gf.path}: OK, {len(records)} records ({_counter_line(dict(counts))}); manifest checked")
     print(f"sha256 (golden-set version): {gf.digest()}")
+    return 0
+
+
+def cmd_manifest(args: argparse.Namespace) -> int:
+    import getpass
+
+    from ..golden.store import GoldenFile
+
+    gf = GoldenFile(args.golden)
+    if not gf.exists():
+        raise UserError(f"golden set {gf.path} does not exist")
+    raw = gf.path.read_bytes()
+    n = raw.count(b"\n")
+    print(f"{gf.path}: {n} lines, {len(raw)} bytes, sha256 {gf.digest()}")
+    print("The rebuilt manifest will vouch for exactly these lines: a file truncated before now stays "
+          "truncated. Restore the manifest from git instead if you can (git checkout -- FILE).")
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise UserError("not rebuilding the manifest without a confirmation",
+                            hint="check the file (git log -p / git diff), then pass --yes")
+        if input(f"Is {gf.path.name} exactly as intended, with no line lost? [y/N] ").strip().lower() not in ("y", "yes"):
+            print("cancelled; nothing was written")
+            return 1
+    manifest = gf.rebuild_manifest(who=args.author or getpass.getuser(), reason=args.reason)
+    print(f"manifest rebuilt: {manifest['records']} records (the last one records the rebuild); "
+          f"new sha256 {manifest['sha256']}")
     return 0
 
 
