@@ -20,6 +20,7 @@ from .db.connect import connect, resolve_database_url
 from .embedding import load_embedder
 from .evaluation.evaluate import EvalResult, evaluate
 from .golden.anchoring import drift_status, drift_warning
+from .golden.evidence_check import require_cases, require_scorable
 from .golden.resolve import GoldenSet, load_golden
 from .retrieval.retriever import Retriever
 from .store import IngestReport, hnsw_index_name, ingest, strategy_info
@@ -65,23 +66,32 @@ def collapse_to_documents(ranked: RankedList, doc_lengths: dict[str, int]) -> Ra
     return RankedList(ranked.query, tuple(hits), ranked.latency_ms)
 
 
+def load_checked_golden(settings: Settings) -> tuple[GoldenSet, list]:
+    """The golden set (chain and manifest verified), with cases to score and every labelled span
+    resolvable in the corpus, and the corpus documents. Raises GoldenSetError naming file:line."""
+    golden = load_golden(settings.golden_path)
+    require_cases(golden)
+    docs = load_corpus(corpus_path(settings), settings.corpus_name)
+    require_scorable(golden.path, golden.records, docs)  # a span that points at nothing is an error
+    return golden, docs
+
+
 def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -> ExperimentResult:
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
+    # the golden set and the corpus first: a bad golden set stops the run before any other work
+    golden, docs = load_checked_golden(settings)
+    manifest = corpus_manifest(docs)
+    drift = drift_status(golden, docs)  # read-only: evaluation never writes the golden set
+    message = drift_warning(drift, settings.golden_path, settings.corpus_path)
+    if message:
+        warnings.warn(message, stacklevel=2)
+    timings["load_s"] = time.perf_counter() - t0
+    t = time.perf_counter()
     own_conn = conn is None
     conn = conn or open_database(settings)
-    timings["db_connect_s"] = time.perf_counter() - t0
+    timings["db_connect_s"] = time.perf_counter() - t
     try:
-        t = time.perf_counter()
-        golden = load_golden(settings.golden_path)  # fail fast on a bad golden set, before ingest
-        docs = load_corpus(corpus_path(settings), settings.corpus_name)
-        manifest = corpus_manifest(docs)
-        drift = drift_status(golden, docs)  # read-only: evaluation never writes the golden set
-        message = drift_warning(drift, settings.golden_path, settings.corpus_path)
-        if message:
-            warnings.warn(message, stacklevel=2)
-        timings["load_s"] = time.perf_counter() - t
-
         t = time.perf_counter()
         embedder = load_embedder(settings.embedding_name)
         timings["model_load_s"] = time.perf_counter() - t
