@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .chunking import ChunkingParams
+from .embedding.base import check_embedder_name
 from .errors import ConfigError
 from .evaluation.evaluate import EvalParams
 from .retrieval.filters import Filters
@@ -286,6 +287,7 @@ def settings_from_cfg(cfg: Any) -> Settings:
     ch = c["chunking"]
     chunking = ChunkingParams(name=ch["name"], max_tokens=ch["max_tokens"], overlap=ch["overlap"],
                               breadcrumbs=ch["breadcrumbs"])
+    check_embedder_name(c["embedding"]["name"])
     if c["embedding"]["batch_size"] <= 0:
         raise ConfigError(f"embedding.batch_size: must be > 0, got {c['embedding']['batch_size']}")
     if ev["bootstrap_samples"] < 0:

@@ -20,7 +20,7 @@ from .db.connect import connect, resolve_database_url
 from .embedding import load_embedder
 from .evaluation.evaluate import EvalResult, evaluate
 from .golden.anchoring import drift_status, drift_warning
-from .golden.evidence_check import require_cases, require_scorable
+from .golden.evidence_check import require_cases, require_same_corpus, require_scorable
 from .golden.resolve import GoldenSet, load_golden
 from .retrieval.retriever import Retriever
 from .store import IngestReport, hnsw_index_name, ingest, strategy_info
@@ -72,6 +72,7 @@ def load_checked_golden(settings: Settings) -> tuple[GoldenSet, list]:
     golden = load_golden(settings.golden_path)
     require_cases(golden)
     docs = load_corpus(corpus_path(settings), settings.corpus_name)
+    require_same_corpus(golden.path, golden.records, docs, str(settings.corpus_path))
     require_scorable(golden.path, golden.records, docs)  # a span that points at nothing is an error
     return golden, docs
 

@@ -61,3 +61,11 @@ def test_run_py_says_one_line_and_exits_2_before_any_run(tmp_path, override):
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert lines == ["error: fusion.rrfk: unknown key (fusion has no 'rrfk'; did you mean fusion.rrf_k?)"]
     assert not db.exists() and not (tmp_path / "mlruns").exists()
+
+
+@pytest.mark.parametrize("name", ["bogus", "st:", "minilm"])
+def test_an_unknown_embedder_is_rejected_with_the_config(name):
+    """Sibling: the embedder name was only checked when the model loaded, so a sweep point with a
+    bad name started the sweep, then failed as a FAILED child."""
+    with pytest.raises(ConfigError, match="embedding.name: unknown embedder"):
+        settings_from_cfg(_compose([f"embedding.name={name}"]))

@@ -32,14 +32,25 @@ class Embedder(Protocol):
         """Number of model tokens in ``text`` (no special tokens, no truncation)."""
 
 
-_CACHE: dict[str, Embedder] = {}
+_CACHE: dict[tuple, Embedder] = {}
+
+
+def check_embedder_name(name: str) -> None:
+    """ConfigError unless ``name`` names an embedder we can build: checked with the rest of the
+    config, so a sweep point with a bad name is refused before the sweep starts."""
+    if name != "minilm-onnx" and not (name.startswith("st:") and name[3:].strip()):
+        raise ConfigError(
+            f"embedding.name: unknown embedder {name!r}",
+            hint="use 'minilm-onnx' (bundled, offline) or 'st:<sentence-transformers model or path>'",
+        )
 
 
 def load_embedder(name: str = "minilm-onnx", **options) -> Embedder:
     """Return a (process-wide cached) embedder for ``name``."""
-    key = f"{name}|{sorted(options.items())}"
+    key = (name, tuple(sorted(options.items())))  # a tuple, not a string join: no two inputs share it
     if key in _CACHE:
         return _CACHE[key]
+    check_embedder_name(name)
     if name == "minilm-onnx":
         from .onnx_minilm import OnnxMiniLM
 
@@ -48,10 +59,5 @@ def load_embedder(name: str = "minilm-onnx", **options) -> Embedder:
         from .sentence_transformers_embedder import SentenceTransformerEmbedder
 
         emb = SentenceTransformerEmbedder(name[3:], **options)
-    else:
-        raise ConfigError(
-            f"embedding.name: unknown embedder {name!r}",
-            hint="use 'minilm-onnx' (bundled, offline) or 'st:<sentence-transformers model or path>'",
-        )
     _CACHE[key] = emb
     return emb

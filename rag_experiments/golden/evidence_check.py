@@ -86,3 +86,16 @@ def require_cases(golden) -> None:
                f"none of its {n} cases has relevant, non-stale evidence (retired, judged not relevant or stale)")
         raise GoldenSetError(f"{golden.path}: nothing to evaluate: {why}",
                              hint="point golden.path at a golden set with cases (rag-exp golden stats shows counts)")
+
+
+def require_same_corpus(path: str | Path, records: Sequence[dict], docs: Sequence[Document], corpus: str) -> None:
+    """A golden set none of whose labelled documents is in the corpus was made for another corpus:
+    every case would score 0 behind a drift warning. (Some documents missing is drift, reported.)"""
+    wanted = {sr.effective.doc_id for sr in span_refs(records) if sr.status != "stale"}
+    have = {d.doc_id for d in docs}
+    if wanted and not wanted & have:
+        raise GoldenSetError(
+            f"{path}: none of the {len(wanted)} documents its evidence points into is in corpus {corpus} "
+            f"({len(have)} documents): the golden set was made for another corpus",
+            hint="set corpus.path (and corpus.name) to the corpus the golden set was labelled on",
+        )

@@ -118,3 +118,15 @@ def test_a_golden_set_without_cases_stops(tmp_path, mini_docs):
                              for i, cid in enumerate(ids)])
     with pytest.raises(GoldenSetError, match="none of its 10 cases"):
         require_cases(load_golden(path))
+
+
+def test_a_golden_set_for_another_corpus_is_refused(tmp_path, mini_docs):
+    """Sibling: the demo golden set run on the mini corpus scored every case 0 behind a drift
+    warning (every document 'removed')."""
+    from rag_experiments.golden.evidence_check import require_same_corpus
+
+    demo = FIXTURES.parent.parent / "experiments" / "golden" / "demo.jsonl"
+    with pytest.raises(GoldenSetError, match="none of the .* documents its evidence points into is in corpus mini"):
+        require_same_corpus(demo, GoldenFile(demo).read(), mini_docs, "mini")
+    path = build_mini_golden(tmp_path / "mini.jsonl", mini_docs)
+    require_same_corpus(path, GoldenFile(path).read(), mini_docs[1:], "mini")  # one document gone: drift
