@@ -30,6 +30,11 @@ TSQUERY_MODES = {
 }
 RANK_FUNCTIONS = ("ts_rank", "ts_rank_cd")
 
+# Bump when a change to this module (or to identifiers.py's query side) changes the candidates a
+# leg returns for the same inputs: it is part of every candidate-list cache key, so lists cached
+# by older code are never served as if this code had computed them.
+LEGS_VERSION = 1
+
 
 class LegHit(NamedTuple):
     """One candidate of one leg. A NamedTuple (immutable, like the frozen dataclasses elsewhere)

@@ -31,7 +31,7 @@ from ..types import Hit, RankedList
 from .filters import Filters
 from .fusion import FusionParams, rrf
 from .hybrid_sql import hybrid_sql_search
-from .legs import KeywordParams, LegHit, keyword_search, vector_search
+from .legs import LEGS_VERSION, KeywordParams, LegHit, keyword_search, vector_search
 from .rerank import RerankParams, Reranker, cached_scores, load_reranker, rerank_order
 
 VARIANTS = ("vector", "keyword", "hybrid", "hybrid_rerank")
@@ -94,7 +94,7 @@ class Retriever:
         p = self.params
         parts = {
             "leg": leg, "sid": self.strategy["strategy_id"], "digest": self.strategy["content_digest"],
-            "q": query, "depth": p.fusion.depth, "filters": p.filters.key(),
+            "q": query, "depth": p.fusion.depth, "filters": p.filters.key(), "code": LEGS_VERSION,
         }
         if leg == "vector":
             # the HNSW index too: a sweep over its m / ef_construction rebuilds it under the same strategy

@@ -147,3 +147,12 @@ def test_comma_filter_does_not_serve_the_two_type_filter_its_empty_lists(conn, m
     assert two.stats.leg_lists_cached == 0
     assert all(r.hits for r in ranked)
     assert {h.doc_type for r in ranked for h in r.hits} <= {"errcodes", "config"}
+
+
+def test_a_new_version_of_the_legs_code_is_a_new_key(monkeypatch):
+    """Sibling: candidate lists cached by older leg code (another tsquery expression, another
+    identifier rule) were served to newer code; the code version is part of the key now."""
+    r = _retriever("s", "d", "m", "i", RetrievalParams())
+    before = r._leg_key("keyword", "q")
+    monkeypatch.setattr(retriever_module, "LEGS_VERSION", 2)
+    assert r._leg_key("keyword", "q") != before
