@@ -156,3 +156,22 @@ def test_a_new_version_of_the_legs_code_is_a_new_key(monkeypatch):
     before = r._leg_key("keyword", "q")
     monkeypatch.setattr(retriever_module, "LEGS_VERSION", 2)
     assert r._leg_key("keyword", "q") != before
+
+
+def test_rebuilding_the_hnsw_index_with_other_parameters_recomputes_the_vector_lists(conn, mini_docs, embedder):
+    """Sibling, end to end: a sweep over retrieval.hnsw.m re-ingests with another index (the old
+    one is dropped); the vector lists measured on the old index were served for the new one."""
+    from rag_experiments.chunking import ChunkingParams
+    from rag_experiments.store import HnswParams, hnsw_index_name, ingest, strategy_info
+
+    def search(hnsw: HnswParams) -> Retriever:
+        report = ingest(conn, mini_docs, ChunkingParams("heading", 60), embedder, hnsw)
+        strategy = {**strategy_info(conn, report.strategy_id), "hnsw_index": hnsw_index_name(report.strategy_id, hnsw)}
+        r = Retriever(conn, strategy, embedder, RetrievalParams(variant="vector"))
+        r.search_many(["work_mem", "deadlock error code"], 5)
+        return r
+
+    retriever_module.forget_memos()
+    search(HnswParams(m=16, ef_construction=64))
+    again = search(HnswParams(m=4, ef_construction=8))
+    assert again.stats.leg_lists_computed == 2 and again.stats.leg_lists_cached == 0
