@@ -8,6 +8,7 @@
 
 import sys
 import warnings
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
@@ -31,5 +32,8 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
+    from rag_experiments.config import exit_on_unknown_override_keys
+
     redact_process_output()  # Hydra's own error messages quote overrides (and their passwords)
+    exit_on_unknown_override_keys(sys.argv[1:], Path(__file__).resolve().parent / "conf")
     main()

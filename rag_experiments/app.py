@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .config import Settings, project_root, settings_from_cfg
+from .config import Settings, check_override_keys, project_root, settings_from_cfg
 from .corpus.loader import load_corpus
 from .embedding.cost import CostGate
 from .experiment import check_credentials, corpus_path, load_settings_embedder, open_database
 from .retrieval.retriever import Retriever
-from .store import ingest, strategy_info
+from .store import hnsw_index_name, ingest, strategy_info
 
 
 def conf_dir() -> Path:
@@ -29,6 +29,7 @@ def compose_settings(overrides: list[str] | None = None) -> tuple[Settings, obje
     from .config import register_schema
 
     register_schema()
+    check_override_keys(list(overrides or []), conf_dir())
     if GlobalHydra.instance().is_initialized():
         GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
@@ -56,7 +57,8 @@ class RetrieverSession:
         except BaseException:
             self.conn.close()
             raise
-        self.strategy = strategy_info(self.conn, self.ingest_report.strategy_id)
+        self.strategy = {**strategy_info(self.conn, self.ingest_report.strategy_id),
+                         "hnsw_index": hnsw_index_name(self.ingest_report.strategy_id, settings.hnsw)}
         self.retriever = Retriever(self.conn, self.strategy, self.embedder, settings.retrieval)
 
     @property

@@ -396,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
         if "ingest" not in skip:
             bench_ingest(conn, docs, embedder, [s for s in args.strategies.split(",") if s], table)
         rep = ingest(conn, docs, settings.chunking, embedder, settings.hnsw)
-        strategy = strategy_info(conn, rep.strategy_id)
+        strategy = {**strategy_info(conn, rep.strategy_id), "hnsw_index": hnsw_index_name(rep.strategy_id, settings.hnsw)}
         hnsw_size = conn.execute("SELECT pg_size_pretty(pg_relation_size(%s::regclass))",
                                  (hnsw_index_name(rep.strategy_id, settings.hnsw),)).fetchone()[0]
         table.add("ingest", f"default strategy: {len(docs)} documents, {rep.n_chunks} chunks; HNSW index", str(hnsw_size))

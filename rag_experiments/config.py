@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from .chunking import ChunkingParams
 from .embedding.options import EmbeddingOptions
+from .embedding.base import check_embedder_name
 from .errors import ConfigError
 from .evaluation.evaluate import EvalParams
 from .retrieval.filters import Filters
@@ -211,6 +212,62 @@ def _abs(path: str) -> Path:
     return p if p.is_absolute() else project_root() / p
 
 
+def reject_unknown_keys(c: dict, schema: type = RootSchema, prefix: str = "") -> None:
+    """A key the schema does not know is a typo, never a setting: Hydra's own hint for
+    ``fusion.rrfk=3`` is ``+fusion.rrfk=3``, which appends the key and leaves ``rrf_k`` at its
+    default while the run logs ``fusion.rrfk=3``. ConfigError names the key (and the closest known)."""
+    import dataclasses
+    import difflib
+    import typing
+
+    hints = typing.get_type_hints(schema)
+    known = [f.name for f in dataclasses.fields(schema)]
+    for key, value in c.items():
+        path = f"{prefix}{key}"
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f"did you mean {prefix}{close[0]}?" if close else f"known keys: {', '.join(known)}"
+            where = prefix.rstrip(".") or "the top level"
+            raise ConfigError(f"{path}: unknown key ({where} has no {key!r}; {hint})")
+        sub = hints[key]
+        if dataclasses.is_dataclass(sub) and isinstance(value, dict):
+            reject_unknown_keys(value, sub, f"{path}.")
+
+
+def check_override_keys(overrides: list[str], conf_dir: Path) -> None:
+    """Command-line overrides of keys the schema does not know, in the same one-line form as
+    :func:`reject_unknown_keys` (Hydra itself prints a multi-line hint to append the key with
+    ``+``, which would be accepted and ignored). Group choices, ``hydra.*`` and ``+``/``~``
+    overrides are left to Hydra and to the check of the composed config."""
+    import re
+
+    groups = {p.name for p in conf_dir.iterdir() if p.is_dir()} if conf_dir.is_dir() else set()
+    for arg in overrides:
+        m = re.match(r"([A-Za-z_][\w.]*)=", arg)
+        if not m or m.group(1).startswith("hydra.") or m.group(1) in groups:
+            continue
+        nested: dict = {}
+        node = nested
+        *parents, last = m.group(1).split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = None
+        reject_unknown_keys(nested)
+
+
+def exit_on_unknown_override_keys(argv: list[str], conf_dir: Path) -> None:
+    """For ``run.py``: before Hydra composes anything, one ``error:`` line and exit 2."""
+    import sys
+
+    try:
+        check_override_keys([a for a in argv if not a.startswith("-")], conf_dir)
+    except ConfigError as exc:
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+
+
 def settings_from_cfg(cfg: Any) -> Settings:
     """Validate every value and build the typed settings; ConfigError names the offending key."""
     from omegaconf import OmegaConf
@@ -218,6 +275,7 @@ def settings_from_cfg(cfg: Any) -> Settings:
     # the hydra node (present with return_hydra_config) holds job-time interpolations: skip it
     c = {k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k]) else cfg[k]
          for k in cfg if k != "hydra"}
+    reject_unknown_keys(c)
     ev = c["eval"]
     r = c["retrieval"]
     f = c["fusion"]
@@ -259,6 +317,7 @@ def settings_from_cfg(cfg: Any) -> Settings:
     ch = c["chunking"]
     chunking = ChunkingParams(name=ch["name"], max_tokens=ch["max_tokens"], overlap=ch["overlap"],
                               breadcrumbs=ch["breadcrumbs"])
+    check_embedder_name(c["embedding"]["name"])
     if c["embedding"]["batch_size"] <= 0:
         raise ConfigError(f"embedding.batch_size: must be > 0, got {c['embedding']['batch_size']}")
     embedding_options = _embedding_options(c["embedding"])

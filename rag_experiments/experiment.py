@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psycopg
 
+from .cache_key import cache_key
 from .config import Settings, project_root
 from .corpus.loader import DEMO, corpus_manifest, load_corpus
 from .db.connect import connect, resolve_database_url
@@ -20,10 +21,11 @@ from .embedding.cost import CostGate, usage_metrics
 from .embedding.options import load_configured
 from .evaluation.evaluate import EvalResult, evaluate
 from .golden.anchoring import drift_status, drift_warning
+from .golden.evidence_check import require_cases, require_same_corpus, require_scorable
 from .golden.resolve import GoldenSet, load_golden
 from .retrieval.retriever import Retriever
 from .scale.executors import embedding_executor
-from .store import IngestReport, ingest, strategy_info
+from .store import IngestReport, hnsw_index_name, ingest, strategy_info
 from .types import Hit, RankedList
 
 
@@ -83,24 +85,34 @@ def load_settings_embedder(settings: Settings):
     return load_configured(settings.embedding_name, settings.embedding_options)
 
 
+def load_checked_golden(settings: Settings) -> tuple[GoldenSet, list]:
+    """The golden set (chain and manifest verified), with cases to score and every labelled span
+    resolvable in the corpus, and the corpus documents. Raises GoldenSetError naming file:line."""
+    golden = load_golden(settings.golden_path)
+    require_cases(golden)
+    docs = load_corpus(corpus_path(settings), settings.corpus_name)
+    require_same_corpus(golden.path, golden.records, docs, str(settings.corpus_path))
+    require_scorable(golden.path, golden.records, docs)  # a span that points at nothing is an error
+    return golden, docs
+
+
 def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -> ExperimentResult:
     timings: dict[str, float] = {}
     check_credentials(settings)
     t0 = time.perf_counter()
+    # the golden set and the corpus first: a bad golden set stops the run before any other work
+    golden, docs = load_checked_golden(settings)
+    manifest = corpus_manifest(docs)
+    drift = drift_status(golden, docs)  # read-only: evaluation never writes the golden set
+    message = drift_warning(drift, settings.golden_path, settings.corpus_path)
+    if message:
+        warnings.warn(message, stacklevel=2)
+    timings["load_s"] = time.perf_counter() - t0
+    t = time.perf_counter()
     own_conn = conn is None
     conn = conn or open_database(settings)
-    timings["db_connect_s"] = time.perf_counter() - t0
+    timings["db_connect_s"] = time.perf_counter() - t
     try:
-        t = time.perf_counter()
-        golden = load_golden(settings.golden_path)  # fail fast on a bad golden set, before ingest
-        docs = load_corpus(corpus_path(settings), settings.corpus_name)
-        manifest = corpus_manifest(docs)
-        drift = drift_status(golden, docs)  # read-only: evaluation never writes the golden set
-        message = drift_warning(drift, settings.golden_path, settings.corpus_path)
-        if message:
-            warnings.warn(message, stacklevel=2)
-        timings["load_s"] = time.perf_counter() - t
-
         t = time.perf_counter()
         embedder = load_settings_embedder(settings)
         timings["model_load_s"] = time.perf_counter() - t
@@ -113,7 +125,9 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
         report = ingest(conn, docs, settings.chunking, embedder, settings.hnsw, progress=settings.progress,
                         model_batch_size=settings.embedding_batch_size, before_paying=gate, executor=executor)
         timings["ingest_s"] = time.perf_counter() - t
-        strategy = strategy_info(conn, report.strategy_id)
+        # the index the vector leg searches is part of its cache keys (a sweep over hnsw.m rebuilds it)
+        strategy = {**strategy_info(conn, report.strategy_id),
+                    "hnsw_index": hnsw_index_name(report.strategy_id, settings.hnsw)}
 
         retriever = Retriever(conn, strategy, embedder, settings.retrieval)
         cases = golden.scorable
@@ -152,7 +166,16 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
             conn.close()
 
 
-_ANN_MEMO: dict[tuple, float] = {}
+_ANN_MEMO: dict[str, float] = {}
+
+
+def ann_recall_key(retriever: Retriever, queries: list[str]) -> str:
+    """Everything the ANN recall depends on: the strategy, its HNSW index, model, depth, ef_search,
+    filters and the queries."""
+    p, s = retriever.params, retriever.strategy
+    return cache_key("ann-recall", sid=s["strategy_id"], digest=s["content_digest"], index=s.get("hnsw_index"),
+                     model=retriever.embedder.model_id, depth=p.fusion.depth, ef=p.ef_search,
+                     filters=p.filters.key(), queries=list(queries))
 
 
 def ann_recall(conn: psycopg.Connection, strategy: dict, retriever: Retriever, queries: list[str]) -> float:
@@ -161,7 +184,7 @@ def ann_recall(conn: psycopg.Connection, strategy: dict, retriever: Retriever, q
     from .retrieval.legs import vector_search
 
     p = retriever.params
-    key = (strategy["strategy_id"], strategy["content_digest"], p.fusion.depth, p.ef_search, p.filters, tuple(queries))
+    key = ann_recall_key(retriever, queries)
     if key in _ANN_MEMO:
         return _ANN_MEMO[key]
     retriever.embed_queries(queries)

@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 import numpy as np
 import psycopg
 
-from .cache_keys import cache_key
+from .cache_key import digest
 from .chunking import ChunkingParams, chunk_corpus, strategy_key
 from .corpus.loader import corpus_manifest
 from .embedding.base import Embedder
@@ -92,7 +92,7 @@ def _as_array(value) -> np.ndarray:
 
 def embedding_space_key(embedder: Embedder, input_type: str) -> str:
     """The cache space of ``embedder``'s vectors for ``input_type``: sha256 of canonical JSON."""
-    return cache_key(embedder.space_parts(input_type))
+    return digest(embedder.space_parts(input_type))
 
 
 def _register_space(conn: psycopg.Connection, space: str, parts: dict) -> None:
@@ -112,7 +112,7 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
     batches (:mod:`.scale.executors`: this process by default, or a Ray cluster's workers).
     """
     parts = embedder.space_parts(input_type)
-    space = cache_key(parts)
+    space = digest(parts)
     hashes = [sha256_text(t) for t in texts]
     found: dict[str, np.ndarray] = {}
     unique = list(dict.fromkeys(hashes))

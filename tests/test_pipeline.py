@@ -119,9 +119,10 @@ def test_sweep_creates_a_parent_with_one_child_per_point(project, mini_golden):
 
 
 def test_a_crashing_sweep_point_fails_its_child_and_the_parent(project, mini_golden):
-    missing = project / "nope.jsonl"
-    proc = _run_py(project, "-m", f"golden.path={mini_golden},{missing}",
-                   *[o for o in _mini_overrides(mini_golden, "tracking.plots=false") if not o.startswith("golden.path")])
+    # a failure no up-front check can see (a bad config value or golden set stops the sweep before
+    # it starts: tests/test_run_refuses_bad_input.py): the second point's database is unreachable
+    unreachable = f"'postgresql:///nodb?host={project / 'no-such-socket-dir'}'"
+    proc = _run_py(project, "-m", f"db.url=null,{unreachable}", *_mini_overrides(mini_golden, "tracking.plots=false"))
     assert proc.returncode != 0
     mlflow.set_tracking_uri(f"sqlite:///{project / 'mlruns' / 'mlflow.db'}")
     client = MlflowClient()

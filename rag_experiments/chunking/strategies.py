@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from ..cache_key import cache_key
 from ..types import Chunk, Document
 from .markdown_blocks import Block, heading_path_at, parse_blocks
 from .params import ChunkingParams, TokenCounter
@@ -42,10 +43,8 @@ CHUNKER_VERSION = 1
 
 def strategy_key(corpus: str, params: ChunkingParams, model_id: str) -> str:
     """The ``strategies.strategy_id``: readable prefix + digest of everything that shapes chunks."""
-    import hashlib
-
-    raw = f"{corpus}|{params.digest()}|{model_id}|v{CHUNKER_VERSION}"
-    return f"{params.name}-{hashlib.sha256(raw.encode()).hexdigest()[:12]}"
+    digest = cache_key("strategy", corpus=corpus, chunking=params, model=model_id, chunker=CHUNKER_VERSION)
+    return f"{params.name}-{digest[:12]}"
 
 
 # -- splitting oversize spans -----------------------------------------------------------------

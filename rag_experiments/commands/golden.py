@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, UserError
+from ..errors import ConfigError, GoldenSetError, UserError
 
 DEFAULT_GOLDEN = "experiments/golden/demo.jsonl"
 
@@ -120,8 +120,12 @@ def register(subparsers: Any) -> None:
 
     sp = sub.add_parser("verify", help="check the hash chain and manifest; print counts",
                         description="Reads the whole file, checking every line's hash chain and "
-                        "the manifest (edits, insertions, truncation are reported by line).")
+                        "the manifest (edits, insertions, truncation are reported by line), and that every "
+                        "labelled span lies inside its document with its quote at its offsets (spans whose "
+                        "document changed are counted as drift: see `golden check`).")
     golden_arg(sp)
+    sp.add_argument("--corpus", default="demo", metavar="demo|FOLDER",
+                    help="the corpus the spans point into (default: demo)")
     sp.set_defaults(func=cmd_verify)
 
     sp = sub.add_parser("stats", help="counts by kind, doc type, verdict and judge; judge validation",
@@ -129,6 +133,21 @@ def register(subparsers: Any) -> None:
                         "by judge, and whether the LLM judge is validated by spot-checks.")
     golden_arg(sp)
     sp.set_defaults(func=cmd_stats)
+
+    sp = sub.add_parser(
+        "manifest", help="rebuild a missing manifest, after confirming the file is as intended",
+        description="The manifest records the golden set's line count and last line hash, so a "
+        "truncated file is caught; a run or `golden verify` refuses a golden set without one. "
+        "Restore it from git if you can. Otherwise --rebuild shows the file as it is now and asks "
+        "you to confirm that nothing was lost (or pass --yes); the rebuild is appended to the "
+        "golden set as a `manifest` record (who, why, the line count you vouched for).")
+    golden_arg(sp)
+    sp.add_argument("--rebuild", action="store_true", required=True, help="rebuild the manifest from the file")
+    sp.add_argument("--yes", action="store_true", help="confirm without a prompt that the file is as intended")
+    sp.add_argument("--reason", default="manifest missing; file confirmed as intended",
+                    help="why, kept in the manifest record")
+    sp.add_argument("--author", help="who confirms it (default: $USER)")
+    sp.set_defaults(func=cmd_manifest)
 
     def corpus_arg(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--corpus", default="demo", metavar="demo|FOLDER",
@@ -366,12 +385,52 @@ def cmd_add(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from ..golden.store import GoldenFile
 
+    from ..corpus.loader import load_corpus
+    from ..golden.anchoring import drift_status
+    from ..golden.evidence_check import unscorable_spans
+
     gf = GoldenFile(args.golden)
     records = gf.read()
+    docs = load_corpus(args.corpus)
+    problems = unscorable_spans(records, docs)
+    for p in problems:
+        print(p.describe(gf.path), file=sys.stderr)
+    if problems:
+        raise GoldenSetError(f"{gf.path}: {len(problems)} labelled spans cannot be scored against corpus "
+                             f"{args.corpus} (listed above)",
+                             hint="retire the case or re-anchor the span (rag-exp golden reanchor --ref ...)")
     counts = Counter(r["type"] for r in records)
-    manifest = "checked" if gf.manifest_path.exists() else "missing (only the chain was checked)"
-    print(f"{gf.path}: OK, {len(records)} records ({_counter_line(dict(counts))}); manifest {manifest}")
+    drift = drift_status(gf.path, docs)
+    print(f"{gf.path}: OK, {len(records)} records ({_counter_line(dict(counts))}); manifest checked; "
+          f"{drift['spans']} labelled spans resolve in corpus {args.corpus}"
+          + (f" ({drift['pending']} drifted: rag-exp golden check)" if drift["pending"] else ""))
     print(f"sha256 (golden-set version): {gf.digest()}")
+    return 0
+
+
+def cmd_manifest(args: argparse.Namespace) -> int:
+    import getpass
+
+    from ..golden.store import GoldenFile
+
+    gf = GoldenFile(args.golden)
+    if not gf.exists():
+        raise UserError(f"golden set {gf.path} does not exist")
+    raw = gf.path.read_bytes()
+    n = raw.count(b"\n")
+    print(f"{gf.path}: {n} lines, {len(raw)} bytes, sha256 {gf.digest()}")
+    print("The rebuilt manifest will vouch for exactly these lines: a file truncated before now stays "
+          "truncated. Restore the manifest from git instead if you can (git checkout -- FILE).")
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise UserError("not rebuilding the manifest without a confirmation",
+                            hint="check the file (git log -p / git diff), then pass --yes")
+        if input(f"Is {gf.path.name} exactly as intended, with no line lost? [y/N] ").strip().lower() not in ("y", "yes"):
+            print("cancelled; nothing was written")
+            return 1
+    manifest = gf.rebuild_manifest(who=args.author or getpass.getuser(), reason=args.reason)
+    print(f"manifest rebuilt: {manifest['records']} records (the last one records the rebuild); "
+          f"new sha256 {manifest['sha256']}")
     return 0
 
 
@@ -442,8 +501,12 @@ def _excerpt(text: str, limit: int = 100) -> str:
 def cmd_check(args: argparse.Namespace) -> int:
     from ..golden.anchoring import check, fix_command
 
+    from ..golden.evidence_check import unscorable_spans
+    from ..golden.store import GoldenFile
+
     docs = _drift_corpus(args)
     rep = check(args.golden, docs, fuzzy_threshold=args.fuzzy_threshold)
+    problems = unscorable_spans(GoldenFile(args.golden).read(), docs)
     console = _console()
     p = rep.pending
     _line(console, f"{p.golden_path} against corpus {args.corpus} ({len(docs)} documents), checked in {p.seconds:.2f} s")
@@ -475,9 +538,14 @@ def cmd_check(args: argparse.Namespace) -> int:
                           f"{r['span'].start}..{r['span'].end}: {_excerpt(r['span'].quote, 80)}")
         if len(rep.review) > 20:
             _line(console, f"  ... {len(rep.review) - 20} more")
-    if rep.clean:
+    if problems:
+        _line(console, f"\n{len(problems)} labelled spans cannot be scored (their document is unchanged, the span "
+                      "is not in it): runs refuse this golden set until each is retired or re-anchored:")
+        for p in problems:
+            _line(console, "  " + p.describe(args.golden))
+    if rep.clean and not problems:
         _line(console, "nothing to fix")
-    return 0 if rep.clean else 1
+    return 0 if rep.clean and not problems else 1
 
 
 def cmd_reanchor(args: argparse.Namespace) -> int:

@@ -277,9 +277,9 @@ class OpenAIEmbedder(ApiEmbedder):
 
     def _variant_suffix(self) -> str:
         if self.options.query_prefix or self.options.document_prefix:
-            from ..cache_keys import cache_key
+            from ..cache_key import digest
 
-            return "+prefix:" + cache_key({"query_prefix": self.options.query_prefix,
+            return "+prefix:" + digest({"query_prefix": self.options.query_prefix,
                                            "document_prefix": self.options.document_prefix})[:12]
         return ""
 

@@ -47,14 +47,25 @@ class Embedder(Protocol):
 _CACHE: dict[str, Embedder] = {}
 
 
+def check_embedder_name(name: str) -> None:
+    """ConfigError unless ``name`` names an embedder we can build: checked with the rest of the
+    config, so a sweep point with a bad name is refused before the sweep starts."""
+    if name not in ("minilm-onnx", "voyage", "openai") and not (name.startswith("st:") and name[3:].strip()):
+        raise ConfigError(
+            f"embedding.name: unknown embedder {name!r}",
+            hint="use 'minilm-onnx' (bundled, offline), 'st:<sentence-transformers model or path>', "
+            "'voyage' or 'openai' (embedding=voyage / embedding=openai)",
+        )
+
+
 def load_embedder(name: str = "minilm-onnx", **options) -> Embedder:
     """Return a (process-wide cached) embedder for ``name``."""
-    from ..cache_keys import cache_key
+    from ..cache_key import digest
 
-    key = cache_key({"name": name, "options": {k: (vars(v) if hasattr(v, "__dataclass_fields__") else v)
-                                               for k, v in options.items()}})
+    key = digest({"name": name, "options": options})
     if key in _CACHE:
         return _CACHE[key]
+    check_embedder_name(name)
     if name == "minilm-onnx":
         from .onnx_minilm import OnnxMiniLM
 
@@ -67,15 +78,9 @@ def load_embedder(name: str = "minilm-onnx", **options) -> Embedder:
         from .api import VoyageEmbedder
 
         emb = VoyageEmbedder(**options)
-    elif name == "openai":
+    else:  # "openai": check_embedder_name admits nothing else
         from .api import OpenAIEmbedder
 
         emb = OpenAIEmbedder(**options)
-    else:
-        raise ConfigError(
-            f"embedding.name: unknown embedder {name!r}",
-            hint="use 'minilm-onnx' (bundled, offline), 'st:<sentence-transformers model or path>', "
-            "'voyage' or 'openai' (embedding=voyage / embedding=openai)",
-        )
     _CACHE[key] = emb
     return emb

@@ -43,12 +43,14 @@ class SentenceTransformerEmbedder:
         dim_of = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         self.dim = int(dim_of())
         self.max_tokens = int(self._model.max_seq_length)
-        self.model_id = f"st:{name_or_path}"
+        # The weights, not only the name: a model retrained in place (same folder, same hub name at
+        # another revision) must not be served the embeddings, chunks and lists of the old one.
+        self.model_id = f"st:{name_or_path}@{_weights_digest(self._model)[:12]}"
         if query_prefix or document_prefix:
-            from ..cache_keys import cache_key
+            from ..cache_key import digest
 
-            self.model_id += "+prefix:" + cache_key({"query_prefix": query_prefix,
-                                                     "document_prefix": document_prefix})[:12]
+            self.model_id += "+prefix:" + digest({"query_prefix": query_prefix,
+                                                  "document_prefix": document_prefix})[:12]
         self._tok = self._model.tokenizer
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
@@ -72,3 +74,19 @@ class SentenceTransformerEmbedder:
             [self.sent_text(t, input_type) for t in texts], batch_size=batch_size, show_progress_bar=progress, normalize_embeddings=True
         )
         return np.asarray(vecs, dtype=np.float32)
+
+
+def _weights_digest(model) -> str:
+    """sha256 over every parameter and buffer (name, dtype, shape, raw bytes), in name order."""
+    import hashlib
+
+    import torch
+
+    from ..cache_key import canonical_json
+
+    h = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        t = tensor.detach().cpu().contiguous()
+        h.update(canonical_json([name, str(t.dtype), list(t.shape)]).encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()

@@ -22,6 +22,9 @@ Record types (fields beyond the common ones):
     person made the call.
 ``retire``
     ``target`` (a case id), ``reason``, ``who``: the case is no longer evaluated.
+``manifest``
+    ``who``, ``reason``, ``records`` and ``head`` (the line count and last line hash a person
+    confirmed as intended when the missing manifest was rebuilt: ``rag-exp golden manifest``).
 ``anchor``
     ``case_id``, ``ref`` (``<case id>#<evidence index>`` or a judgement id), ``status``
     (moved | fuzzy | stale), ``span`` (the new span, absent when stale), ``similarity``:
@@ -45,7 +48,7 @@ from ..errors import GoldenSetError
 VERDICTS = {"YES": 2, "PART": 1, "NO": 0}
 JUDGE_KINDS = ("llm", "human", "agent")
 MACHINE_JUDGES = ("llm", "agent")  # labels that need a human spot-check before they are trusted
-RECORD_TYPES = ("case", "judgement", "retire", "anchor")
+RECORD_TYPES = ("case", "judgement", "retire", "anchor", "manifest")
 ANCHOR_STATUSES = ("moved", "fuzzy", "stale")
 
 
@@ -155,6 +158,12 @@ def validate(rec: Any, where: str) -> dict:
         if not _need(rec, "reason", str, where).strip():
             raise GoldenSetError(f"{where}: 'reason' is empty")
         _need(rec, "who", str, where)
+    elif rtype == "manifest":
+        _need(rec, "who", str, where)
+        if not _need(rec, "reason", str, where).strip():
+            raise GoldenSetError(f"{where}: 'reason' is empty")
+        _need(rec, "records", int, where)
+        _need(rec, "head", str, where)
     elif rtype == "anchor":
         _need(rec, "case_id", str, where)
         _need(rec, "ref", str, where)

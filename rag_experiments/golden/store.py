@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import GoldenSetError
-from .records import canonical, line_hash, now_iso, validate
+from .records import canonical, line_hash, new_id, now_iso, validate
 
 
 class _Tally:
@@ -79,6 +79,7 @@ class GoldenFile:
         self.path = Path(path)
         self.manifest_path = self.path.with_name(self.path.name.removesuffix(".jsonl") + ".manifest.json")
         self._verified: tuple[tuple, _Tally] | None = None  # (file identity, tally) as last verified
+        self._rebuilding = False  # rebuild_manifest: a missing manifest is what is being fixed
 
     def _identity(self) -> tuple:
         st = self.path.stat()
@@ -159,7 +160,17 @@ class GoldenFile:
 
     def _check_manifest(self, n: int, last_hash: str) -> None:
         if not self.manifest_path.exists():
-            return
+            if self._rebuilding:
+                return
+            # Without it a file cut short at a line boundary (the chain still holds) reads as a
+            # smaller golden set: every metric changes, nothing says so.
+            raise GoldenSetError(
+                f"{self.manifest_path}: missing. The manifest is part of the golden set: it records "
+                f"how many lines {self.path.name} has, so a truncated file cannot pass as a smaller one",
+                hint=f"restore it from git (git checkout -- {self.manifest_path}); only if {self.path.name} "
+                f"is exactly as intended, rebuild it: rag-exp golden manifest --golden {self.path} --rebuild "
+                "(asks for confirmation; the rebuild is recorded in the golden set)",
+            )
         try:
             manifest = json.loads(self.manifest_path.read_text())
             m_n, m_head = int(manifest["records"]), str(manifest["head"])
@@ -213,6 +224,31 @@ class GoldenFile:
             self._write_manifest(tally)
             self._verified = (self._identity(), tally) if self.path.exists() else None
         return [rec for rec, _ in prepared]
+
+    def rebuild_manifest(self, who: str, reason: str) -> dict:
+        """Re-create a missing (or unreadable) manifest from the file as it is now, after a person
+        confirmed the file is as intended. Appends a ``manifest`` record first (who, why, and the
+        line count and head hash they vouched for), so the rebuild is part of the chain."""
+        if self.manifest_path.exists():
+            try:
+                json.loads(self.manifest_path.read_text())["records"]
+            except (ValueError, KeyError, TypeError):
+                pass  # unreadable: rebuilding it is the fix
+            else:
+                raise GoldenSetError(f"{self.manifest_path}: present and readable; nothing to rebuild",
+                                     hint="a manifest that disagrees with the file means the file changed: "
+                                     "restore the file from git")
+        self._rebuilding = True
+        try:
+            self._verified = None
+            records, tally = self._read_chain()
+            self._verified = (self._identity(), tally)
+            rec = {"type": "manifest", "id": new_id("manifest", tally.n, tally.head, now_iso()), "who": who,
+                   "reason": reason, "records": tally.n, "head": tally.head}
+            self.append([rec])
+        finally:
+            self._rebuilding = False
+        return json.loads(self.manifest_path.read_text())
 
     def _write_manifest(self, tally: _Tally) -> dict:
         manifest = tally.manifest(self.path.name)

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from psycopg import sql
 
+from ..cache_key import cache_key
+
 
 @dataclass(frozen=True)
 class Filters:
@@ -18,7 +20,9 @@ class Filters:
         return not self.doc_types and not self.source_uri_prefix
 
     def key(self) -> str:
-        return f"types={','.join(sorted(self.doc_types))};prefix={self.source_uri_prefix or ''}"
+        """Equal for filters that select the same rows (type order and repeats do not matter; an
+        empty prefix is no prefix), different otherwise: a doc type holding a comma is one type."""
+        return cache_key("filters", doc_types=sorted(set(self.doc_types)), prefix=self.source_uri_prefix or None)
 
     def where(self, alias: str = "") -> tuple[sql.Composable, dict]:
         """``AND ...`` clauses plus their bind parameters (named, prefixed ``f_``)."""

@@ -13,6 +13,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from ..cache_key import cache_key
 from ..errors import ConfigError
 from ..identifiers import extract_identifiers
 from ..vector_types import cast_sql
@@ -29,6 +30,11 @@ TSQUERY_MODES = {
     "websearch": "websearch_to_tsquery('english', %(q)s)",
 }
 RANK_FUNCTIONS = ("ts_rank", "ts_rank_cd")
+
+# Bump when a change to this module (or to identifiers.py's query side) changes the candidates a
+# leg returns for the same inputs: it is part of every candidate-list cache key, so lists cached
+# by older code are never served as if this code had computed them.
+LEGS_VERSION = 1
 
 
 class LegHit(NamedTuple):
@@ -74,7 +80,7 @@ class KeywordParams:
             raise ConfigError(f"retrieval.keyword.identifier_boost: must be >= 0, got {self.identifier_boost}")
 
     def key(self) -> str:
-        return f"{self.tsquery}|{self.rank}|{self.normalization}|{self.identifier_boost}"
+        return cache_key("keyword-params", params=self)
 
 
 def keyword_sql(params: KeywordParams, filters: Filters) -> tuple[sql.Composable, dict]:

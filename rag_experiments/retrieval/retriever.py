@@ -16,8 +16,6 @@ SQL at all. (``fusion.engine=sql`` runs the one-statement SQL twin instead, unca
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -27,12 +25,13 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ..errors import ConfigError
+from ..cache_key import cache_key
 from ..store import embed_with_cache, embedding_space_key
 from ..types import Hit, RankedList
 from .filters import Filters
 from .fusion import FusionParams, rrf
 from .hybrid_sql import hybrid_sql_search
-from .legs import KeywordParams, LegHit, keyword_search, vector_search
+from .legs import LEGS_VERSION, KeywordParams, LegHit, keyword_search, vector_search
 from .rerank import RerankParams, Reranker, cached_scores, load_reranker, rerank_order
 
 VARIANTS = ("vector", "keyword", "hybrid", "hybrid_rerank")
@@ -95,13 +94,14 @@ class Retriever:
         p = self.params
         parts = {
             "leg": leg, "sid": self.strategy["strategy_id"], "digest": self.strategy["content_digest"],
-            "q": query, "depth": p.fusion.depth, "filters": p.filters.key(),
+            "q": query, "depth": p.fusion.depth, "filters": p.filters.key(), "code": LEGS_VERSION,
         }
         if leg == "vector":
-            parts.update(model=self.embedder.model_id, ef=p.ef_search)
+            # the HNSW index too: a sweep over its m / ef_construction rebuilds it under the same strategy
+            parts.update(model=self.embedder.model_id, ef=p.ef_search, index=self.strategy.get("hnsw_index"))
         else:
             parts.update(kw=p.keyword.key())
-        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+        return cache_key("leg-candidates", **parts)
 
     def embed_queries(self, queries: Sequence[str]) -> None:
         model = embedding_space_key(self.embedder, "query")  # query vectors differ from documents' for API models

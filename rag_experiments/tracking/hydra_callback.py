@@ -32,6 +32,9 @@ class MlflowSweepCallback(Callback):
         self.primary = "recall_at_5"
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from ..sweep_preflight import check_sweep_or_exit
+
+        check_sweep_or_exit(config)  # every point valid, before the parent run exists
         if not config.tracking.enabled:
             return
         import mlflow

@@ -19,7 +19,7 @@ CREATE TABLE embedding_spaces (
 
 -- Rows cached before this migration were keyed by the bare model id (MiniLM ONNX or an st:
 -- model, both symmetric: one vector serves queries and documents). Re-key them to their space
--- key, the same canonical JSON that rag_experiments/cache_keys.py hashes (sorted keys, no
+-- key, the same canonical JSON that rag_experiments/cache_key.py digest() hashes (sorted keys, no
 -- spaces), so vectors already computed are not computed again.
 CREATE TEMP TABLE old_spaces ON COMMIT DROP AS
 SELECT model AS old_model, provider, vector_dims(embedding) AS dims,

@@ -1,0 +1,82 @@
+"""Validate every point of a sweep before the sweep starts (called from the sweep callback's
+``on_multirun_start``, before the MLflow parent run exists).
+
+Without it, ``-m fusion.rrf_k=60,0`` ran the first point, then failed the second with a
+traceback and an empty FAILED child; a golden set with no cases produced a FINISHED parent
+first. Here each point's config is composed exactly as Hydra's basic sweeper will compose it
+(same expansion: ``BasicSweeper.split_arguments``, same ``load_sweep_config``; the launcher,
+basic or joblib, only decides where the points run) and converted to settings, and each distinct
+golden set is loaded and checked against its corpus. The first bad point ends the command with
+one line naming the point, the key and the value, exit 2.
+
+Sweepers that choose their points while running (optuna) cannot be checked up front; their
+points are still validated one by one as they start.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from .errors import UserError
+
+
+def sweep_points(config: Any) -> list[list[str]] | None:
+    """The override list of every job the basic sweeper will launch; None for other sweepers."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    target = str(config.hydra.sweeper.get("_target_", ""))
+    if target != f"{BasicSweeper.__module__}.{BasicSweeper.__name__}":
+        return None
+    params = [f"{k}={v}" for k, v in (config.hydra.sweeper.get("params") or {}).items()]
+    overrides = OverridesParser.create().parse_overrides(params + list(config.hydra.overrides.task))
+    return [point for batch in BasicSweeper.split_arguments(overrides, None) for point in batch]
+
+
+def _varying(points: list[list[str]], point: list[str]) -> str:
+    """The part of ``point`` that differs between points (what the user swept)."""
+    shared = set.intersection(*(set(p) for p in points)) if len(points) > 1 else set()
+    return " ".join(o for o in point if o not in shared) or " ".join(point)
+
+
+def check_points(config: Any) -> int:
+    """Raise UserError for the first invalid point (its message names the point); return the count."""
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+
+    from .config import settings_from_cfg
+    from .experiment import corpus_path, load_checked_golden
+
+    points = sweep_points(config)
+    if points is None:
+        return 0
+    loader = GlobalHydra.instance().config_loader()
+    golden_checked: set[tuple] = set()
+    for point in points:
+        where = f"sweep point {_varying(points, point)}"
+        try:
+            settings = settings_from_cfg(loader.load_sweep_config(config, list(point)))
+            key = (settings.golden_path, str(corpus_path(settings)), settings.corpus_name)
+            if key not in golden_checked:
+                load_checked_golden(settings)
+                golden_checked.add(key)
+        except UserError as exc:
+            raise type(exc)(f"{where}: {exc.message}", hint=exc.hint) from exc
+        except HydraException as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise UserError(f"{where}: {first}") from exc
+    return len(points)
+
+
+def check_sweep_or_exit(config: Any) -> None:
+    """For the callback: Hydra turns a callback's exception into a warning and carries on, so a bad
+    point ends the process here (SystemExit passes through), before any run is created."""
+    try:
+        check_points(config)
+    except UserError as exc:
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise SystemExit(f"error: {exc}") from exc
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
