@@ -48,9 +48,10 @@ def _log_failed_child(cfg: DictConfig, error: BaseException) -> None:
     import mlflow
 
     from .tracking.mlflow_run import PARENT_ENV, redact, setup
+    from .tracking.ownership import owner_tags
 
     exp_id = setup(cfg.tracking.uri, cfg.tracking.experiment)
-    tags = {"error": f"{type(error).__name__}: {error}"[:5000]}
+    tags = {"error": f"{type(error).__name__}: {error}"[:5000], **owner_tags()}
     if os.environ.get(PARENT_ENV):
         tags["mlflow.parentRunId"] = os.environ[PARENT_ENV]
     with mlflow.start_run(experiment_id=exp_id, run_name=_run_name(cfg, _NoSettings()), tags=tags):

@@ -19,6 +19,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from .mlflow_run import PARENT_ENV, setup
+from .ownership import owner_tags
 
 
 class MlflowSweepCallback(Callback):
@@ -43,7 +44,7 @@ class MlflowSweepCallback(Callback):
         client = MlflowClient()
         run = client.create_run(exp_id, run_name=name[:240], tags={
             "sweep": "parent", "sweep_overrides": " ".join(overrides)[:5000],
-            "sweep_params": str(sweep)[:5000]})
+            "sweep_params": str(sweep)[:5000], **owner_tags()})
         self.parent_id = run.info.run_id
         os.environ[PARENT_ENV] = self.parent_id
         sweep_dir = Path(config.hydra.sweep.dir)

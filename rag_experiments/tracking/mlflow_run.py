@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..config import project_root
 from ..db.connect import redact_url
+from .ownership import owner_tags
 
 PARENT_ENV = "RAG_EXP_PARENT_RUN_ID"
 _SECRET_KEY = re.compile(r"(api[_-]?key|password|secret|token)", re.I)
@@ -58,6 +59,7 @@ def setup(uri: str | None, experiment: str) -> str:
     else:
         location = None
     mlflow.set_tracking_uri(resolved)
+    _reap(resolved)
     exp = mlflow.get_experiment_by_name(experiment)
     if exp is not None:
         mlflow.set_experiment(experiment_id=exp.experiment_id)
@@ -71,6 +73,15 @@ def setup(uri: str | None, experiment: str) -> str:
         exp_id = exp.experiment_id
     mlflow.set_experiment(experiment_id=exp_id)
     return exp_id
+
+
+def _reap(uri: str) -> None:
+    """Close the runs left RUNNING by a dead process of this host (once per store and process)."""
+    from mlflow.tracking import MlflowClient
+
+    from .ownership import reap_dead_runs
+
+    reap_dead_runs(MlflowClient(tracking_uri=uri), uri)
 
 
 def redact(obj: Any, key: str = "") -> Any:
@@ -133,6 +144,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         "corpus_digest": result.corpus_manifest["digest"],
         "eval_level": s.eval_level,
         **git_state(),
+        **owner_tags(),
     }
     if judge_validation is not None:
         tags["labels_validated"] = str(judge_validation.get("status") or bool(judge_validation.get("validated"))).lower()
