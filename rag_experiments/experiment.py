@@ -20,6 +20,8 @@ from .embedding import load_embedder
 from .evaluation.evaluate import EvalResult, evaluate
 from .golden.anchoring import drift_status, drift_warning
 from .golden.resolve import GoldenSet, load_golden
+from .errors import DatabaseError
+from .retrieval.failures import SearchOutcome, search_degrading
 from .retrieval.retriever import Retriever
 from .store import IngestReport, ingest, strategy_info
 from .types import Hit, RankedList
@@ -38,6 +40,7 @@ class ExperimentResult:
     cache: dict[str, int] = field(default_factory=dict)
     drift: dict[str, int] = field(default_factory=dict)  # labelled spans whose document changed
     results: dict[str, RankedList] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)  # case id -> why its query could not be searched
 
 
 def corpus_path(settings: Settings) -> str | Path:
@@ -97,28 +100,36 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
         if settings.eval_level == "document":
             depth = max(depth, settings.retrieval.fusion.depth * 2)
         t = time.perf_counter()
-        ranked = _search_with_progress(retriever, [c.query for c in cases], depth, settings.progress)
+        outcome = _search_with_progress(retriever, [c.query for c in cases], depth, settings.progress)
         timings["retrieval_s"] = time.perf_counter() - t
-        results = {c.case_id: r for c, r in zip(cases, ranked)}
+        results = {c.case_id: r for c, r in zip(cases, outcome.ranked) if r is not None}
+        failed = {cases[i].case_id: why for i, why in sorted(outcome.failed.items())}
         if settings.eval_level == "document":
             lengths = dict(conn.execute(
                 "SELECT doc_id, length(text) FROM documents WHERE corpus = %s", (report.corpus,)).fetchall())
             results = {cid: collapse_to_documents(r, lengths) for cid, r in results.items()}
 
         t = time.perf_counter()
-        ev = evaluate(golden, results, settings.eval)
+        ev = evaluate(golden, results, settings.eval, failed=tuple(failed))
         timings["evaluate_s"] = time.perf_counter() - t
         if settings.ann_recall_queries > 0 and settings.retrieval.variant != "keyword":
             t = time.perf_counter()
             ev.metrics["ann_recall_at_depth"] = ann_recall(
-                conn, strategy, retriever, [c.query for c in cases][: settings.ann_recall_queries])
+                conn, strategy, retriever,
+                [c.query for c in cases if c.case_id not in failed][: settings.ann_recall_queries])
             timings["ann_recall_s"] = time.perf_counter() - t
         timings["total_s"] = time.perf_counter() - t0
         return ExperimentResult(
             settings=settings, eval=ev, golden=golden, ingest=report, strategy=strategy,
             embedding_model=embedder.model_id, corpus_manifest=manifest, timings=timings,
-            cache=vars(retriever.stats).copy(), results=results, drift=drift,
+            cache=vars(retriever.stats).copy(), results=results, drift=drift, failed=failed,
         )
+    except psycopg.Error as exc:
+        if conn.broken or conn.closed:  # the server went away mid-run: one line, not a traceback
+            raise DatabaseError(f"the database connection was lost during the run "
+                                f"({type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]})",
+                                hint="is the server still running? `rag-exp db status`; then rerun") from exc
+        raise
     finally:
         if own_conn:
             conn.close()
@@ -151,19 +162,17 @@ def ann_recall(conn: psycopg.Connection, strategy: dict, retriever: Retriever, q
     return value
 
 
-def _search_with_progress(retriever: Retriever, queries: list[str], limit: int, progress: bool) -> list[RankedList]:
-    """Batches of queries, so cached work is fetched in bulk and a progress bar can move."""
-    out: list[RankedList] = []
-    batch = 50
+def _search_with_progress(retriever: Retriever, queries: list[str], limit: int, progress: bool) -> SearchOutcome:
+    """Batches of queries, so cached work is fetched in bulk and a progress bar can move; a query
+    that fails on its own is counted, not fatal (see :mod:`rag_experiments.retrieval.failures`)."""
     bar = None
-    if progress and len(queries) > batch:
+    if progress and len(queries) > 50:
         from tqdm import tqdm
 
         bar = tqdm(total=len(queries), desc=f"retrieval ({retriever.params.variant})", unit="query")
-    for lo in range(0, len(queries), batch):
-        out.extend(retriever.search_many(queries[lo : lo + batch], limit))
+    try:
+        return search_degrading(lambda qs: retriever.search_many(qs, limit), queries, retriever.conn, batch=50,
+                                on_batch=bar.update if bar is not None else None)
+    finally:
         if bar is not None:
-            bar.update(min(batch, len(queries) - lo))
-    if bar is not None:
-        bar.close()
-    return out
+            bar.close()

@@ -134,6 +134,12 @@ def run_from_hydra(cfg: DictConfig) -> float:
             _log_failed_child(cfg, exc)
         raise
     print_summary(result, run_id)
+    if result.failed:
+        print(f"WARNING: {len(result.failed)} of {len(result.failed) + result.eval.n_cases} queries could not be "
+              "searched and are EXCLUDED from the metrics (not scored as misses; MLflow metric "
+              "retrieval.failed_queries):", file=sys.stderr)
+        for case_id, why in list(result.failed.items())[:10]:
+            print(f"  {case_id}: {why}", file=sys.stderr)
     if validation["status"] == "NOT-VALIDATED":
         print(f"WARNING: {validation['llm_judgements']} labels in {result.settings.golden_path.name} come from an "
               "LLM judge that no human spot-check has validated (rag-exp golden spotcheck); treat the metrics "

@@ -165,6 +165,8 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         metrics.update({f"cache.{k}": float(v) for k, v in result.cache.items()})
         metrics.update({f"golden.anchors.{k}": float(v) for k, v in result.golden.anchor_counts().items()})
         metrics["golden.excluded_all_stale"] = float(len(result.eval.excluded))
+        failed = getattr(result, "failed", {})
+        metrics["retrieval.failed_queries"] = float(len(failed))
         metrics.update({f"golden.drift.{k}": float(v) for k, v in getattr(result, "drift", {}).items()})
         if ci:
             metrics.update(ci)
@@ -174,6 +176,9 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
             mlflow.log_table(per_case_for_mlflow(result.eval.per_case), artifact_file="per_case.json")
         if result.eval.excluded:
             mlflow.log_dict({"all_stale_cases": list(result.eval.excluded)}, "golden_excluded.json")
+        if failed:  # excluded from the metrics, never scored as misses
+            mlflow.set_tag("retrieval_failed_queries", str(len(failed)))
+            mlflow.log_dict({"failed_cases": failed}, "retrieval_failures.json")
         mlflow.log_dict(result.corpus_manifest, "corpus_manifest.json")
         if judge_validation is not None:
             mlflow.log_dict(judge_validation, "judge_validation.json")
