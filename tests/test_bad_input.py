@@ -243,3 +243,55 @@ def test_a_retired_case_leaves_the_run(project, mini_golden):
     retire_case(mini_golden, big, "100 KB query pasted by mistake", who="tests")
     result = run_experiment(settings_from_cfg(_compose(_mini_overrides(mini_golden))))
     assert result.failed == {} and result.eval.n_cases == 10 and big not in set(result.eval.per_case["case_id"])
+
+
+def test_golden_label_skips_a_case_no_search_can_take(mini_golden):
+    """Sibling: label's pooling searched every case, so one 100 KB case crashed the whole label job."""
+    from rag_experiments.golden.label import plan_labelling
+
+    _append_big_case(mini_golden)
+
+    def retrieve(query):
+        if len(query) > MAX_QUERY_CHARS:
+            raise psycopg.errors.StatementTooComplex("stack depth limit exceeded")
+        return []
+
+    plan = plan_labelling(mini_golden, retrieve, k=5)
+    assert plan.skipped["query_too_large"] == 1 and plan.cases == 11
+
+
+def test_golden_file_with_invalid_utf8_names_the_line(tmp_path, mini_golden, capsys):
+    """Sibling: a damaged golden file was a UnicodeDecodeError traceback in every command."""
+    n = len(mini_golden.read_bytes().splitlines())
+    with open(mini_golden, "ab") as fh:
+        fh.write(b'{"bad": "\xff"}\n')
+    assert cli("golden", "verify", "--golden", str(mini_golden)) == 2
+    assert f"{mini_golden}:{n + 1}: not valid UTF-8" in _one_error_line(capsys.readouterr().err)
+
+
+def test_a_command_whose_database_dies_is_one_line(pg_url, monkeypatch, capsys):
+    """Sibling: rag-exp commands (golden add, triage, label...) had no handler for a lost server."""
+    import sys
+    import types
+
+    from rag_experiments.db.connect import connect
+
+    conn = connect(pg_url)
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
+
+    class Session:
+        def document(self, uri):
+            return conn.execute("SELECT 1").fetchone()
+
+        def chunk(self, chunk_id):
+            return None
+
+        def close(self):
+            conn.close()
+
+    monkeypatch.setitem(sys.modules, "rag_experiments.app",
+                        types.SimpleNamespace(open_retriever=lambda *a, **k: Session()))
+    rc = cli("golden", "add", "--golden", "unused.jsonl", "--query", "q", "--source-uri", "x.md", "--quote", "x")
+    assert rc == 2
+    assert "the database failed during the command" in _one_error_line(capsys.readouterr().err)

@@ -262,8 +262,18 @@ def select_runs(run_ids: list[str] | None = None, sweep: str | None = None, last
         runs += found
     seen: set[str] = set()
     unique = []
+    explicit = set(run_ids or [])
     for r in runs:
         if r.id not in seen and not r.is_sweep_parent:
             seen.add(r.id)
+            if r.status == "KILLED":
+                # its process died while logging: metrics and per-case table may be partial
+                why = r.tags.get(KILLED_REASON, "its process died")
+                if r.id in explicit or any(i.lower() == r.id for i in explicit):
+                    print(f"warning: run {r.id} ({r.label}) was KILLED ({why}); its numbers may be partial",
+                          file=sys.stderr)
+                else:
+                    print(f"note: skipping run {r.id} ({r.label}): KILLED ({why})", file=sys.stderr)
+                    continue
             unique.append(r)
     return unique, parent

@@ -143,3 +143,17 @@ def test_gate_refuses_a_killed_run(store, make_run, capsys):
     make_run(per_case_frame([1, 1, 1]), name="died", status="KILLED")
     assert newest_run(set()) == done
     assert "skipped 1 KILLED run" in capsys.readouterr().err
+
+
+def test_compare_selection_skips_killed_runs_of_a_sweep_or_tag(make_run, make_parent, capsys):
+    parent = make_parent("sweep")
+    ok1 = make_run(per_case_frame([1, 0]), name="a", parent=parent, tags={"variant": "x"})
+    dead = make_run(per_case_frame([1, 1]), name="b", parent=parent, tags={"variant": "x"}, status="KILLED")
+    ok2 = make_run(per_case_frame([0, 0]), name="c", parent=parent, tags={"variant": "x"})
+    capsys.readouterr()
+    for kwargs in ({"sweep": parent}, {"tag": "variant=x"}):
+        runs, _ = R.select_runs(**kwargs)
+        assert [r.id for r in runs] == [ok1, ok2]
+        assert f"skipping run {dead}" in capsys.readouterr().err
+    runs, _ = R.select_runs([dead, ok1])  # named explicitly: kept, with a warning
+    assert [r.id for r in runs] == [dead, ok1] and "was KILLED" in capsys.readouterr().err
