@@ -17,10 +17,10 @@ from .config import Settings, project_root
 from .corpus.loader import DEMO, corpus_manifest, load_corpus
 from .db.connect import connect, resolve_database_url
 from .embedding import load_embedder
+from .errors import DatabaseError
 from .evaluation.evaluate import EvalResult, evaluate
 from .golden.anchoring import drift_status, drift_warning
 from .golden.resolve import GoldenSet, load_golden
-from .errors import DatabaseError
 from .retrieval.failures import SearchOutcome, search_degrading
 from .retrieval.retriever import Retriever
 from .store import IngestReport, ingest, strategy_info

@@ -77,15 +77,14 @@ def search_degrading(search: Callable[[Sequence[str]], list[RankedList]], querie
     """``search`` over ``queries`` in batches; a failing batch is retried query by query so
     that only the failing queries are lost. Fatal errors (see :func:`fatal_error`) propagate as
     one-line :class:`UserError`; programming errors propagate unchanged."""
-    out = SearchOutcome()
-    todo: list[int] = []
+    out = SearchOutcome(ranked=[None] * len(queries))
     for i, q in enumerate(queries):
-        problem = query_problem(q)
+        problem = query_problem(q)  # refused before any SQL: it could only fail slowly or crash
         if problem:
             out.failed[i] = f"the query {problem}"
-        todo.append(i)
-    out.ranked = [None] * len(queries)
-    todo = [i for i in todo if i not in out.failed]
+    todo = [i for i in range(len(queries)) if i not in out.failed]
+    if on_batch is not None and out.failed:
+        on_batch(len(out.failed))
 
     def attempt(idx: list[int]) -> None:
         try:

@@ -204,3 +204,15 @@ def test_cranfield_metrics_equal_ir_measures(project):
     # sanity against the collection's reference figures (BM25: MRR@10 ~0.53, recall@100 ~0.74)
     assert out["qrels"]["mrr_at_10"] > 0.4 and out["qrels"]["recall_at_100"] > 0.6
     print({k: {m: round(v, 4) for m, v in d.items()} for k, d in out.items()})
+
+
+def test_export_refuses_a_killed_run(tmp_path, tiny_beir, mlflow_home):
+    """Sibling of the stuck-RUNNING class: a run whose process died is not exported as if complete."""
+    from mlflow.tracking import MlflowClient
+
+    sha = hashlib.sha256(tiny_beir.read_bytes()).hexdigest()
+    per_case = _per_case(tiny_beir, {"q1": ["d1"], "q2": ["d4", "d3"], "q3": ["d5"], "q4": ["d7"]})
+    run_id = _log_run(mlflow_home, per_case, "bench/golden.jsonl", sha)
+    MlflowClient().set_terminated(run_id, status="KILLED")
+    with pytest.raises(UserError, match="is KILLED, not FINISHED"):
+        export_run(run_id)
