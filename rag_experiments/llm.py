@@ -177,8 +177,8 @@ def fatal_api_error(exc: BaseException) -> LLMFatalError | None:
         # refused / DNS / TLS after the SDK's own retries: every other request would wait out the
         # same retries and fail the same way. (A timeout is one slow request: not fatal.)
         return LLMFatalError(f"Anthropic API unreachable at {_base_url(exc)}: {_short(exc.__cause__ or exc)}",
-                             hint="check the network or ANTHROPIC_BASE_URL; finished answers are checkpointed, "
-                             "rerun to resume")
+                             hint="check the network or ANTHROPIC_BASE_URL (golden generate/label keep every "
+                             "finished answer: rerun to resume)")
     if isinstance(exc, anthropic.NotFoundError):
         return LLMFatalError(f"Anthropic API: not found (HTTP 404): {_short(exc)}",
                              hint="check the model name (--model)")

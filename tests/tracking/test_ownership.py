@@ -115,7 +115,7 @@ def test_every_run_we_open_records_its_owner(store, make_run):
     assert mlflow_run.owner_tags()[ownership.OWNER_PID] == str(os.getpid())
 
 
-def test_promote_and_gate_refuse_or_skip_killed_runs(store, make_run, make_parent, capsys):
+def test_promote_refuses_a_killed_sweep_and_skips_killed_runs(store, make_run, make_parent, capsys):
     root, exp_id = store
     dead = _start_sweep_and_kill(root)
     make_run(per_case_frame([1, 1, 1]), name="finished before the kill", parent=dead)
@@ -130,12 +130,19 @@ def test_promote_and_gate_refuse_or_skip_killed_runs(store, make_run, make_paren
     assert [r.id for r in candidate_runs("recall_at_5")][-1] == kept
     assert "skipped 1 KILLED run" in capsys.readouterr().err
     assert killed_child not in [r.id for r in candidate_runs("recall_at_5")]
-    rc = cli("gate", "--run", killed_child)
-    err = capsys.readouterr().err
-    assert rc == 2 and ("is KILLED" in err or "no champion" in err)
 
 
-def test_gate_refuses_a_killed_run(store, make_run, capsys):
+def test_gate_refuses_a_killed_run_by_name(store, make_run, capsys):
+    from .test_gate import _champion
+
+    _champion(make_run)
+    killed = make_run(per_case_frame([1, 1, 1]), name="killed", status="KILLED")
+    capsys.readouterr()
+    assert cli("gate", "--run", killed) == 2
+    assert f"run {killed} (killed) is KILLED" in capsys.readouterr().err
+
+
+def test_gate_newest_run_skips_killed_runs_and_says_so(store, make_run, capsys):
     from rag_experiments.commands.gate import newest_run
 
     done = make_run(per_case_frame([1, 1, 0]), name="done")
