@@ -38,7 +38,10 @@ def _create_time(pid: int) -> float | None:
     import psutil
 
     try:
-        return psutil.Process(pid).create_time()
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:  # killed, not yet waited for by its parent: gone
+            return None
+        return proc.create_time()
     except (psutil.NoSuchProcess, psutil.ZombieProcess):
         return None
     except psutil.AccessDenied:  # exists, owned by another user: alive, start time unknown

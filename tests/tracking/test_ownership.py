@@ -164,3 +164,19 @@ def test_compare_selection_skips_killed_runs_of_a_sweep_or_tag(make_run, make_pa
         assert f"skipping run {dead}" in capsys.readouterr().err
     runs, _ = R.select_runs([dead, ok1])  # named explicitly: kept, with a warning
     assert [r.id for r in runs] == [dead, ok1] and "was KILLED" in capsys.readouterr().err
+
+
+def test_a_killed_owner_not_yet_waited_for_is_gone():
+    """A kill -9'd process stays a zombie until its parent waits: it must already count as gone."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        tags = ownership.owner_tags(proc.pid)
+        assert ownership.owner_gone(tags) is None  # alive
+        os.kill(proc.pid, signal.SIGKILL)
+        deadline = time.time() + 10
+        while ownership.owner_gone(tags) is None and time.time() < deadline:
+            time.sleep(0.05)
+        assert "is gone" in ownership.owner_gone(tags)
+    finally:
+        proc.kill()
+        proc.wait()
