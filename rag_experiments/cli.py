@@ -65,7 +65,30 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - only environment failures become one line; bugs re-raise
+        message = environment_error(exc)
+        if message is None or debug:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return 2
     return int(result or 0)
+
+
+def environment_error(exc: BaseException) -> str | None:
+    """One line for a failure of the world around a command (database gone mid-command, API
+    unreachable), else None. Imports lazily: neither library is loaded for commands without it."""
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is not None and isinstance(exc, psycopg.OperationalError):
+        first = (str(exc).strip().splitlines() or [""])[0]
+        return (f"the database failed during the command ({type(exc).__name__}: {first}); "
+                "is the server still running? (rag-exp db status)")
+    anthropic = sys.modules.get("anthropic")
+    if anthropic is not None and isinstance(exc, anthropic.APIError):
+        from .llm import describe_api_error, fatal_api_error
+
+        fatal = fatal_api_error(exc)
+        return str(fatal) if fatal is not None else f"Anthropic API: {describe_api_error(exc)}"
+    return None
 
 
 if __name__ == "__main__":

@@ -19,10 +19,12 @@ from .corpus.loader import DEMO, corpus_manifest, load_corpus
 from .db.connect import connect, resolve_database_url
 from .embedding.cost import CostGate, usage_metrics
 from .embedding.options import load_configured
+from .errors import DatabaseError
 from .evaluation.evaluate import EvalResult, evaluate
 from .golden.anchoring import drift_status, drift_warning
 from .golden.evidence_check import require_cases, require_same_corpus, require_scorable
 from .golden.resolve import GoldenSet, load_golden
+from .retrieval.failures import SearchOutcome, search_degrading
 from .retrieval.retriever import Retriever
 from .scale.executors import embedding_executor
 from .store import IngestReport, hnsw_index_name, ingest, strategy_info
@@ -43,6 +45,7 @@ class ExperimentResult:
     drift: dict[str, int] = field(default_factory=dict)  # labelled spans whose document changed
     results: dict[str, RankedList] = field(default_factory=dict)
     usage: dict[str, float] = field(default_factory=dict)  # paid API usage and cost (estimated and real)
+    failed: dict[str, str] = field(default_factory=dict)  # case id -> why its query could not be searched
 
 
 def corpus_path(settings: Settings) -> str | Path:
@@ -135,21 +138,23 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
         if settings.eval_level == "document":
             depth = max(depth, settings.retrieval.fusion.depth * 2)
         t = time.perf_counter()
-        ranked = _search_with_progress(retriever, [c.query for c in cases], depth, settings.progress)
+        outcome = _search_with_progress(retriever, [c.query for c in cases], depth, settings.progress)
         timings["retrieval_s"] = time.perf_counter() - t
-        results = {c.case_id: r for c, r in zip(cases, ranked)}
+        results = {c.case_id: r for c, r in zip(cases, outcome.ranked) if r is not None}
+        failed = {cases[i].case_id: why for i, why in sorted(outcome.failed.items())}
         if settings.eval_level == "document":
             lengths = dict(conn.execute(
                 "SELECT doc_id, length(text) FROM documents WHERE corpus = %s", (report.corpus,)).fetchall())
             results = {cid: collapse_to_documents(r, lengths) for cid, r in results.items()}
 
         t = time.perf_counter()
-        ev = evaluate(golden, results, settings.eval)
+        ev = evaluate(golden, results, settings.eval, failed=tuple(failed))
         timings["evaluate_s"] = time.perf_counter() - t
         if settings.ann_recall_queries > 0 and settings.retrieval.variant != "keyword":
             t = time.perf_counter()
             ev.metrics["ann_recall_at_depth"] = ann_recall(
-                conn, strategy, retriever, [c.query for c in cases][: settings.ann_recall_queries])
+                conn, strategy, retriever,
+                [c.query for c in cases if c.case_id not in failed][: settings.ann_recall_queries])
             timings["ann_recall_s"] = time.perf_counter() - t
         timings["total_s"] = time.perf_counter() - t0
         usage = {**gate.metrics(), **usage_metrics(embedder, usage_before)}
@@ -159,8 +164,14 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
         return ExperimentResult(
             settings=settings, eval=ev, golden=golden, ingest=report, strategy=strategy,
             embedding_model=embedder.model_id, corpus_manifest=manifest, timings=timings,
-            cache=vars(retriever.stats).copy(), results=results, drift=drift, usage=usage,
+            cache=vars(retriever.stats).copy(), results=results, drift=drift, usage=usage, failed=failed,
         )
+    except psycopg.Error as exc:
+        if conn.broken or conn.closed:  # the server went away mid-run: one line, not a traceback
+            raise DatabaseError(f"the database connection was lost during the run "
+                                f"({type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]})",
+                                hint="is the server still running? `rag-exp db status`; then rerun") from exc
+        raise
     finally:
         if own_conn:
             conn.close()
@@ -202,19 +213,17 @@ def ann_recall(conn: psycopg.Connection, strategy: dict, retriever: Retriever, q
     return value
 
 
-def _search_with_progress(retriever: Retriever, queries: list[str], limit: int, progress: bool) -> list[RankedList]:
-    """Batches of queries, so cached work is fetched in bulk and a progress bar can move."""
-    out: list[RankedList] = []
-    batch = 50
+def _search_with_progress(retriever: Retriever, queries: list[str], limit: int, progress: bool) -> SearchOutcome:
+    """Batches of queries, so cached work is fetched in bulk and a progress bar can move; a query
+    that fails on its own is counted, not fatal (see :mod:`rag_experiments.retrieval.failures`)."""
     bar = None
-    if progress and len(queries) > batch:
+    if progress and len(queries) > 50:
         from tqdm import tqdm
 
         bar = tqdm(total=len(queries), desc=f"retrieval ({retriever.params.variant})", unit="query")
-    for lo in range(0, len(queries), batch):
-        out.extend(retriever.search_many(queries[lo : lo + batch], limit))
+    try:
+        return search_degrading(lambda qs: retriever.search_many(qs, limit), queries, retriever.conn, batch=50,
+                                on_batch=bar.update if bar is not None else None)
+    finally:
         if bar is not None:
-            bar.update(min(batch, len(queries) - lo))
-    if bar is not None:
-        bar.close()
-    return out
+            bar.close()

@@ -173,10 +173,24 @@ def fatal_api_error(exc: BaseException) -> LLMFatalError | None:
     if isinstance(exc, (anthropic.AuthenticationError, anthropic.PermissionDeniedError)):
         return LLMFatalError(f"Anthropic API refused the credentials ({type(exc).__name__}, HTTP {exc.status_code})",
                              hint="check ANTHROPIC_API_KEY")
+    if isinstance(exc, anthropic.APIConnectionError) and not isinstance(exc, anthropic.APITimeoutError):
+        # refused / DNS / TLS after the SDK's own retries: every other request would wait out the
+        # same retries and fail the same way. (A timeout is one slow request: not fatal.)
+        return LLMFatalError(f"Anthropic API unreachable at {_base_url(exc)}: {_short(exc.__cause__ or exc)}",
+                             hint="check the network or ANTHROPIC_BASE_URL (golden generate/label keep every "
+                             "finished answer: rerun to resume)")
     if isinstance(exc, anthropic.NotFoundError):
         return LLMFatalError(f"Anthropic API: not found (HTTP 404): {_short(exc)}",
                              hint="check the model name (--model)")
     return None
+
+
+def _base_url(exc: BaseException) -> str:
+    request = getattr(exc, "request", None)
+    url = getattr(request, "url", None)
+    if url is None:
+        return "the configured base URL"
+    return f"{url.scheme}://{url.host}" + (f":{url.port}" if url.port else "")
 
 
 def describe_api_error(exc: BaseException) -> str:

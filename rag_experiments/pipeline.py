@@ -52,9 +52,10 @@ def _log_failed_child(cfg: DictConfig, error: BaseException) -> None:
 
     from .tracking.execution import execution_tags
     from .tracking.mlflow_run import PARENT_ENV, redact, setup
+    from .tracking.ownership import owner_tags
 
     exp_id = setup(cfg.tracking.uri, cfg.tracking.experiment)
-    tags = {"error": redact_text(f"{type(error).__name__}: {error}")[:5000], **execution_tags()}
+    tags = {"error": redact_text(f"{type(error).__name__}: {error}")[:5000], **execution_tags(), **owner_tags()}
     if os.environ.get(PARENT_ENV):
         tags["mlflow.parentRunId"] = os.environ[PARENT_ENV]
     with mlflow.start_run(experiment_id=exp_id, run_name=_run_name(cfg, _NoSettings()), tags=tags):
@@ -150,6 +151,12 @@ def run_from_hydra(cfg: DictConfig) -> float:
     usage_line = describe_usage(result.usage)
     if usage_line:
         print(usage_line)
+    if result.failed:
+        print(f"WARNING: {len(result.failed)} of {len(result.failed) + result.eval.n_cases} queries could not be "
+              "searched and are EXCLUDED from the metrics (not scored as misses; MLflow metric "
+              "retrieval.failed_queries):", file=sys.stderr)
+        for case_id, why in list(result.failed.items())[:10]:
+            print(f"  {case_id}: {why}", file=sys.stderr)
     if validation["status"] == "NOT-VALIDATED":
         print(f"WARNING: labels_validated=NOT-VALIDATED: {validation['machine_judgements']} labels in "
               f"{result.settings.golden_path.name} come from machine judges ({validation['llm_judgements']} LLM, "

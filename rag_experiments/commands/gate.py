@@ -95,9 +95,15 @@ def run_now(name: str, overrides: list[str]) -> str:
 
 
 def newest_run(exclude: set[str]) -> str:
+    from ..tracking.promote import say_killed_skipped
     from ..tracking.runs import search
 
-    for r in search("attributes.status = 'FINISHED'", per_case=False, order="DESC", max_results=200):
+    finished = search("attributes.status = 'FINISHED'", per_case=False, order="DESC", max_results=200)
+    newest = finished[0].start_time if finished else 0
+    # runs whose process died after the newest finished one: the user may expect one of those
+    say_killed_skipped([r for r in search("attributes.status = 'KILLED'", per_case=False, order="DESC",
+                                          max_results=200) if r.start_time >= newest])
+    for r in finished:
         if r.id not in exclude and r.tags.get("sweep") != "parent" and r.tags.get("comparison") != "true" \
                 and r.tags.get("golden_sha256"):
             return r.id
@@ -127,6 +133,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
     else:
         run_id = newest_run({champion.run.id})
     current = get_run(run_id, c=c)
+    if current.status != "FINISHED":
+        why = current.tags.get("rag_exp.killed_reason")
+        raise UserError(f"run {current.id} ({current.label}) is {current.status}" + (f" ({why})" if why else "")
+                        + ", not FINISHED: its numbers are incomplete", hint="give --run with a FINISHED run")
     if current.per_case is None:
         raise UserError(f"run {current.id} has no per-case table (per_case.json): the gate needs it",
                         hint="run with tracking.log_per_case=true")

@@ -118,6 +118,16 @@ def register(subparsers: Any) -> None:
     overrides_arg(sp)
     sp.set_defaults(func=cmd_add)
 
+    sp = sub.add_parser(
+        "retire", help="take a case out of evaluation (appends a 'retire' record; nothing is edited)",
+        description="Appends a `retire` record naming the case, the reason and who. The case line "
+        "stays in the file; runs from now on evaluate without it (and record the new golden sha256).")
+    golden_arg(sp)
+    sp.add_argument("case_id", metavar="CASE_ID", help="the case to retire, e.g. c-0123456789ab")
+    sp.add_argument("--reason", required=True, help="why it leaves evaluation (kept in the record)")
+    sp.add_argument("--author", help="who retires it (default: $USER)")
+    sp.set_defaults(func=cmd_retire)
+
     sp = sub.add_parser("verify", help="check the hash chain and manifest; print counts",
                         description="Reads the whole file, checking every line's hash chain and "
                         "the manifest (edits, insertions, truncation are reported by line), and that every "
@@ -356,16 +366,32 @@ def cmd_spotcheck(args: argparse.Namespace) -> int:
     return 0
 
 
+def read_quote_file(path: Path) -> str:
+    """The passage in ``path`` ('-': stdin), strict UTF-8; a bad file is one line naming it and the byte."""
+    name = "<stdin>" if str(path) == "-" else str(path)
+    try:
+        data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"--quote-file {name}: cannot read: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"--quote-file {name}: not valid UTF-8 (byte {exc.start}: {data[exc.start:exc.start + 1]!r})",
+                        hint="convert it, e.g. iconv -f latin1 -t utf-8") from None
+
+
 def cmd_add(args: argparse.Namespace) -> int:
     from ..golden.add import add_production_case
+    from ..limits import check_query
 
     quote = args.quote
     if args.quote_file is not None:
-        quote = sys.stdin.read() if str(args.quote_file) == "-" else args.quote_file.read_text(encoding="utf-8")
+        quote = read_quote_file(args.quote_file)
     if args.source_uri and not quote:
         raise UserError("--source-uri needs --quote or --quote-file")
     if args.chunk_id and quote:
         raise UserError("--quote/--quote-file go with --source-uri, not with --chunk-id")
+    check_query(" ".join(args.query.split()), "--query")  # before the database is even opened
     session = _open_session(args.overrides)
     try:
         result = add_production_case(args.golden, args.query, chunk_id=args.chunk_id, source_uri=args.source_uri,
@@ -379,6 +405,14 @@ def cmd_add(args: argparse.Namespace) -> int:
     console = _console()
     _say(console, f"added case {result.record['id']} ({ev['source_uri']} chars {ev['start']}..{ev['end']}; "
                   f"{how[result.located]})")
+    return 0
+
+
+def cmd_retire(args: argparse.Namespace) -> int:
+    from ..golden.retire import retire_case
+
+    record = retire_case(args.golden, args.case_id, args.reason, args.author)
+    _say(_console(), f"retired case {record['target']} ({record['id']}): {record['reason']}")
     return 0
 
 
@@ -556,7 +590,7 @@ def cmd_reanchor(args: argparse.Namespace) -> int:
     if args.ref:
         quote = args.quote
         if args.quote_file is not None:
-            quote = sys.stdin.read() if str(args.quote_file) == "-" else args.quote_file.read_text(encoding="utf-8")
+            quote = read_quote_file(args.quote_file)
         if not args.source_uri or not quote:
             raise UserError("--ref needs --source-uri and --quote (or --quote-file)")
         if args.dry_run:

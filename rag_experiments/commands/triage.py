@@ -29,12 +29,14 @@ def register(sub) -> None:
 
 def _triage(args) -> int:
     from ..app import open_retriever
+    from ..limits import check_query
     from ..triage import parse_expected, triage
 
     if args.context <= 0:
         from ..errors import UserError
 
         raise UserError(f"--context must be > 0, got {args.context}")
+    check_query(" ".join(args.query.split()), "query")  # before opening the database
     session = open_retriever(args.overrides, progress=False)
     try:
         expected = parse_expected(args.expected, session)

@@ -48,6 +48,7 @@ from typing import Callable, Iterator, Sequence
 
 from ..errors import CorpusError, GoldenSetError
 from ..golden.build import span_json
+from ..limits import check_query
 from ..golden.records import new_id
 from ..golden.store import GoldenFile
 from ..types import Document
@@ -361,8 +362,10 @@ def build_cases(coll: Collection, docs: dict[str, Document], gm: GradeMap, repor
         if not rel:
             report.no_relevant.append(qid)
             continue
+        where = coll.query_where.get(qid, coll.files.get('queries', ''))
         if not text.strip():
-            raise GoldenSetError(f"{coll.query_where.get(qid, coll.files.get('queries', ''))}: query {qid!r} is empty")
+            raise GoldenSetError(f"{where}: query {qid!r} is empty")
+        check_query(one_line(text), f"{where}: query {qid!r}")
         evidence = []
         for q, gain in rel:
             doc = docs[q.doc_id]

@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import CorpusError
+from ..limits import check_text
 from ..types import Document
 
 DEMO = "demo"
@@ -63,6 +64,7 @@ def load_document(file: Path, root: Path, corpus: str) -> Document:
             f"{file}: not valid UTF-8 (byte {exc.start})",
             hint="convert it, e.g. iconv -f latin1 -t utf-8",
         ) from None
+    check_text(raw, str(file))
     meta, text = _parse_front_matter(raw.replace("\r\n", "\n"), file)
     if not text.strip():
         raise CorpusError(f"{file}: document is empty", hint="remove the file or give it content")

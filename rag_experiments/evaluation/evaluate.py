@@ -101,9 +101,15 @@ def aggregate(per_case: pd.DataFrame, names: list[str]) -> dict[str, float]:
     return out
 
 
-def evaluate(golden: GoldenSet, results: Mapping[str, RankedList], p: EvalParams = EvalParams()) -> EvalResult:
+def evaluate(golden: GoldenSet, results: Mapping[str, RankedList], p: EvalParams = EvalParams(),
+             failed: tuple[str, ...] = ()) -> EvalResult:
+    """``failed``: case ids whose query could not be searched; excluded (never scored as misses)
+    and reported by the caller."""
     rows, excluded = [], []
+    skip = set(failed)
     for case in golden.cases:
+        if case.case_id in skip:
+            continue
         if case.all_stale:
             excluded.append(case.case_id)
             continue

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import GoldenSetError, UserError
+from ..limits import check_query, check_text
 from .generate import quote_matches
 from .records import new_id
 from .store import GoldenFile
@@ -67,6 +68,9 @@ def production_case(query: str, *, chunk_id: str | None = None, source_uri: str 
     query = " ".join(query.split())
     if not query:
         raise UserError("the query is empty")
+    check_query(query, "--query")  # refused here, or every later run on the set would trip on it
+    if quote is not None:
+        check_text(quote, "--quote")
     if (chunk_id is None) == (source_uri is None):
         raise UserError("give the expected evidence either as --chunk-id, or as --source-uri with --quote")
     if chunk_id is not None:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .. import llm
+from ..limits import query_problem
 from .llm_jobs import (Checkpoint, Interpret, Job, JobPlan, JobReport, Task, checkpoint_path, plan_fields,
                        read_state, run_jobs)
 from .records import new_id
@@ -228,7 +229,7 @@ def parse_generation(text: str, passage: str) -> tuple[list[dict], Counter]:
     empty question), ``exact_without_identifier``, ``identifier_not_verbatim`` (the identifier is
     not a verbatim substring of the passage), ``identifier_not_in_question``,
     ``paraphrase_copies_passage`` (shares >= 8 consecutive words with the passage),
-    ``duplicate_kind``, ``duplicate_question``. ``empty_answer`` counts a deliberate ``[]``.
+    ``duplicate_kind``, ``duplicate_question``, ``question_too_large`` (see :mod:`rag_experiments.limits`). ``empty_answer`` counts a deliberate ``[]``.
     Quotes are checked later (:func:`build_cases`): a missing quote is not a rejection.
     """
     problems: Counter = Counter()
@@ -257,6 +258,9 @@ def parse_generation(text: str, passage: str) -> tuple[list[dict], Counter]:
             problems["bad_item"] += 1
             continue
         question = " ".join(question.split())
+        if query_problem(question):  # a NUL or an essay would make every later run fail on it
+            problems["question_too_large"] += 1
+            continue
         identifier = identifier if identifier and identifier.strip() else None
         if kind == "exact" and identifier is None:
             problems["exact_without_identifier"] += 1

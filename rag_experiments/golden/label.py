@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable
 
 from .. import llm
 from ..evaluation.relevance import matches
+from ..limits import query_problem
 from .llm_jobs import Checkpoint, Job, JobPlan, JobReport, Task, checkpoint_path, plan_fields, read_state, run_jobs
 from .records import VERDICTS, new_id
 from .resolve import load_golden
@@ -163,6 +164,9 @@ def plan_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]
     for i, case in enumerate(golden.cases):
         if on_case:
             on_case(i, len(golden.cases))
+        if query_problem(case.query):  # cannot be searched (and is excluded from runs): retire it
+            skipped["query_too_large"] += 1
+            continue
         judged = [e.span.key for e in case.evidence]  # everything judged or given, any grade
         judged += checkpointed.get(case.case_id, [])
         relevant = case.relevant

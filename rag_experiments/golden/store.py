@@ -137,7 +137,14 @@ class GoldenFile:
         tally = _Tally()
         # split on "\n" only: canonical lines keep UTF-8 as is, and str.splitlines() would also
         # split inside a quote holding U+2028, U+0085 and the like
-        lines = raw.decode("utf-8").split("\n")[:-1] if raw else []
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            bad_line = raw.count(b"\n", 0, exc.start) + 1
+            raise GoldenSetError(f"{self.path}:{bad_line}: not valid UTF-8 "
+                                 f"(byte {exc.start}): the file was damaged or hand-edited",
+                                 hint="restore it from git (git checkout -- FILE)") from None
+        lines = text.split("\n")[:-1] if raw else []
         for n, line in enumerate(lines, start=1):
             where = f"{self.path}:{n}"
             try:

@@ -515,6 +515,7 @@ def log_plots(cmp: Comparison, parent: RunView | None = None, c=None) -> tuple[s
     The parent is the named sweep, else the parent every run shares. Returns (run id, paths).
     """
     from .plots import _plt
+    from .ownership import owner_tags
     from .runs import client
 
     c = c or client()
@@ -530,7 +531,7 @@ def log_plots(cmp: Comparison, parent: RunView | None = None, c=None) -> tuple[s
     if parent_id is None:
         created = c.create_run(runs[0].experiment_id, run_name=f"compare {len(runs)} runs"[:240], tags={
             "comparison": "true", "compared_runs": ",".join(r.id for r in runs)[:5000],
-            "baseline_run": runs[0].id, "primary_metric": cmp.primary})
+            "baseline_run": runs[0].id, "primary_metric": cmp.primary, **owner_tags()})
         parent_id = created.info.run_id
         c.set_terminated(parent_id, status="FINISHED")
     plt = _plt()

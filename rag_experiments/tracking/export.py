@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -236,10 +235,9 @@ def write_trec(per_case: pd.DataFrame, golden: GoldenSet, out: Path, *, run_id: 
 
 # -- reading the run from MLflow ------------------------------------------------------------------
 def _client():
-    from mlflow.tracking import MlflowClient
+    from .runs import client
 
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    return MlflowClient(tracking_uri=tracking_uri())
+    return client()  # the shared opener: it also closes runs whose process died (ownership.py)
 
 
 def _artifact_text(c, run_id: str, name: str) -> str | None:
@@ -274,6 +272,10 @@ def export_run(run_id: str, out: str | Path | None = None, fmt: str = "trec", *,
         raise UserError(f"run {run_id} not found in {tracking_uri()}",
                         hint="is MLFLOW_TRACKING_URI (or RAG_EXP_HOME) pointing at the right store?") from None
     tags = dict(run.data.tags)
+    if run.info.status != "FINISHED":
+        why = tags.get("rag_exp.killed_reason")
+        raise UserError(f"run {run_id} is {run.info.status}" + (f" ({why})" if why else "")
+                        + ", not FINISHED: its per-case table may be partial or missing")
     config_text = _artifact_text(c, run_id, CONFIG_ARTIFACT)
     if config_text is None:
         raise UserError(f"run {run_id} has no {CONFIG_ARTIFACT} artifact")

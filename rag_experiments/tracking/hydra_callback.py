@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 from ..errors import UserError
 from ..redaction import redact_text
 from .mlflow_run import PARENT_ENV, setup
+from .ownership import owner_tags
 
 
 class MlflowSweepCallback(Callback):
@@ -54,7 +55,7 @@ class MlflowSweepCallback(Callback):
         # mask before cutting: a cut through a URL would leave a password no pattern recognises
         run = client.create_run(exp_id, run_name=redact_text(name)[:240], tags={
             "sweep": "parent", "sweep_overrides": redact_text(" ".join(overrides))[:5000],
-            "sweep_params": redact_text(str(sweep))[:5000]})
+            "sweep_params": redact_text(str(sweep))[:5000], **owner_tags()})
         self.parent_id = run.info.run_id
         os.environ[PARENT_ENV] = self.parent_id
         sweep_dir = Path(config.hydra.sweep.dir)

@@ -23,6 +23,7 @@ import pandas as pd
 from ..config import project_root
 from ..redaction import redact_obj, redact_text
 from .execution import execution_tags
+from .ownership import owner_tags
 
 PARENT_ENV = "RAG_EXP_PARENT_RUN_ID"
 
@@ -65,6 +66,7 @@ def setup(uri: str | None, experiment: str) -> str:
     else:
         location = None
     mlflow.set_tracking_uri(resolved)
+    _reap(resolved)
     exp = mlflow.get_experiment_by_name(experiment)
     if exp is not None:
         mlflow.set_experiment(experiment_id=exp.experiment_id)
@@ -78,6 +80,15 @@ def setup(uri: str | None, experiment: str) -> str:
         exp_id = exp.experiment_id
     mlflow.set_experiment(experiment_id=exp_id)
     return exp_id
+
+
+def _reap(uri: str) -> None:
+    """Close the runs left RUNNING by a dead process of this host (once per store and process)."""
+    from mlflow.tracking import MlflowClient
+
+    from .ownership import reap_dead_runs
+
+    reap_dead_runs(MlflowClient(tracking_uri=uri), uri)
 
 
 def redact(obj: Any, key: str = "") -> Any:
@@ -140,6 +151,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         "ingest.built": str(not result.ingest.unchanged).lower(),
         **git_state(),
         **execution_tags(),
+        **owner_tags(),
     }
     if judge_validation is not None:
         status = judge_validation.get("status")  # validated | NOT-VALIDATED | no-machine-labels, as written
@@ -164,6 +176,8 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         metrics.update(getattr(result, "usage", {}))  # paid API tokens and cost: embedding.*, rerank.*
         metrics.update({f"golden.anchors.{k}": float(v) for k, v in result.golden.anchor_counts().items()})
         metrics["golden.excluded_all_stale"] = float(len(result.eval.excluded))
+        failed = getattr(result, "failed", {})
+        metrics["retrieval.failed_queries"] = float(len(failed))
         metrics.update({f"golden.drift.{k}": float(v) for k, v in getattr(result, "drift", {}).items()})
         if ci:
             metrics.update(ci)
@@ -174,6 +188,9 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         log_run_file(result, run_name)
         if result.eval.excluded:
             mlflow.log_dict({"all_stale_cases": list(result.eval.excluded)}, "golden_excluded.json")
+        if failed:  # excluded from the metrics, never scored as misses
+            mlflow.set_tag("retrieval_failed_queries", str(len(failed)))
+            mlflow.log_dict({"failed_cases": failed}, "retrieval_failures.json")
         mlflow.log_dict(result.corpus_manifest, "corpus_manifest.json")
         if judge_validation is not None:
             mlflow.log_dict(judge_validation, "judge_validation.json")

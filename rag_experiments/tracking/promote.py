@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,6 +43,7 @@ from ..config import project_root
 from ..errors import UserError
 from ..stats.paired import WinTieLoss, paired_permutation_test, win_tie_loss
 from .compare import Segment, metric_title, paired_values
+from .ownership import KILLED_REASON
 from .runs import RunView, client, get_run, search, sweep_children
 
 MODEL_PREFIX = "rag-retriever-"
@@ -163,14 +165,34 @@ def candidate_runs(metric: str, sweep: str | None = None, experiment: str | None
     """FINISHED runs (of the sweep, else of the store or ``experiment``) with the metric, on the
     golden set of the newest of them."""
     c = c or client()
-    runs = (sweep_children(sweep, per_case=False, c=c) if sweep else
-            search("attributes.status = 'FINISHED'", per_case=False, c=c, experiment=experiment))
+    if sweep:
+        parent = get_run(sweep, per_case=False, c=c)
+        if parent.status == "KILLED":
+            raise UserError(f"sweep {parent.id} ({parent.name}) was KILLED "
+                            f"({parent.tags.get(KILLED_REASON, 'its process died')}): its points are incomplete",
+                            hint="rerun the sweep and promote from the complete one")
+    if sweep:
+        runs = sweep_children(sweep, per_case=False, c=c)
+        say_killed_skipped(runs)
+    else:
+        runs = search("attributes.status = 'FINISHED'", per_case=False, c=c, experiment=experiment)
+        say_killed_skipped(search("attributes.status = 'KILLED'", per_case=False, c=c, experiment=experiment))
     runs = [r for r in runs if eligible(r, metric)]
     if not runs:
         where = f"sweep {sweep}" if sweep else (f"experiment {experiment!r}" if experiment else "the store")
         raise UserError(f"no FINISHED run in {where} logged {metric!r}")
     newest = max(runs, key=lambda r: r.start_time)
     return [r for r in runs if r.golden == newest.golden]
+
+
+def say_killed_skipped(runs: Sequence[RunView]) -> int:
+    """Print one note for the KILLED runs among ``runs`` (never candidates); return their count."""
+    killed = [r for r in runs if r.status == "KILLED" and r.tags.get("sweep") != "parent"]
+    if killed:
+        ids = ", ".join(r.id[:12] for r in killed[:5]) + (" ..." if len(killed) > 5 else "")
+        print(f"note: skipped {len(killed)} KILLED run(s) (their process died before they finished): {ids}",
+              file=sys.stderr)
+    return len(killed)
 
 
 def pick_best(runs: Sequence[RunView], metric: str) -> RunView:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ import pandas as pd
 
 from ..errors import UserError
 from .mlflow_run import tracking_uri
+from .ownership import KILLED_REASON
 
 PER_CASE_ARTIFACT = "per_case.json"
 CONFIG_ARTIFACT = "config.yaml"
@@ -81,9 +83,13 @@ def client():
 
     # reading two small JSON files per run needs no progress bar on stderr
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    from .ownership import reap_dead_runs
+
     uri = tracking_uri()
     mlflow.set_tracking_uri(uri)
-    return MlflowClient(tracking_uri=uri)
+    c = MlflowClient(tracking_uri=uri)
+    reap_dead_runs(c, uri)  # every command that reads runs first closes those whose process died
+    return c
 
 
 def experiment_ids(c=None, name: str | None = None) -> list[str]:
@@ -204,12 +210,22 @@ def runs_by_tag(spec: str, per_case: bool = True, c=None) -> list[RunView]:
 
 
 def last_sweep_parent(c=None) -> RunView:
-    """The most recently started run tagged ``sweep=parent``."""
-    found = search(tag_filter("sweep", "parent"), per_case=False, order="DESC", max_results=1, c=c)
-    if not found:
-        raise UserError(f"no sweep parent run (tag sweep=parent) in {tracking_uri()}",
-                        hint="run a sweep first: python run.py -m retrieval=vector,hybrid")
-    return found[0]
+    """The most recently started run tagged ``sweep=parent`` that was not KILLED.
+
+    A KILLED sweep (its process died: see :mod:`.ownership`) is skipped, and the skip is said on
+    stderr: its children are an unknown subset of the points asked for.
+    """
+    found = search(tag_filter("sweep", "parent"), per_case=False, order="DESC", max_results=50, c=c)
+    for run in found:
+        if run.status != "KILLED":
+            return run
+        why = run.tags.get(KILLED_REASON, "its process died")
+        print(f"note: skipping sweep {run.id} ({run.name}): KILLED ({why})", file=sys.stderr)
+    if found:
+        raise UserError(f"the last {len(found)} sweep(s) in {tracking_uri()} were KILLED",
+                        hint="rerun the sweep, or name one with --sweep RUN_ID")
+    raise UserError(f"no sweep parent run (tag sweep=parent) in {tracking_uri()}",
+                    hint="run a sweep first: python run.py -m retrieval=vector,hybrid")
 
 
 def select_runs(run_ids: list[str] | None = None, sweep: str | None = None, last_sweep: bool = False,
@@ -227,6 +243,10 @@ def select_runs(run_ids: list[str] | None = None, sweep: str | None = None, last
     parent: RunView | None = None
     if sweep:
         parent = get_run(sweep, per_case=False, c=c)
+        if parent.status == "KILLED":
+            print(f"warning: sweep {parent.id} ({parent.name}) was KILLED "
+                  f"({parent.tags.get(KILLED_REASON, 'its process died')}); its children are those that "
+                  "finished before", file=sys.stderr)
     elif last_sweep:
         parent = last_sweep_parent(c)
     if parent is not None:
@@ -242,8 +262,18 @@ def select_runs(run_ids: list[str] | None = None, sweep: str | None = None, last
         runs += found
     seen: set[str] = set()
     unique = []
+    explicit = set(run_ids or [])
     for r in runs:
         if r.id not in seen and not r.is_sweep_parent:
             seen.add(r.id)
+            if r.status == "KILLED":
+                # its process died while logging: metrics and per-case table may be partial
+                why = r.tags.get(KILLED_REASON, "its process died")
+                if r.id in explicit or any(i.lower() == r.id for i in explicit):
+                    print(f"warning: run {r.id} ({r.label}) was KILLED ({why}); its numbers may be partial",
+                          file=sys.stderr)
+                else:
+                    print(f"note: skipping run {r.id} ({r.label}): KILLED ({why})", file=sys.stderr)
+                    continue
             unique.append(r)
     return unique, parent

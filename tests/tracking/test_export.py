@@ -221,3 +221,15 @@ def test_export_after_the_golden_set_grew_uses_the_runs_version(tmp_path, tiny_b
                                    "judge": {"kind": "human", "name": "qa"}}])  # a later re-grade
     after = _lines(export_run(run_id, tmp_path / "after").files["qrels"])
     assert after == before
+
+
+def test_export_refuses_a_killed_run(tmp_path, tiny_beir, mlflow_home):
+    """Sibling of the stuck-RUNNING class: a run whose process died is not exported as if complete."""
+    from mlflow.tracking import MlflowClient
+
+    sha = hashlib.sha256(tiny_beir.read_bytes()).hexdigest()
+    per_case = _per_case(tiny_beir, {"q1": ["d1"], "q2": ["d4", "d3"], "q3": ["d5"], "q4": ["d7"]})
+    run_id = _log_run(mlflow_home, per_case, "bench/golden.jsonl", sha)
+    MlflowClient().set_terminated(run_id, status="KILLED")
+    with pytest.raises(UserError, match="is KILLED, not FINISHED"):
+        export_run(run_id)

@@ -1,0 +1,37 @@
+"""Take a case out of evaluation without editing the file: append a ``retire`` record.
+
+The case line stays (the golden set is append-only and its earlier versions stay prefixes of
+the chain); :func:`rag_experiments.golden.resolve.resolve` drops retired cases, so every later
+run evaluates without it and records the new golden-set sha256.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from pathlib import Path
+
+from ..errors import GoldenSetError, UserError
+from .records import new_id
+from .store import GoldenFile
+
+
+def retire_case(golden_path: str | Path, case_id: str, reason: str, who: str | None = None) -> dict:
+    """Append a ``retire`` record for ``case_id``; return it as written."""
+    reason = " ".join(reason.split())
+    if not reason:
+        raise UserError("--reason is empty: say why the case leaves evaluation (kept in the golden set)")
+    golden = GoldenFile(golden_path)
+    if not golden.exists():
+        raise GoldenSetError(f"{golden.path} does not exist")
+    records = golden.read()
+    cases = {r["id"] for r in records if r["type"] == "case"}
+    if case_id not in cases:
+        raise GoldenSetError(f"{golden.path}: no case {case_id!r}", hint="case ids are in the per-case table "
+                             "(rag-exp compare) or `grep '\"type\":\"case\"' FILE`")
+    if any(r["type"] == "retire" and r["target"] == case_id for r in records):
+        raise GoldenSetError(f"{golden.path}: case {case_id} is already retired")
+    who = who or os.environ.get("USER") or getpass.getuser()
+    record = {"type": "retire", "id": new_id("r", case_id), "target": case_id, "reason": reason, "who": who}
+    written, = golden.append([record])
+    return written
