@@ -70,6 +70,7 @@ def run_demo(corpus: str, wait: bool) -> int:
         t0 = time.monotonic()
         code = subprocess.call(cmd, cwd=project, env=env)
         print(f"sweep exit {code} in {time.monotonic() - t0:.0f} s")
+        print_run_list(mlflow_server.url)
         print(f"\nLook at: {mlflow_server.url}/#/experiments (experiment rag-experiments: one parent, eight "
               "children, each tagged ray.node_ip)")
         if wait:
@@ -82,6 +83,27 @@ def run_demo(corpus: str, wait: bool) -> int:
         cluster.stop()
         mlflow_server.stop()
         pg.stop()
+
+
+def print_run_list(uri: str) -> None:
+    """The tracking server's runs of the sweep: the parent, then each child with its node."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("rag-experiments")
+    if exp is None:
+        return
+    for parent in client.search_runs([exp.experiment_id], "tags.sweep = 'parent'"):
+        t = parent.data.tags
+        print(f"\nparent {parent.info.run_id[:12]}  {parent.info.status:8}  {parent.info.run_name}  "
+              f"children={t.get('children', '?')} failed={t.get('children_failed', '?')}")
+        children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
+        for c in sorted(children, key=lambda r: int(r.data.tags.get("sweep.job_num", 0))):
+            ct = c.data.tags
+            recall = c.data.metrics.get("recall_at_5")
+            print(f"  #{ct.get('sweep.job_num', '?'):>2} {c.info.run_id[:12]}  {c.info.status:8}  "
+                  f"node {ct.get('ray.node_ip', '-'):10}  built={ct.get('ingest.built', '-'):5}  "
+                  f"r@5={'-' if recall is None else f'{recall:.3f}'}  {c.info.run_name}")
 
 
 def bench_ingest(n_texts: int) -> None:

@@ -53,6 +53,7 @@ def test_a_rewritten_history_is_not_an_ancestor(mini_golden, tmp_path):
 def test_a_newer_version_than_the_file_is_not_an_ancestor(mini_golden, tmp_path):
     old_copy = tmp_path / "old.jsonl"
     shutil.copy(mini_golden, old_copy)
+    shutil.copy(mini_golden.with_name("mini.manifest.json"), tmp_path / "old.manifest.json")  # part of the set
     GoldenFile(mini_golden).append([_retire(load_golden(mini_golden).cases[0].case_id)])
     v2 = current_version(mini_golden)
     with pytest.raises(NotAnAncestor, match="has 11 records but the file has only 10"):
