@@ -225,3 +225,31 @@ def test_bad_bm25_value_exits_2_with_one_line_before_any_work(project, mini_gold
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "error: retrieval.keyword.b: must be in [0, 1], got 1.5" in proc.stderr
     assert not (project / "mlruns" / "mlflow.db").exists()  # rejected before any run was opened
+
+
+def test_bm25_hybrid_in_sql_equals_python_rrf_and_filters_apply(conn, mini_strategy, embedder):
+    from rag_experiments.retrieval.filters import Filters
+    from rag_experiments.retrieval.fusion import FusionParams
+    from rag_experiments.retrieval.retriever import Retriever, RetrievalParams
+
+    kw = KeywordParams(rank="bm25")
+    fusion = FusionParams(rrf_k=3, depth=15)
+    py = Retriever(conn, mini_strategy, embedder, RetrievalParams(variant="hybrid", keyword=kw, fusion=fusion, use_cache=False))
+    sq = Retriever(conn, mini_strategy, embedder, RetrievalParams(variant="hybrid", keyword=kw, fusion=fusion, engine="sql"))
+    for q in ("work_mem", "build an index without blocking writes", "deadlock", "memory"):
+        assert [(h.chunk_id, h.score) for h in py.search(q, 30).hits] == [(h.chunk_id, h.score) for h in sq.search(q, 30).hits]
+    sid = mini_strategy["strategy_id"]
+    only = keyword_search(conn, sid, "memory index", 50, kw, Filters(doc_types=("config",)))
+    assert only and {h.doc_type for h in only} == {"config"}
+    assert len(only) < len(keyword_search(conn, sid, "memory index", 50, kw))
+
+
+def test_changing_k1_or_b_computes_new_candidate_lists(conn, mini_strategy, embedder):
+    from rag_experiments.retrieval.retriever import Retriever, RetrievalParams
+
+    queries = ["memory", "deadlock", "index"]
+    Retriever(conn, mini_strategy, embedder, RetrievalParams(variant="keyword", keyword=KeywordParams(rank="bm25"))).search_many(queries)
+    for kw in (KeywordParams(rank="bm25", k1=1.2), KeywordParams(rank="bm25", b=0.75)):
+        r = Retriever(conn, mini_strategy, embedder, RetrievalParams(variant="keyword", keyword=kw))
+        r.search_many(queries)
+        assert r.stats.leg_lists_computed == 3 and r.stats.leg_lists_cached == 0
