@@ -146,6 +146,9 @@ def test_identifier_boost_works_with_bm25(conn, mini_strategy, query, phrase):
     text = conn.execute("SELECT text FROM chunks WHERE strategy_id = %s AND chunk_id = %s", (sid, hits[0].chunk_id)).fetchone()[0]
     assert phrase in text
     assert hits[0].score >= plain[0].score + 10.0 - 1e-9  # the boost adds on top of BM25
+    # the leg cuts BM25 to `depth` before adding boosts: the same head as without the cut
+    for kw in (KeywordParams(rank="bm25", identifier_boost=10.0), KeywordParams(rank="bm25", identifier_boost=0.5)):
+        assert keyword_search(conn, sid, f"{query} memory index", 5, kw) == keyword_search(conn, sid, f"{query} memory index", 10_000, kw)[:5]
 
 
 def _stats_from_chunks(conn, sid):
