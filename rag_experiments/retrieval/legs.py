@@ -13,7 +13,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DatabaseError
 from ..identifiers import extract_identifiers
 from .filters import Filters
 
@@ -163,6 +163,11 @@ def keyword_search(conn: psycopg.Connection, strategy_id: str, query: str, depth
     stmt, bind = keyword_sql(params, filters)
     bind.update({"q": query, "idents": extract_identifiers(query), "sid": strategy_id, "depth": depth})
     rows = conn.execute(stmt, bind).fetchall()
+    if not rows and params.rank == "bm25" and conn.execute(
+            "SELECT 1 FROM bm25_stats WHERE strategy_id = %s", (strategy_id,)).fetchone() is None:
+        # without N and avgdl the leg would return nothing, silently: say why instead
+        raise DatabaseError(f"strategy {strategy_id} has no BM25 statistics (bm25_stats)",
+                            hint="re-run the ingest of this strategy, or use retrieval.keyword.rank=ts_rank")
     return [LegHit(*r[:6], float(r[6])) for r in rows]
 
 

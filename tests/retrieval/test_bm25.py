@@ -256,3 +256,42 @@ def test_changing_k1_or_b_computes_new_candidate_lists(conn, mini_strategy, embe
         r = Retriever(conn, mini_strategy, embedder, RetrievalParams(variant="keyword", keyword=kw))
         r.search_many(queries)
         assert r.stats.leg_lists_computed == 3 and r.stats.leg_lists_cached == 0
+
+
+def test_parallel_ingests_of_two_strategies_keep_their_own_statistics(fresh_db_url, mini_docs, embedder):
+    """Two sweep jobs writing different strategies at once (the writer lock serialises the writes):
+    each strategy's postings and totals match its own chunks, never the other's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rag_experiments.db.connect import connect
+
+    def job(params):
+        c = connect(fresh_db_url)
+        try:
+            return ingest(c, mini_docs, params, embedder).strategy_id
+        finally:
+            c.close()
+
+    with ThreadPoolExecutor(2) as pool:
+        sids = list(pool.map(job, [ChunkingParams("heading", 60), ChunkingParams("fixed", 40, 10)]))
+    conn = connect(fresh_db_url)
+    try:
+        for sid in sids:
+            assert _stored_stats(conn, sid) == _stats_from_chunks(conn, sid)
+        assert _stored_stats(conn, sids[0])[0] != _stored_stats(conn, sids[1])[0]
+    finally:
+        conn.close()
+
+
+def test_a_strategy_without_statistics_is_an_error_not_an_empty_list(conn, mini_strategy):
+    import psycopg
+
+    from rag_experiments.errors import DatabaseError
+
+    sid = mini_strategy["strategy_id"]
+    with conn.transaction():
+        conn.execute("DELETE FROM bm25_stats WHERE strategy_id = %s", (sid,))
+        with pytest.raises(DatabaseError, match="no BM25 statistics"):
+            keyword_search(conn, sid, "memory", 10, BM25)
+        raise psycopg.Rollback
+    assert keyword_search(conn, sid, "memory", 10, BM25)
