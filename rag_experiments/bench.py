@@ -12,7 +12,9 @@ Sections (one table, with the machine described):
 * ingest: chunks/s per chunking strategy, next to the raw embedding model's passages/s on the
   same texts (their ratio shows how close ingest is to the model's speed limit);
 * query latency p50/p95 per variant, next to the bare pgvector KNN and bare full-text queries
-  (the database floor);
+  (the database floor); the keyword leg with ts_rank and with BM25, and hybrid with each next to
+  bare KNN + bare full-text;
+* BM25 statistics: storage per 10k chunks and the time to write them for the default strategy;
 * serving: the default config's ``Retriever.search`` vs the pyfunc model's ``predict`` on warm
   queries, and requests/s of ``mlflow models serve`` with 1 worker;
 * evaluation wall time on the demo golden set per variant: cold (caches empty), warm (same
@@ -110,6 +112,7 @@ def bench_latency(conn, strategy, embedder, queries, table: Table) -> None:
            f"ORDER BY embedding::vector({strategy['dim']}) <=> %(q)s::vector({strategy['dim']}) LIMIT 50")
     fts = ("SELECT chunk_id FROM chunks WHERE strategy_id = %(sid)s AND tsv @@ plainto_tsquery('english', %(t)s) "
            "ORDER BY ts_rank(tsv, plainto_tsquery('english', %(t)s)) DESC LIMIT 50")
+    bare: dict[str, float] = {}
     for label, sql_text in (("bare pgvector KNN (depth 50)", knn), ("bare full-text query (AND, depth 50)", fts)):
         times = []
         for q, v in zip(queries, qvecs):
@@ -119,6 +122,8 @@ def bench_latency(conn, strategy, embedder, queries, table: Table) -> None:
                 conn.execute(sql_text, {"sid": strategy["strategy_id"], "q": v, "t": q}).fetchall()
             times.append((time.perf_counter() - t) * 1000)
         table.add("latency", f"{label} p50 / p95 ms", f"{_pct(times, .5):.1f} / {_pct(times, .95):.1f}")
+        bare[label.split(" (")[0]] = _pct(times, .5)
+    bench_keyword_ranks(conn, strategy, embedder, queries, table, bare)
     for variant in VARIANTS:
         r = Retriever(conn, strategy, embedder, RetrievalParams(variant=variant, use_cache=False))
         r.embed_queries(queries)  # query embedding is reported separately below
@@ -244,6 +249,66 @@ def bench_serving(url: str, queries: list[str], table: Table, overrides: list[st
             os.environ["DATABASE_URL"] = previous
 
 
+def bench_keyword_ranks(conn, strategy, embedder, queries, table: Table, bare: dict[str, float]) -> None:
+    """The keyword leg per rank function (next to the bare full-text query), and hybrid with each
+    (next to bare KNN + bare full-text, the database floor of two legs)."""
+    from .retrieval.legs import KeywordParams, keyword_search
+    from .retrieval.retriever import Retriever, RetrievalParams
+
+    floor = bare["bare pgvector KNN"] + bare["bare full-text query"]
+    for rank in ("ts_rank", "bm25"):
+        kw = KeywordParams(rank=rank)
+        times = []
+        for q in queries:
+            t = time.perf_counter()
+            keyword_search(conn, strategy["strategy_id"], q, 50, kw)
+            times.append((time.perf_counter() - t) * 1000)
+        table.add("latency", f"keyword leg, rank={rank} (OR, depth 50) p50 / p95 ms",
+                  f"{_pct(times, .5):.1f} / {_pct(times, .95):.1f}")
+        r = Retriever(conn, strategy, embedder, RetrievalParams(variant="hybrid", keyword=kw, use_cache=False))
+        r.embed_queries(queries)
+        times = []
+        for q in queries:
+            t = time.perf_counter()
+            r.search(q, 20)
+            times.append((time.perf_counter() - t) * 1000)
+        table.add("latency", f"hybrid, rank={rank} (uncached legs) p50 ms; / (bare KNN + bare FTS p50 {floor:.1f})",
+                  f"{_pct(times, .5):.1f} ({_pct(times, .5) / floor:.2f}x)")
+
+
+def bench_bm25_statistics(conn, strategy, ingest_seconds: float | None, table: Table) -> None:
+    """What the BM25 statistics cost: storage per 10k chunks (all strategies of the run) and the
+    time to write them for the whole default strategy (in a rolled-back transaction)."""
+    from . import bm25_stats
+
+    size, n_chunks = conn.execute(
+        "SELECT pg_total_relation_size('bm25_postings') + pg_total_relation_size('bm25_stats'),"
+        " (SELECT count(*) FROM chunks)").fetchone()
+    table.add("bm25", f"statistics storage (postings + totals, {n_chunks} chunks), MB per 10k chunks",
+              f"{size / 2**20 * 10_000 / max(n_chunks, 1):.1f}")
+    tsv_size = conn.execute("SELECT pg_total_relation_size('chunks_tsv_gin')").fetchone()[0]
+    table.add("bm25", "for scale: the tsvector GIN index, MB per 10k chunks", f"{tsv_size / 2**20 * 10_000 / max(n_chunks, 1):.1f}")
+    sid = strategy["strategy_id"]
+    docs = [r[0] for r in conn.execute("SELECT DISTINCT doc_id FROM chunks WHERE strategy_id = %s", (sid,))]
+    t = time.perf_counter()
+    try:
+        with conn.transaction():
+            removed = bm25_stats.remove_documents(conn, sid, docs)
+            added = bm25_stats.add_documents(conn, sid, docs)
+            bm25_stats.update_totals(conn, sid, strategy["n_chunks"], removed, added)
+            raise _Rollback
+    except _Rollback:
+        pass
+    seconds = time.perf_counter() - t
+    share = f" ({100 * seconds / ingest_seconds:.1f}% of its cold ingest)" if ingest_seconds else ""
+    table.add("bm25", f"statistics of the default strategy written from scratch ({strategy['n_chunks']} chunks), s",
+              f"{seconds:.2f}{share}")
+
+
+class _Rollback(Exception):
+    pass
+
+
 def _forget_in_process_caches() -> None:
     """Cold means cold: also drop the in-process memos a previous variant filled."""
     from . import experiment
@@ -359,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--strategies", default="heading,fixed,paragraph", help="chunkings to ingest cold")
     ap.add_argument("--queries", type=int, default=100, help="queries for the latency section")
-    ap.add_argument("--skip", default="", help="sections to skip: ingest,latency,serving,eval,metrics,memory")
+    ap.add_argument("--skip", default="", help="sections to skip: ingest,bm25,latency,serving,eval,metrics,memory")
     ap.add_argument("--serving-queries", type=int, default=30, help="queries for the serving section")
     ap.add_argument("--corpus", default="demo", help="corpus folder of .md files (default: the shipped demo)")
     ap.add_argument("--corpus-name", default=None, help="its corpus name (default: the folder name)")
@@ -398,6 +463,8 @@ def main(argv: list[str] | None = None) -> int:
             bench_ingest(conn, docs, embedder, [s for s in args.strategies.split(",") if s], table)
         rep = ingest(conn, docs, settings.chunking, embedder, settings.hnsw)
         strategy = {**strategy_info(conn, rep.strategy_id), "hnsw_index": hnsw_index_name(rep.strategy_id, settings.hnsw)}
+        if "bm25" not in skip:
+            bench_bm25_statistics(conn, strategy, None if rep.unchanged else rep.seconds, table)
         hnsw_size = conn.execute("SELECT pg_size_pretty(pg_relation_size(%s::regclass))",
                                  (hnsw_index_name(rep.strategy_id, settings.hnsw),)).fetchone()[0]
         table.add("ingest", f"default strategy: {len(docs)} documents, {rep.n_chunks} chunks; HNSW index", str(hnsw_size))

@@ -72,9 +72,11 @@ class IngestSchema:
 @dataclass
 class KeywordSchema:
     tsquery: str = "or"
-    rank: str = "ts_rank"
-    normalization: int = 1
+    rank: str = "ts_rank"  # ts_rank | ts_rank_cd | bm25
+    normalization: int = 1  # ts_rank's
     identifier_boost: float = 1.0
+    k1: float = 0.9  # bm25's (Anserini's defaults)
+    b: float = 0.4
 
 
 @dataclass

@@ -9,6 +9,8 @@
   the embeddings it paid for are kept, and a resumed one never repeats a paid call.
 * Strategies of different dimensions coexist; each one's HNSW index casts to its own dimension
   (``halfvec`` above pgvector's 2,000-dimension ``vector`` index limit: :mod:`.vector_types`).
+* BM25 statistics (postings, N, chunk lengths) are written in the same transaction as the
+  chunks, for the re-chunked documents only (:mod:`rag_experiments.bm25_stats`).
 * A session-level advisory lock per strategy makes parallel sweep jobs wait for one builder
   instead of building the same strategy twice (the waiters find it built and return).
 """
@@ -24,6 +26,7 @@ from typing import Callable, Sequence
 import numpy as np
 import psycopg
 
+from . import bm25_stats
 from .cache_key import digest
 from .chunking import ChunkingParams, chunk_corpus, strategy_key
 from .corpus.loader import corpus_manifest
@@ -227,6 +230,7 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
             (key, corpus, params.name, json.dumps(asdict(params)), embedder.model_id, dim),
         )
         stale = [d.doc_id for d in changed] + sorted(gone)
+        removed_dl = bm25_stats.remove_documents(conn, key, stale)
         if stale:
             conn.execute("DELETE FROM chunks WHERE strategy_id = %s AND doc_id = ANY(%s)", (key, stale))
         with conn.cursor().copy(
@@ -239,10 +243,13 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
                               c.start, c.end, c.n_tokens, c.text, c.indexed_text, sha256_text(c.indexed_text),
                               extract_identifiers(c.indexed_text), v))
         n_chunks = conn.execute("SELECT count(*) FROM chunks WHERE strategy_id = %s", (key,)).fetchone()[0]
+        added_dl = bm25_stats.add_documents(conn, key, sorted({c.doc_id for c in chunks}))
+        bm25_stats.update_totals(conn, key, n_chunks, removed_dl, added_dl)
         conn.execute("UPDATE strategies SET content_digest = %s, n_chunks = %s, built_at = now() WHERE strategy_id = %s",
                      (manifest["digest"], n_chunks, key))
         _ensure_hnsw_index(conn, key, dim, hnsw)
     conn.execute("ANALYZE chunks")
+    conn.execute("ANALYZE bm25_postings")
     return IngestReport(key, corpus, len(docs), n_chunks, len(changed), len(chunks),
                         len(chunks) - cache_hits if chunks else 0, cache_hits, time.perf_counter() - t0, False)
 

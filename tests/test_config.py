@@ -53,7 +53,10 @@ def test_defaults():
     ("rerank.cutoff=0", "rerank.cutoff"),
     ("eval.ks=[0,5]", "eval.ks"),
     ("objective=precision_at_3", "objective"),
-    ("retrieval.keyword.rank=bm25", "retrieval.keyword.rank"),
+    ("retrieval.keyword.rank=bm42", "retrieval.keyword.rank"),
+    ("retrieval.keyword.k1=-0.1", "retrieval.keyword.k1"),
+    ("retrieval.keyword.b=1.2", "retrieval.keyword.b"),
+    ("retrieval.keyword.b=-0.1", "retrieval.keyword.b"),
     ("fusion.engine=spark", "fusion.engine"),
 ])
 def test_bad_values_are_rejected_with_the_key(override, key):

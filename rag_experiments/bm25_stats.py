@@ -1,0 +1,69 @@
+"""BM25 statistics of a chunking strategy, kept in step with its chunks (migration 0002).
+
+Called by :func:`rag_experiments.store.ingest` inside its write transaction, under the chunks
+writer lock, so the statistics commit (or roll back) with the chunks, and parallel ingests of
+other strategies never interleave with them. Incremental: only the chunks of re-chunked or
+removed documents are touched; a term's document frequency is its posting count, read at query
+time, so it cannot drift from the postings.
+
+tf and dl are read from the chunk's stored english tsvector (the same lexemes ``ts_rank`` sees):
+tf = positions of the lexeme, dl = positions of all lexemes (a lexeme without positions counts 1,
+as ``ts_stat`` counts it).
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+_DL = "(SELECT coalesce(sum(coalesce(cardinality(v.positions), 1)), 0) FROM unnest(c.tsv) v)"
+
+
+def remove_documents(conn: psycopg.Connection, strategy_id: str, doc_ids: list[str]) -> int:
+    """Drop the postings of these documents' chunks (call before deleting the chunks); return
+    the length they contributed to the strategy's sum of chunk lengths."""
+    if not doc_ids:
+        return 0
+    removed = conn.execute(
+        f"SELECT coalesce(sum({_DL}), 0) FROM chunks c WHERE c.strategy_id = %s AND c.doc_id = ANY(%s)",
+        (strategy_id, doc_ids),
+    ).fetchone()[0]
+    conn.execute(
+        "DELETE FROM bm25_postings p USING chunks c WHERE c.strategy_id = %(sid)s AND c.doc_id = ANY(%(docs)s)"
+        " AND p.strategy_id = %(sid)s AND p.chunk_id = c.chunk_id",
+        {"sid": strategy_id, "docs": doc_ids},
+    )
+    return int(removed)
+
+
+def add_documents(conn: psycopg.Connection, strategy_id: str, doc_ids: list[str]) -> int:
+    """Write the postings of these documents' (just written) chunks; return their total length."""
+    if not doc_ids:
+        return 0
+    conn.execute(
+        "INSERT INTO bm25_postings (strategy_id, lexeme, chunk_id, tf, dl)"
+        " SELECT c.strategy_id, u.lexeme, c.chunk_id, coalesce(cardinality(u.positions), 1), d.dl"
+        f" FROM chunks c CROSS JOIN LATERAL (SELECT {_DL} AS dl) d CROSS JOIN LATERAL unnest(c.tsv) u"
+        " WHERE c.strategy_id = %s AND c.doc_id = ANY(%s)",
+        (strategy_id, doc_ids),
+    )
+    added = conn.execute(
+        f"SELECT coalesce(sum({_DL}), 0) FROM chunks c WHERE c.strategy_id = %s AND c.doc_id = ANY(%s)",
+        (strategy_id, doc_ids),
+    ).fetchone()[0]
+    return int(added)
+
+
+def update_totals(conn: psycopg.Connection, strategy_id: str, n_chunks: int, removed_dl: int, added_dl: int) -> None:
+    """N and the sum of chunk lengths (avgdl = sum_dl / N), adjusted by this ingest's delta."""
+    conn.execute(
+        "INSERT INTO bm25_stats (strategy_id, n_chunks, sum_dl) VALUES (%(sid)s, %(n)s, %(add)s - %(rm)s)"
+        " ON CONFLICT (strategy_id) DO UPDATE SET n_chunks = EXCLUDED.n_chunks,"
+        " sum_dl = bm25_stats.sum_dl - %(rm)s + %(add)s",
+        {"sid": strategy_id, "n": n_chunks, "add": added_dl, "rm": removed_dl},
+    )
+
+
+def stats(conn: psycopg.Connection, strategy_id: str) -> tuple[int, int] | None:
+    """(N, sum of chunk lengths) of a strategy, or None when it has no statistics."""
+    row = conn.execute("SELECT n_chunks, sum_dl FROM bm25_stats WHERE strategy_id = %s", (strategy_id,)).fetchone()
+    return (int(row[0]), int(row[1])) if row else None
