@@ -187,10 +187,11 @@ def test_no_secret_anywhere_after_runs_and_a_sweep(project, mini_golden):
 def test_hydra_config_errors_do_not_echo_the_password(tmp_path):
     """Hydra prints these itself, quoting the override (found while probing, issue 12)."""
     secret = "Hydra-Err-S3cret"
-    for override in (f"db.urll='host=/x password={secret}'",          # unknown key: "use +db.urll=..."
-                     f"db.url=[1,'postgresql://u:{secret}@h/d']",      # wrong type: "Error merging override"
-                     f"db.url='postgresql://u:{secret}@h/d'"):         # --cfg job prints the config
+    for override, echoed in ((f"db.urll='host=/x password={secret}'", False),  # unknown key: refused by name only
+                             (f"db.url=[1,'postgresql://u:{secret}@h/d']", True),  # wrong type: "Error merging override"
+                             (f"db.url='postgresql://u:{secret}@h/d'", True)):     # --cfg job prints the config
         args = [override, "--cfg", "job"] if override.startswith("db.url='") else [override]
         proc = _run_py(tmp_path, *args)
         assert secret not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
-        assert "***" in proc.stdout + proc.stderr
+        if echoed:  # the value is quoted back, masked
+            assert "***" in proc.stdout + proc.stderr
