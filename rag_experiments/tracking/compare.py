@@ -380,15 +380,19 @@ def rich_table(cmp: Comparison):
     return table
 
 
-def markdown_table(cmp: Comparison) -> str:
-    """GitHub-flavoured Markdown: warnings as an alert block, then the table and its legend."""
+def markdown_table(cmp: Comparison, rows: Sequence[Row] | None = None) -> str:
+    """GitHub-flavoured Markdown: warnings as an alert block, then the table and its legend.
+
+    Plain Markdown only (no ``<br>``/``<sub>``: MLflow's viewer shows HTML as text): a cell is
+    ``value [interval] · Δ delta p`` on one line. ``rows``: a subset to show (default: all).
+    """
     lines: list[str] = []
     for w in cmp.warnings:
-        lines += ["> [!WARNING]", f"> {w}", ""]
+        lines += ["> [!WARNING]", f"> {_md_escape(w)}", ""]
     head = ["run", "n"] + [c.title for c in cmp.columns] + [f"W/T/L {metric_title(cmp.primary)}"]
     lines.append("| " + " | ".join(_md_escape(h) for h in head) + " |")
     lines.append("|" + "---|" + "---:|" * (len(head) - 1))
-    for row in cmp.rows:
+    for row in (cmp.rows if rows is None else rows):
         label = f"**{_md_escape(row.label)}** (baseline)" if row.baseline else _md_escape(row.label)
         if row.flags:
             label += f" {WARN} {'+'.join(row.flags)} differ{'s' if len(row.flags) == 1 else ''}"
@@ -399,19 +403,20 @@ def markdown_table(cmp: Comparison) -> str:
             if not row.baseline:
                 dt, direction = delta_text(cell, cmp.alpha)
                 if dt:
-                    dt = f"**{dt}**" if direction else dt
-                    text += f"<br>{dt}"
+                    dt = _md_escape(dt)
+                    text += f" · {f'**{dt}**' if direction else dt}"
             cells.append(text)
         n = row.n_cases
         lines.append("| " + " | ".join([label, "" if n is None else str(n), *cells,
                                           "" if row.wtl is None else str(row.wtl)]) + " |")
-    lines += ["", f"<sub>{_md_escape(legend(cmp))}</sub>"]
+    lines += ["", f"_{_md_escape(legend(cmp))}_", ""]
     lines += [f"- {_md_escape(n)}" for n in cmp.notes]
     return "\n".join(lines) + "\n"
 
 
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    # '*' (the significance mark) would start emphasis ('_' inside words does not); '|' ends a cell
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("<", "&lt;").replace("\n", " ")
 
 
 def print_comparison(cmp: Comparison, markdown: bool = False, console: Any = None) -> None:

@@ -1,10 +1,12 @@
 """Everything a run logs to MLflow, in one place.
 
 Per run: the resolved config as flattened params and as a YAML artifact (secrets redacted),
-every metric (MLflow rejects ``@``: ``recall_at_5``, ``recall_at_5.exact``), the per-case
-table (``mlflow.log_table``), the golden set and the corpus as input datasets whose digests are
-the golden file's sha256 and the corpus manifest digest, git commit and dirty flag, and tags
-for variant, strategy and label validation.
+the headline metrics and their segments (MLflow rejects ``@``: ``recall_at_5``,
+``recall_at_5.exact``; see :mod:`.run_record` for what is a metric and what goes to
+``intervals.json`` / ``diagnostics.json``), the per-case table (``log_table``), the golden set
+and the corpus as input datasets whose digests are the golden file's sha256 and the corpus
+manifest digest, git commit and dirty flag, and tags for variant, strategy, objective and label
+validation.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def setup(uri: str | None, experiment: str) -> str:
         mlflow.set_experiment(experiment_id=exp.experiment_id)
         return exp.experiment_id
     try:
-        exp_id = mlflow.create_experiment(experiment, artifact_location=location)
+        exp_id = mlflow.create_experiment(experiment, artifact_location=location, tags=EXPERIMENT_TAGS)
     except Exception:  # noqa: BLE001 - a parallel job created it first
         exp = mlflow.get_experiment_by_name(experiment)
         if exp is None:
@@ -71,6 +73,16 @@ def setup(uri: str | None, experiment: str) -> str:
         exp_id = exp.experiment_id
     mlflow.set_experiment(experiment_id=exp_id)
     return exp_id
+
+
+#: MLflow 3's UI opens an experiment of unknown kind on its GenAI overview (traces, prompts);
+#: declaring the kind makes it open on the runs table ("Model training"), where sweeps are.
+EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
+
+
+def runs_view_url(base: str, experiment_id: str) -> str:
+    """The MLflow UI's runs table of one experiment (the page to compare sweeps on)."""
+    return f"{base.rstrip('/')}/#/experiments/{experiment_id}/runs"
 
 
 def redact(obj: Any, key: str = "") -> Any:
@@ -117,8 +129,16 @@ def per_case_for_mlflow(per_case: pd.DataFrame) -> pd.DataFrame:
 def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tags: dict[str, str] | None = None,
                    plots: bool = True, log_per_case: bool = True, judge_validation: dict | None = None,
                    ci: dict | None = None) -> str:
-    """Log one finished experiment as an MLflow run (a child when a sweep parent exists)."""
-    import mlflow
+    """Log one finished experiment as an MLflow run (a child when a sweep parent exists).
+
+    Batched: the run is created with its tags, then params, metrics and the remaining tags go
+    in one ``log_batch`` request (a sweep point used to make a request per ``log_params`` chunk,
+    per metric group and per tag), then the artifacts. What is a metric and what goes to
+    ``diagnostics.json`` / ``intervals.json``: :mod:`rag_experiments.tracking.run_record`.
+    """
+    from mlflow.tracking import MlflowClient
+
+    from . import run_record as R
 
     s = result.settings
     exp_id = setup(s.tracking.get("uri"), s.tracking.get("experiment", "rag-experiments"))
@@ -132,6 +152,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         "golden_sha256": result.golden.digest,
         "corpus_digest": result.corpus_manifest["digest"],
         "eval_level": s.eval_level,
+        "objective": s.objective,
         **git_state(),
     }
     if judge_validation is not None:
@@ -139,37 +160,71 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
     parent = os.environ.get(PARENT_ENV)
     if parent:
         tags["mlflow.parentRunId"] = parent
+    diag = R.diagnostics(result.timings, result.cache, result.golden.anchor_counts(), getattr(result, "drift", {}),
+                         len(result.eval.excluded), result.eval.metrics)
+    tags.update(R.diagnostic_tags(diag))
     tags.update(extra_tags or {})
-    with warnings.catch_warnings(), mlflow.start_run(experiment_id=exp_id, run_name=run_name, tags=tags) as run:
-        # MLflow warns about dataset-source ambiguity and integer schema columns: noise here
-        warnings.simplefilter("ignore", UserWarning)
-        params = flatten(safe_config)
-        items = list(params.items())
-        for lo in range(0, len(items), 90):  # MLflow caps a log_params batch at 100
-            mlflow.log_params(dict(items[lo : lo + 90]))
-        mlflow.log_text(_to_yaml(safe_config), "config.yaml")
-        metrics = {k: v for k, v in result.eval.metrics.items()}
-        metrics.update({f"time.{k}": v for k, v in result.timings.items()})
-        metrics.update({f"cache.{k}": float(v) for k, v in result.cache.items()})
-        metrics.update({f"golden.anchors.{k}": float(v) for k, v in result.golden.anchor_counts().items()})
-        metrics["golden.excluded_all_stale"] = float(len(result.eval.excluded))
-        metrics.update({f"golden.drift.{k}": float(v) for k, v in getattr(result, "drift", {}).items()})
-        if ci:
-            metrics.update(ci)
-        mlflow.log_metrics(metrics)
-        _log_datasets(result)
-        if log_per_case and not result.eval.per_case.empty:
-            mlflow.log_table(per_case_for_mlflow(result.eval.per_case), artifact_file="per_case.json")
-        if result.eval.excluded:
-            mlflow.log_dict({"all_stale_cases": list(result.eval.excluded)}, "golden_excluded.json")
-        mlflow.log_dict(result.corpus_manifest, "corpus_manifest.json")
-        if judge_validation is not None:
-            mlflow.log_dict(judge_validation, "judge_validation.json")
-        if plots and not result.eval.per_case.empty:
-            from .plots import log_run_plots
+    intervals = ci or {}
+    metrics = R.run_metrics(result.eval.metrics, result.eval.headline or s.eval.metric_names(), s.objective,
+                            intervals, bool(s.tracking.get("log_intervals", False)))
+    client = MlflowClient()
+    run_id = create_run(client, exp_id, run_name, tags)
+    try:
+        with warnings.catch_warnings():
+            # MLflow warns about dataset-source ambiguity and integer schema columns: noise here
+            warnings.simplefilter("ignore", UserWarning)
+            log_batch(client, run_id, params=flatten(safe_config), metrics=metrics)
+            client.log_text(run_id, _to_yaml(safe_config), "config.yaml")
+            _log_datasets(client, run_id, result)
+            if log_per_case and not result.eval.per_case.empty:
+                client.log_table(run_id, data=per_case_for_mlflow(result.eval.per_case), artifact_file="per_case.json")
+            if intervals:
+                client.log_table(run_id, data=R.intervals_frame(intervals), artifact_file=R.INTERVALS_ARTIFACT)
+            client.log_dict(run_id, diag, R.DIAGNOSTICS_ARTIFACT)
+            if result.eval.excluded:
+                client.log_dict(run_id, {"all_stale_cases": list(result.eval.excluded)}, "golden_excluded.json")
+            client.log_dict(run_id, result.corpus_manifest, "corpus_manifest.json")
+            if judge_validation is not None:
+                client.log_dict(run_id, judge_validation, "judge_validation.json")
+            if plots and not result.eval.per_case.empty:
+                from .plots import log_run_plots
 
-            log_run_plots(result.eval.per_case)
-        return run.info.run_id
+                log_run_plots(result.eval.per_case, client=client, run_id=run_id)
+    except BaseException:
+        client.set_terminated(run_id, status="FAILED")
+        raise
+    client.set_terminated(run_id, status="FINISHED")
+    return run_id
+
+
+def create_run(client, experiment_id: str, run_name: str | None, tags: dict[str, str]) -> str:
+    """A RUNNING run with ``tags`` plus the context tags ``mlflow.start_run`` would add (source
+    name and type, user, git commit), so runs created through the client look like any other."""
+    from mlflow.tracking.context.registry import resolve_tags
+
+    run = client.create_run(experiment_id, run_name=run_name, tags=resolve_tags(tags))
+    return run.info.run_id
+
+
+def log_batch(client, run_id: str, params: dict[str, str] | None = None, metrics: dict[str, float] | None = None,
+              tags: dict[str, str] | None = None) -> None:
+    """Params, metrics and tags in as few requests as MLflow's batch limits allow (100 params,
+    1000 entities per request)."""
+    import time as _time
+
+    from mlflow.entities import Metric, Param, RunTag
+
+    now = int(_time.time() * 1000)
+    p = [Param(k, str(v)[:6000]) for k, v in (params or {}).items()]
+    m = [Metric(k, float(v), now, 0) for k, v in (metrics or {}).items()]
+    t = [RunTag(k, str(v)) for k, v in (tags or {}).items()]
+    while p or m or t:
+        bp, p = p[:100], p[100:]
+        room = 1000 - len(bp)
+        bt, t = t[:min(100, room)], t[min(100, room):]
+        room -= len(bt)
+        bm, m = m[:room], m[room:]
+        client.log_batch(run_id, metrics=bm, params=bp, tags=bt)
 
 
 def _retrying(fn, *args, attempts: int = 5, **kwargs):
@@ -191,8 +246,10 @@ def _retrying(fn, *args, attempts: int = 5, **kwargs):
             _time.sleep(0.2 * (attempt + 1))
 
 
-def _log_datasets(result) -> None:
+def _log_datasets(client, run_id: str, result) -> None:
+    """The golden set and the corpus as the run's input datasets, in one request."""
     import mlflow
+    from mlflow.entities import DatasetInput, InputTag
 
     golden_df = pd.DataFrame([
         {"case_id": c.case_id, "query": c.query, "kind": c.kind, "doc_type": c.doc_type,
@@ -201,13 +258,14 @@ def _log_datasets(result) -> None:
     golden_ds = mlflow.data.from_pandas(golden_df, source=str(result.golden.path),
                                         name=f"golden:{Path(result.golden.path).stem}",
                                         digest=result.golden.digest[:36])
-    _retrying(mlflow.log_input, golden_ds, context="golden")
     docs = result.corpus_manifest["documents"]
     corpus_df = pd.DataFrame({"doc_id": list(docs), "content_hash": list(docs.values())})
     corpus_ds = mlflow.data.from_pandas(corpus_df, source=str(result.settings.corpus_path),
                                         name=f"corpus:{result.strategy['corpus']}",
                                         digest=result.corpus_manifest["digest"][:36])
-    _retrying(mlflow.log_input, corpus_ds, context="corpus")
+    inputs = [DatasetInput(ds._to_mlflow_entity(), [InputTag("mlflow.data.context", context)])
+              for ds, context in ((golden_ds, "golden"), (corpus_ds, "corpus"))]
+    _retrying(client.log_inputs, run_id, inputs)
 
 
 def _to_yaml(obj: dict) -> str:

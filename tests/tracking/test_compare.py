@@ -95,7 +95,7 @@ def test_markdown_output(three_runs, capsys):
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0].startswith("| run | n | recall@5 |") and lines[1].startswith("|---|---:|")
-    assert "**fusion.rrf_k=10** (baseline)" in out and "<br>Δ+0.000 p=1.000" in out
+    assert "**fusion.rrf_k=10** (baseline)" in out and " · Δ+0.000 p=1.000" in out and "<br>" not in out
     assert len([line for line in lines if line.startswith("| ")]) == 4  # header + 3 runs
 
 
