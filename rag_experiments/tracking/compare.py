@@ -128,6 +128,24 @@ def short_labels(runs: Sequence[RunView], max_len: int = 60) -> list[str]:
     return [f"{n} ({r.id[:6]})" if seen[n] > 1 else n for n, r in zip(names, runs)]
 
 
+def run_labels(runs: Sequence[RunView]) -> list[str]:
+    """Rows named by the params that differ between the runs (``rrf_k=30 keyword_weight=0.5``):
+    the last part of a dotted key when that is unambiguous, the full key otherwise. Runs with no
+    differing param (or no params) fall back to :func:`short_labels`."""
+    diff = differing_params(runs) if len(runs) > 1 else []
+    if not diff:
+        return short_labels(runs)
+    tails = [k.rsplit(".", 1)[-1] for k in diff]
+    names = {k: (t if tails.count(t) == 1 else k) for k, t in zip(diff, tails)}
+    labels = [" ".join(f"{names[k]}={r.params[k]}" for k in diff if k in r.params) for r in runs]
+    fallback = short_labels(runs)
+    labels = [lab or fb for lab, fb in zip(labels, fallback)]
+    seen: dict[str, int] = {}
+    for lab in labels:
+        seen[lab] = seen.get(lab, 0) + 1
+    return [f"{lab} ({r.id[:6]})" if seen[lab] > 1 else lab for lab, r in zip(labels, runs)]
+
+
 # -- segments -------------------------------------------------------------------------------------
 def _segment_values(runs: Sequence[RunView], column: str) -> list[str]:
     found: list[str] = []
@@ -343,40 +361,70 @@ def legend(cmp: Comparison) -> str:
             f"segment columns show {metric_title(cmp.primary)}.")
 
 
-def rich_table(cmp: Comparison):
+#: terminal layout: a wide cell is "0.705 [0.65, 0.76]" over "Δ+0.020 p=0.569*"; a narrow one
+#: stacks value, interval, delta and p (11 characters), and columns that do not fit go to a
+#: second table with the run labels repeated, so nothing is cut at 80 columns
+_WIDE_CELL, _NARROW_CELL, _LABEL_MAX = 18, 11, 26
+
+
+def rich_tables(cmp: Comparison, width: int = 180) -> list:
+    """The comparison as rich tables that fit ``width`` columns (one when it fits)."""
+    n_cols = len(cmp.columns) + 1  # + W/T/L
+    label_w = min(_LABEL_MAX, max(len(w) for r in cmp.rows for w in [r.label]) + 2)
+    fixed = label_w + 3 + 5 + 3 + 1  # run, n (with padding and borders)
+    wide = fixed + n_cols * (_WIDE_CELL + 3) <= width
+    cell_w = _WIDE_CELL if wide else _NARROW_CELL
+    per_table = max(1, (width - fixed) // (cell_w + 3))
+    keys = [c.key for c in cmp.columns] + ["W/T/L"]
+    chunks = [keys[i:i + per_table] for i in range(0, len(keys), per_table)]
+    return [rich_table(cmp, chunk, wide, label_w, first=(i == 0), last=(i == len(chunks) - 1))
+            for i, chunk in enumerate(chunks)]
+
+
+def rich_table(cmp: Comparison, keys: Sequence[str] | None = None, wide: bool = True, label_w: int = _LABEL_MAX,
+               first: bool = True, last: bool = True):
     from rich.table import Table
     from rich.text import Text
 
+    keys = list(keys) if keys is not None else [c.key for c in cmp.columns] + ["W/T/L"]
+    columns = [c for c in cmp.columns if c.key in keys]
     golden = cmp.baseline.run.golden
     title = (f"{len(cmp.rows)} runs | golden {golden[:12] if golden else 'unknown'} | "
              f"baseline: {cmp.baseline.label}")
     if not cmp.comparable:
         title = f"{WARN} NOT COMPARABLE: different golden set or corpus {WARN} | " + title
-    table = Table(title=title, caption=legend(cmp), caption_justify="left", show_lines=True,
-                  title_style="bold red" if not cmp.comparable else "bold")
-    table.add_column("run")
-    table.add_column("n", justify="right")
-    for c in cmp.columns:
-        table.add_column(c.title, justify="right")
-    table.add_column(f"W/T/L {metric_title(cmp.primary)}", justify="right")
+    table = Table(title=title if first else None, caption=legend(cmp) if last else None, caption_justify="left",
+                  show_lines=True, title_style="bold red" if not cmp.comparable else "bold")
+    # labels wrap at spaces (fold inside a long word) instead of being cut to "retri…"
+    table.add_column("run", overflow="fold", max_width=label_w)
+    table.add_column("n", justify="right", no_wrap=True)
+    cell_w = _WIDE_CELL if wide else _NARROW_CELL
+    for c in columns:
+        table.add_column(c.title, justify="right", overflow="fold", max_width=cell_w)
+    if "W/T/L" in keys:
+        table.add_column(f"W/T/L {metric_title(cmp.primary)}", justify="right", overflow="fold", max_width=cell_w)
+    sep = " " if wide else "\n"
     for row in cmp.rows:
         label = Text(row.label, style="bold" if row.baseline else "")
         if row.flags:
             label.append(f"\n{WARN} {'+'.join(row.flags)} differ{'s' if len(row.flags) == 1 else ''}",
                          style="bold red")
         cells = []
-        for c in cmp.columns:
+        for c in columns:
             cell = row.cells[c.key]
-            t = Text(value_text(cell))
+            value = value_text(cell)
+            t = Text(value if wide else value.replace(" [", "\n[").replace(", ", ","))
             if row.baseline:
                 t.append("\nbaseline", style="dim")
             else:
                 text, direction = delta_text(cell, cmp.alpha)
                 if text:
-                    t.append("\n" + text, style={1: "bold green", -1: "bold red"}.get(direction, "dim"))
+                    t.append("\n" + text.replace(" ", sep), style={1: "bold green", -1: "bold red"}.get(direction, "dim"))
             cells.append(t)
+        if "W/T/L" in keys:
+            cells.append(Text("" if row.wtl is None else str(row.wtl)))
         n = row.n_cases
-        table.add_row(label, "" if n is None else str(n), *cells, "" if row.wtl is None else str(row.wtl))
+        table.add_row(label, "" if n is None else str(n), *cells)
     return table
 
 
@@ -434,7 +482,8 @@ def print_comparison(cmp: Comparison, markdown: bool = False, console: Any = Non
     out = console or make_console()
     for w in cmp.warnings:
         out.print(Panel(w, title=f"{WARN} WARNING {WARN}", style="bold red"))
-    out.print(rich_table(cmp))
+    for table in rich_tables(cmp, out.width):
+        out.print(table)
     for n in cmp.notes:
         out.print(f"[yellow]note:[/yellow] {n}")
 

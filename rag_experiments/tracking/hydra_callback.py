@@ -81,6 +81,7 @@ class MlflowSweepCallback(Callback):
 
         from .runs import sweep_children
 
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # reading per-case tables
         client = MlflowClient()
         parent_id = self.parent_id
         children = sweep_children(parent_id, per_case=False, c=client)
@@ -132,7 +133,7 @@ class MlflowSweepCallback(Callback):
         MLflow's tag limit keeps the best rows."""
         from dataclasses import replace
 
-        from .compare import build_comparison
+        from .compare import build_comparison, run_labels
         from .configured import comparison_defaults
         from .runs import load_per_case
 
@@ -140,7 +141,7 @@ class MlflowSweepCallback(Callback):
         rest = sorted(finished[1:], key=lambda r: r.metrics.get(objective, worst), reverse=self.maximize)
         runs = [replace(r, per_case=load_per_case(r.id, client)) for r in (finished[0], *rest)]
         metrics, primary = comparison_defaults(runs)
-        return build_comparison(runs, metrics, primary=primary, n_resamples=2000)
+        return build_comparison(runs, metrics, primary=primary, n_resamples=2000, labels=run_labels(runs))
 
     def _optuna_result(self) -> dict | None:
         """Optuna's sweeper writes its best value and params to ``optimization_results.yaml``."""

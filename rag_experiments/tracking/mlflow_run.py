@@ -62,6 +62,12 @@ def setup(uri: str | None, experiment: str) -> str:
     mlflow.set_tracking_uri(resolved)
     exp = mlflow.get_experiment_by_name(experiment)
     if exp is not None:
+        missing = {k: v for k, v in EXPERIMENT_TAGS.items() if exp.tags.get(k) is None}  # an older store
+        if missing:
+            from mlflow.tracking import MlflowClient
+
+            for k, v in missing.items():
+                MlflowClient().set_experiment_tag(exp.experiment_id, k, v)
         mlflow.set_experiment(experiment_id=exp.experiment_id)
         return exp.experiment_id
     try:
