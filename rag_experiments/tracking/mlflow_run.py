@@ -91,6 +91,13 @@ def runs_view_url(base: str, experiment_id: str) -> str:
     return f"{base.rstrip('/')}/#/experiments/{experiment_id}/runs"
 
 
+def print_ui_url(base: str, experiment: str = "rag-experiments") -> None:
+    """``make ui``: the runs-view URL of the project's experiment (created if missing, so the id
+    is known before the first run)."""
+    exp_id = setup(None, experiment)
+    print(f"MLflow UI, runs of {experiment!r}: {runs_view_url(base, exp_id)}")
+
+
 def redact(obj: Any, key: str = "") -> Any:
     """Config with secrets removed: API keys/passwords blanked, DB URL passwords masked."""
     if isinstance(obj, dict):
