@@ -152,18 +152,19 @@ def ann_recall(conn: psycopg.Connection, strategy: dict, retriever: Retriever, q
 
 
 def _search_with_progress(retriever: Retriever, queries: list[str], limit: int, progress: bool) -> list[RankedList]:
-    """Batches of queries, so cached work is fetched in bulk and a progress bar can move."""
+    """Batches of queries (cached work is fetched in bulk); the bar moves after every query, so
+    a slow one (a reranker: seconds a query) still shows progress."""
     out: list[RankedList] = []
     batch = 50
     bar = None
-    if progress and len(queries) > batch:
+    if progress and len(queries) > 1:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(queries), desc=f"retrieval ({retriever.params.variant})", unit="query")
+        bar = tqdm(total=len(queries), desc=f"retrieval ({retriever.params.variant})", unit="query",
+                   mininterval=0.5)
     for lo in range(0, len(queries), batch):
-        out.extend(retriever.search_many(queries[lo : lo + batch], limit))
-        if bar is not None:
-            bar.update(min(batch, len(queries) - lo))
+        out.extend(retriever.search_many(queries[lo : lo + batch], limit,
+                                         on_query=None if bar is None else bar.update))
     if bar is not None:
         bar.close()
     return out
