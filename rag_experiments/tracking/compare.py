@@ -28,7 +28,6 @@ from ..stats.bootstrap import bootstrap_interval
 from ..stats.paired import WinTieLoss, holm, paired_permutation_test, win_tie_loss
 from .runs import RunView
 
-DEFAULT_METRICS = ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10")
 WARN = "⚠"
 #: params that never explain a difference in results (where and how a run was logged)
 IGNORED_PARAM_PREFIXES = ("run_name", "progress", "tracking.", "db.", "hydra.")
@@ -249,13 +248,19 @@ def _digest_warnings(runs: Sequence[RunView], labels: Sequence[str]) -> list[str
     return out
 
 
-def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] = DEFAULT_METRICS,
-                     segments: Sequence[str] | None = None, primary: str = "recall_at_5",
+def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = None,
+                     segments: Sequence[str] | None = None, primary: str | None = None,
                      alpha: float = 0.05, n_resamples: int = 10000, seed: int = 13,
                      labels: Sequence[str] | None = None) -> Comparison:
     """Compare ``runs`` with ``runs[0]`` (the baseline). ``labels``: row names (default: short run names)."""
     if not runs:
         raise UserError("no runs to compare", hint="give run ids, --sweep PARENT_ID, --last-sweep or --tag KEY=VALUE")
+    if metrics is None or primary is None:  # what the baseline was configured to report
+        from .configured import comparison_defaults
+
+        configured, objective = comparison_defaults(runs)
+        metrics = configured if metrics is None else metrics
+        primary = objective if primary is None else primary
     metrics = list(dict.fromkeys(metrics))
     if primary not in metrics:
         metrics.insert(0, primary)
@@ -370,7 +375,8 @@ _WIDE_CELL, _NARROW_CELL, _LABEL_MAX = 18, 11, 26
 def rich_tables(cmp: Comparison, width: int = 180) -> list:
     """The comparison as rich tables that fit ``width`` columns (one when it fits)."""
     n_cols = len(cmp.columns) + 1  # + W/T/L
-    label_w = min(_LABEL_MAX, max(len(w) for r in cmp.rows for w in [r.label]) + 2)
+    flag_w = len(f"{WARN} golden+corpus differ") if any(r.flags for r in cmp.rows) else 0
+    label_w = min(_LABEL_MAX, max(flag_w, *(len(r.label) for r in cmp.rows)) + 2)
     fixed = label_w + 3 + 5 + 3 + 1  # run, n (with padding and borders)
     wide = fixed + n_cols * (_WIDE_CELL + 3) <= width
     cell_w = _WIDE_CELL if wide else _NARROW_CELL
@@ -419,7 +425,7 @@ def rich_table(cmp: Comparison, keys: Sequence[str] | None = None, wide: bool = 
             else:
                 text, direction = delta_text(cell, cmp.alpha)
                 if text:
-                    t.append("\n" + text.replace(" ", sep), style={1: "bold green", -1: "bold red"}.get(direction, "dim"))
+                    t.append("\n" + text.replace(" ", sep, 1), style={1: "bold green", -1: "bold red"}.get(direction, "dim"))
             cells.append(t)
         if "W/T/L" in keys:
             cells.append(Text("" if row.wtl is None else str(row.wtl)))
@@ -482,6 +488,8 @@ def print_comparison(cmp: Comparison, markdown: bool = False, console: Any = Non
     out = console or make_console()
     for w in cmp.warnings:
         out.print(Panel(w, title=f"{WARN} WARNING {WARN}", style="bold red"))
+    if not cmp.comparable:  # also in the table title, which a narrow table wraps
+        out.print(f"[bold red]{WARN} NOT COMPARABLE: different golden set or corpus {WARN}[/]")
     for table in rich_tables(cmp, out.width):
         out.print(table)
     for n in cmp.notes:

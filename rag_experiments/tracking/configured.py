@@ -76,3 +76,15 @@ def configured_objective(runs: Sequence[RunView], what: str = "--metric") -> str
         raise UserError(f"the runs were configured with different objectives ({', '.join(distinct)}); "
                         f"give {what}")
     return distinct[0]
+
+
+def store_objective(sweep: str | None = None, experiment: str | None = None, c=None) -> str:
+    """The objective to promote on when none is given: the sweep's children's, else the newest
+    finished run's (of ``experiment``, else of the store)."""
+    from .runs import search, sweep_children
+
+    if sweep:
+        return configured_objective(sweep_children(sweep, per_case=False, c=c))
+    newest = [r for r in search("attributes.status = 'FINISHED'", per_case=False, order="DESC", max_results=20,
+                                c=c, experiment=experiment) if not r.is_sweep_parent and objective(r)]
+    return configured_objective(newest[:1])

@@ -180,6 +180,13 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
     intervals = ci or {}
     metrics = R.run_metrics(result.eval.metrics, result.eval.headline or s.eval.metric_names(), s.objective,
                             intervals, bool(s.tracking.get("log_intervals", False)))
+    tables = {}
+    if log_per_case and not result.eval.per_case.empty:
+        tables["per_case.json"] = per_case_for_mlflow(result.eval.per_case)
+    if intervals:
+        tables[R.INTERVALS_ARTIFACT] = R.intervals_frame(intervals)
+    if tables:
+        tags[LOGGED_ARTIFACTS_TAG] = json.dumps([{"path": p, "type": "table"} for p in tables])
     client = MlflowClient()
     run_id = create_run(client, exp_id, run_name, tags)
     try:
@@ -189,10 +196,8 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
             log_batch(client, run_id, params=flatten(safe_config), metrics=metrics)
             client.log_text(run_id, _to_yaml(safe_config), "config.yaml")
             _log_datasets(client, run_id, result)
-            if log_per_case and not result.eval.per_case.empty:
-                client.log_table(run_id, data=per_case_for_mlflow(result.eval.per_case), artifact_file="per_case.json")
-            if intervals:
-                client.log_table(run_id, data=R.intervals_frame(intervals), artifact_file=R.INTERVALS_ARTIFACT)
+            for path, frame in tables.items():
+                log_table_artifact(client, run_id, frame, path)
             client.log_dict(run_id, diag, R.DIAGNOSTICS_ARTIFACT)
             if result.eval.excluded:
                 client.log_dict(run_id, {"all_stale_cases": list(result.eval.excluded)}, "golden_excluded.json")
@@ -208,6 +213,16 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         raise
     client.set_terminated(run_id, status="FINISHED")
     return run_id
+
+
+#: the run tag MLflow's UI reads to show a JSON artifact as a table (what ``log_table`` sets)
+LOGGED_ARTIFACTS_TAG = "mlflow.loggedArtifacts"
+
+
+def log_table_artifact(client, run_id: str, frame: pd.DataFrame, path: str) -> None:
+    """What ``MlflowClient.log_table`` writes (pandas' ``split`` JSON), without its per-call
+    list_artifacts/get_run/set_tag round trips (the tag is set once, with the run's tags)."""
+    client.log_text(run_id, frame.to_json(orient="split", index=False, date_format="iso"), path)
 
 
 def create_run(client, experiment_id: str, run_name: str | None, tags: dict[str, str]) -> str:
