@@ -46,3 +46,43 @@ def test_a_long_comparison_is_cut_to_mlflows_tag_limit():
     table = "| run | x |\n|---|---:|\n" + "".join(f"| run {i} | 0.5 |\n" for i in range(2000))
     text = note("big", "recall_at_5", None, "", 2000, 0, table)
     assert len(text) <= 8000 and "| run 0 |" in text and "comparison/table.md" in text
+
+
+def test_an_optuna_sweep_records_the_studys_best_value_and_params(store, make_run, tmp_path):
+    """The Optuna sweeper's search space comes from hydra.sweeper.params and its best trial from
+    optimization_results.yaml (written before on_multirun_end), as hydra-optuna-sweeper does."""
+    import os
+
+    from omegaconf import OmegaConf
+
+    from rag_experiments.tracking.hydra_callback import MlflowSweepCallback
+    from rag_experiments.tracking.mlflow_run import PARENT_ENV
+
+    from .conftest import base_config, per_case_frame
+
+    sweep_dir = tmp_path / "multirun"
+    cfg = OmegaConf.create({
+        "tracking": {"enabled": True, "uri": None, "experiment": "rag-experiments", "sweep_summary": False},
+        "objective": "recall_at_5",
+        "hydra": {"overrides": {"task": ["experiment=optuna_fusion"]},
+                  "sweeper": {"_target_": "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper",
+                              "direction": "maximize", "params": {"fusion.rrf_k": "range(5, 120)"}},
+                  "launcher": {"_target_": "hydra._internal.core_plugins.basic_launcher.BasicLauncher"},
+                  "sweep": {"dir": str(sweep_dir)}}})
+    callback = MlflowSweepCallback()
+    callback.on_multirun_start(cfg)
+    for k, share in ((17, 2), (88, 4)):
+        make_run(per_case_frame([1.0 if i % share else 0.0 for i in range(20)]), name=f"fusion.rrf_k={k}",
+                 config=base_config(**{"fusion.rrf_k": k}), parent=os.environ[PARENT_ENV])
+        callback.on_job_end(cfg, None)
+    (sweep_dir / "optimization_results.yaml").write_text(
+        "name: optuna\nbest_params:\n  fusion.rrf_k: 88\nbest_value: 0.75\n")
+    parent_id = callback.parent_id
+    callback.on_multirun_end(cfg)
+    run = MlflowClient().get_run(parent_id)
+    assert run.info.run_name == "experiment=optuna_fusion: fusion.rrf_k=range(5, 120)"
+    assert run.data.params["fusion.rrf_k"] == "range(5, 120)"
+    assert run.data.metrics["optuna.best_value"] == 0.75 and run.data.metrics["recall_at_5"] == 0.75
+    assert json.loads(run.data.tags["optuna.best_params"]) == {"fusion.rrf_k": 88}
+    assert run.data.tags["best_run_overrides"] == "fusion.rrf_k=88"
+    assert "Optuna best: `fusion.rrf_k=88` → 0.7500" in run.data.tags["mlflow.note.content"]
