@@ -170,3 +170,12 @@ def test_parallel_sweep_with_the_joblib_launcher(project, mini_golden):
     children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
     assert parent.info.status == "FINISHED"
     assert sorted(c.data.params["chunking.name"] for c in children) == ["fixed", "heading"]
+
+
+def test_a_bad_value_in_a_later_sweep_point_still_stops_the_sweep(project, mini_golden):
+    """The basic sweeper here composes each point once (the launcher's composition), validating
+    only the first point up front: a bad later value still fails the sweep with Hydra's message."""
+    proc = _run_py(project, "-m", "fusion.rrf_k=30,not_a_number", *_mini_overrides(mini_golden, "tracking.plots=false"))
+    assert proc.returncode != 0
+    assert "not_a_number" in proc.stderr and "fusion.rrf_k" in proc.stderr
+    assert "is validated against ConfigStore schema" not in proc.stderr
