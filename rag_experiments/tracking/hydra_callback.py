@@ -139,7 +139,7 @@ class MlflowSweepCallback(Callback):
 
         worst = float("-inf") if self.maximize else float("inf")
         rest = sorted(finished[1:], key=lambda r: r.metrics.get(objective, worst), reverse=self.maximize)
-        runs = [replace(r, per_case=load_per_case(r.id, client)) for r in (finished[0], *rest)]
+        runs = [replace(r, per_case=load_per_case(r.id, client, r.artifact_uri)) for r in (finished[0], *rest)]
         metrics, primary = comparison_defaults(runs)
         return build_comparison(runs, metrics, primary=primary, n_resamples=2000, labels=run_labels(runs))
 
