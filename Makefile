@@ -40,8 +40,11 @@ scale-demo: setup
 	$(BIN)/pip install --quiet -e '.[ray]'
 	$(BIN)/python -m rag_experiments.scale.demo
 
+# opens on MLflow 3's GenAI overview otherwise: the URL printed is the runs table ("Model training")
+UI_PORT ?= 5000
 ui: setup
-	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlruns/mlflow.db --workers 1
+	@$(BIN)/python -c "from rag_experiments.tracking.mlflow_run import print_ui_url; print_ui_url('http://127.0.0.1:$(UI_PORT)')"
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlruns/mlflow.db --port $(UI_PORT) --workers 1
 
 clean-db:
 	-$(BIN)/rag-exp db stop

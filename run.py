@@ -18,10 +18,12 @@ from rag_experiments.redaction import redact_process_output, register_argv
 
 register_schema()
 register_argv(sys.argv[1:])  # learn the secrets an override carries before anything can echo it
-# conf/hydra/launcher/ray.yaml shares its name with the Ray launcher plugin's structured config,
-# so Hydra validates ours against the plugin's schema (same keys) and warns that this matching is
-# deprecated; `hydra/launcher=ray` is the name users type, so keep it and drop the noise.
-warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/ray' is validated against ConfigStore schema")
+# conf/hydra/launcher/ray.yaml and conf/hydra/sweeper/basic.yaml share their names with Hydra's
+# structured configs (the Ray launcher plugin's; Hydra's basic sweeper, replaced on purpose: it
+# composes each sweep point once), so Hydra validates ours against those schemas (same keys) and
+# warns on every run that such matching is deprecated. They are the names users type: keep them.
+warnings.filterwarnings("ignore", message=r"(?s).*'hydra/(launcher/ray|sweeper/basic)' is validated against "
+                        "ConfigStore schema")
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")

@@ -153,6 +153,7 @@ class TrackingSchema:
     plots: bool = True
     child_plots: bool = False  # per-run plots for each sweep point (they cost ~1 s a point)
     sweep_summary: bool = True  # at the end of a sweep: comparison plots + table on the parent run
+    log_intervals: bool = False  # every 95% interval as metrics too (default: the objective's; all in intervals.json)
 
 
 @dataclass

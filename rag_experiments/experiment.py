@@ -214,16 +214,19 @@ def ann_recall(conn: psycopg.Connection, strategy: dict, retriever: Retriever, q
 
 
 def _search_with_progress(retriever: Retriever, queries: list[str], limit: int, progress: bool) -> SearchOutcome:
-    """Batches of queries, so cached work is fetched in bulk and a progress bar can move; a query
-    that fails on its own is counted, not fatal (see :mod:`rag_experiments.retrieval.failures`)."""
+    """Batches of queries (cached work is fetched in bulk); the bar moves after every query, so a
+    slow one (a reranker: seconds a query) still shows progress. A query that fails on its own is
+    counted, not fatal (see :mod:`rag_experiments.retrieval.failures`)."""
     bar = None
-    if progress and len(queries) > 50:
+    if progress and len(queries) > 1:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(queries), desc=f"retrieval ({retriever.params.variant})", unit="query")
+        bar = tqdm(total=len(queries), desc=f"retrieval ({retriever.params.variant})", unit="query",
+                   mininterval=0.5)
+    on_query = None if bar is None else bar.update
     try:
-        return search_degrading(lambda qs: retriever.search_many(qs, limit), queries, retriever.conn, batch=50,
-                                on_batch=bar.update if bar is not None else None)
+        return search_degrading(lambda qs: retriever.search_many(qs, limit, on_query=on_query), queries,
+                                retriever.conn, batch=50)
     finally:
         if bar is not None:
             bar.close()

@@ -39,12 +39,14 @@ def register(subparsers: Any) -> None:
     src.add_argument("--tag", metavar="KEY=VALUE", help="every run with this tag (e.g. variant=hybrid)")
     p.add_argument("--baseline", metavar="RUN_ID", help="compare every other run with this one "
                    "(default: the first run)")
-    p.add_argument("--metrics", type=_csv, default=["recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10"],
-                   metavar="M1,M2", help="metric columns (default: recall_at_5,recall_at_20,mrr_at_10,ndcg_at_10)")
+    p.add_argument("--metrics", type=_csv, default=None, metavar="M1,M2",
+                   help="metric columns (default: what the baseline run was configured to report: "
+                   "recall@k for its eval.ks, mrr and ndcg at their cutoffs)")
     p.add_argument("--segments", type=_csv, default=None, metavar="S1,S2",
                    help="segment columns showing the primary metric: query kinds (exact, paraphrase) "
                    "or doc types (doc_type.config) (default: every query kind)")
-    p.add_argument("--primary", default="recall_at_5", help="metric for segments and W/T/L (default: recall_at_5)")
+    p.add_argument("--primary", default=None, help="metric for segments and W/T/L (default: the baseline "
+                   "run's configured objective)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level for the * marks (default: 0.05)")
     p.add_argument("--resamples", type=int, default=10000,
                    help="random sign flips per test when cases are too many to enumerate (default: 10000)")
@@ -57,7 +59,8 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..tracking.compare import build_comparison, log_plots, print_comparison, save_plots
+    from ..tracking.compare import build_comparison, log_plots, print_comparison, run_labels, save_plots
+    from ..tracking.configured import comparison_defaults
     from ..tracking.runs import client, get_run, select_runs
     from ..tracking.versioned import align, gap_markdown, newest_runs, print_gap
 
@@ -77,7 +80,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     alignment = align(runs, c)
     if alignment.gap is not None:
         runs = alignment.runs
-    cmp = build_comparison(runs, args.metrics, args.segments, args.primary, args.alpha, args.resamples, args.seed)
+    metrics, primary = comparison_defaults(runs)
+    if args.primary:
+        metrics = [m for m in metrics if m != primary]
+        primary = args.primary
+    cmp = build_comparison(runs, args.metrics or metrics, args.segments, primary, args.alpha, args.resamples,
+                           args.seed, labels=run_labels(runs))
     if alignment.reason:
         cmp.warnings.append(alignment.reason)
     print_comparison(cmp, markdown=args.markdown)

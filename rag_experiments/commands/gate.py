@@ -75,7 +75,7 @@ def run_now(name: str, overrides: list[str]) -> str:
     preset = preset_name(name)
     if not (root / "conf" / "experiment" / f"{preset}.yaml").exists():
         raise UserError(f"{root / 'conf/experiment' / (preset + '.yaml')} does not exist",
-                        hint="promote a run first: rag-exp promote --metric recall_at_5")
+                        hint="promote a run first: rag-exp promote")
     entry = root / "run.py"
     if not entry.exists():
         raise UserError(f"{entry} not found: run the gate from the project folder (or set RAG_EXP_HOME)")
@@ -110,11 +110,19 @@ def newest_run(exclude: set[str]) -> str:
     raise UserError("no FINISHED run to check", hint="give --run RUN_ID or --run-now")
 
 
+def champion_objective(run) -> str:
+    """The objective the champion's run was configured with (its ``objective`` param)."""
+    from ..tracking.configured import configured_objective
+
+    return configured_objective([run], what="--metric (the champion records no primary metric)")
+
+
 def cmd_gate(args: argparse.Namespace) -> int:
     from ..report import console
     from ..tracking.compare import build_comparison, markdown_table, print_comparison
-    from ..tracking.promote import (GUARD_SEGMENT, HEADLINE, current_champion, decide, decision_markdown,
-                                    decision_table, model_name, record_path)
+    from ..tracking.configured import comparison_defaults
+    from ..tracking.promote import (GUARD_SEGMENT, current_champion, decide, decision_markdown, decision_table,
+                                    model_name, record_path)
     from ..tracking.runs import client, get_run
     from ..tracking.versioned import gap_markdown, gap_tags, print_gap
 
@@ -125,7 +133,6 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if champion is None:
         raise UserError(f"no champion: {model_name(args.name)} has no alias 'champion' in the registry and "
                         f"{record_path(args.name)} does not exist", hint="promote a run first: rag-exp promote")
-    metric = args.metric or champion.metric or "recall_at_5"
     if args.run_now:
         run_id = run_now(args.name, args.overrides)
     elif args.run:
@@ -143,6 +150,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if current.id == champion.run.id:
         raise UserError(f"run {current.id} is the champion's own run: nothing to check",
                         hint="give --run with a newer run, or --run-now")
+    metric = args.metric or champion.metric or champion_objective(champion.run)
     decision = decide(champion, current, metric, args.alpha, "no_loss", GUARD_SEGMENT, args.resamples, args.seed)
     passed = decision.ok
     verdict = "pass" if passed else "fail"
@@ -157,12 +165,13 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if decision.checks:
         out.print(decision_table(decision, title, candidate_label="current"))
     out.print(f"[bold {'green' if passed else 'red'}]gate {verdict.upper()}[/]: {reason}")
+    columns = list(dict.fromkeys([metric, *comparison_defaults([champion.run, current])[0]]))
     if decision.gap is not None:
-        print_gap(decision.gap, [current], [metric, *HEADLINE], console=out)
+        print_gap(decision.gap, [current], columns, console=out)
     cmp = None
     pair = list(decision.compared or (champion.run, current))  # rebased onto the shared cases when versions differ
     if pair[0].per_case is not None:
-        cmp = build_comparison(pair, primary=metric, alpha=args.alpha,
+        cmp = build_comparison(pair, comparison_defaults(pair)[0], primary=metric, alpha=args.alpha,
                                n_resamples=args.resamples, seed=args.seed,
                                labels=[f"champion {champion.run.id[:8]}", f"current {current.id[:8]}"])
         print_comparison(cmp, console=out)
@@ -192,7 +201,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
             md += [decision_markdown(decision, candidate_label="current")]
         if decision.gap is not None:
             md += [gap_markdown(decision.gap, current if current.golden == decision.gap.newer.sha256 else None,
-                                [metric, *HEADLINE])]
+                                columns)]
         if cmp is not None:
             md += ["<details><summary>all metrics (champion = baseline)</summary>", "", markdown_table(cmp),
                    "</details>", ""]

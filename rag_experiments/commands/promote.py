@@ -31,7 +31,8 @@ def register(subparsers: Any) -> None:
         "champion=true, experiments/promoted/NAME.yaml and conf/experiment/promoted.yaml "
         "(promoted_NAME.yaml for other names). Exit 1 when refused.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
-    p.add_argument("--metric", default="recall_at_5", help="primary metric (default: recall_at_5)")
+    p.add_argument("--metric", default=None, help="primary metric (default: the objective the runs were "
+                   "configured with, e.g. recall_at_5; ndcg_at_10 for experiment=beir)")
     p.add_argument("--sweep", metavar="PARENT_ID", help="choose among this sweep's child runs")
     p.add_argument("--experiment", metavar="NAME", help="choose among this MLflow experiment's runs "
                    "(default: every experiment in the store)")
@@ -54,6 +55,10 @@ def cmd_promote(args: argparse.Namespace) -> int:
     if not 0 < args.alpha < 1:
         raise UserError(f"--alpha must be in (0, 1), got {args.alpha}")
     out = console()
+    if not args.metric:
+        from ..tracking.configured import store_objective
+
+        args.metric = store_objective(args.sweep, args.experiment)
     result = promote(args.metric, args.sweep, args.name, args.force, args.alpha, args.experiment,
                      args.dry_run, args.resamples, args.seed)
     d = result.decision

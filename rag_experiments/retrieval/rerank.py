@@ -20,7 +20,7 @@ Scores are cached by (model, query, chunk text) in the ``rerank_cache`` table.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -160,8 +160,10 @@ def load_reranker(params: RerankParams) -> Reranker:
     return LLMReranker(params.model)
 
 
-def cached_scores(conn, reranker: Reranker, query: str, texts: Sequence[str]) -> list[float]:
-    """Scores via the persistent (model, query hash, text hash) cache; only misses are scored."""
+def cached_scores(conn, reranker: Reranker, query: str, texts: Sequence[str],
+                  on_scored: Callable[[int], None] | None = None) -> list[float]:
+    """Scores via the persistent (model, query hash, text hash) cache; only misses are scored
+    (``on_scored`` hears how many: the ``cache.rerank_scored`` counter)."""
     qh = sha256_text(query)
     hashes = [sha256_text(t) for t in texts]
     rows = conn.execute(
@@ -172,6 +174,8 @@ def cached_scores(conn, reranker: Reranker, query: str, texts: Sequence[str]) ->
     missing = [i for i, h in enumerate(hashes) if h not in known]
     if missing:
         fresh = reranker.score(query, [texts[i] for i in missing])
+        if on_scored is not None:
+            on_scored(len(missing))
         for i, s in zip(missing, fresh):
             known[hashes[i]] = s
         if conn is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import psycopg
@@ -172,12 +172,20 @@ class Retriever:
         return dict(rows)
 
     # -- search ---------------------------------------------------------------------------------
-    def search_many(self, queries: Sequence[str], limit: int = 20) -> list[RankedList]:
+    def search_many(self, queries: Sequence[str], limit: int = 20,
+                    on_query: Callable[[int], object] | None = None) -> list[RankedList]:
+        """Ranked lists for ``queries`` (their legs fetched in bulk); ``on_query(1)`` after each
+        query is ranked (a progress bar)."""
         p = self.params
         if p.variant in ("vector", "hybrid", "hybrid_rerank"):
             self.embed_queries(queries)
+        done = on_query or (lambda n: None)
         if p.engine == "sql" and p.variant in ("hybrid", "hybrid_rerank"):
-            return [self._search_sql(q, limit) for q in queries]
+            out = []
+            for q in queries:
+                out.append(self._search_sql(q, limit))
+                done(1)
+            return out
         legs = {"vector": ["vector"], "keyword": ["keyword"]}.get(p.variant, ["vector", "keyword"])
         lists = self._legs_for(queries, legs)
         results = []
@@ -186,6 +194,7 @@ class Retriever:
             if p.variant in ("vector", "keyword"):
                 hits = [_hit(h, h.score, i, {legs[0]: i}) for i, h in enumerate(lists[(legs[0], q)][0][:limit], 1)]
                 results.append(RankedList(q, tuple(hits), ms))
+                done(1)
                 continue
             fused = rrf({leg: lists[(leg, q)][0] for leg in legs}, p.fusion)
             if p.variant == "hybrid_rerank":
@@ -201,10 +210,14 @@ class Retriever:
                     ranks["rerank"] = rerank_ranks[f.hit.chunk_id]
                 hits.append(_hit(f.hit, f.score, i, ranks))
             results.append(RankedList(q, tuple(hits), ms))
+            done(1)
         return results
 
     def search(self, query: str, limit: int = 20) -> RankedList:
         return self.search_many([query], limit)[0]
+
+    def _count_rerank_scored(self, n: int) -> None:
+        self.stats.rerank_scored += n
 
     def _rerank(self, query: str, fused: list) -> tuple[list, dict[str, int]]:
         if self._reranker is None:
@@ -213,7 +226,7 @@ class Retriever:
         head = fused[:cutoff]
         texts = self.chunk_texts([f.hit.chunk_id for f in head])
         scores = cached_scores(self.conn if self.params.use_cache else None, self._reranker, query,
-                               [texts[f.hit.chunk_id] for f in head])
+                               [texts[f.hit.chunk_id] for f in head], on_scored=self._count_rerank_scored)
         order = rerank_order(scores, cutoff)
         reordered = [_WithFusedRank(fused[i], i + 1) for i in order] + [
             _WithFusedRank(f, i + 1) for i, f in enumerate(fused) if i >= len(order)]

@@ -51,9 +51,10 @@ def manifest(config: dict, tags: dict[str, str], *, name: str, run_id: str, run_
              metrics: dict[str, float], forced: bool, source: str) -> dict:
     import mlflow
 
-    from ..tracking.promote import HEADLINE, model_name
+    from ..tracking.configured import headline_names
+    from ..tracking.promote import model_name
 
-    keys = dict.fromkeys([metric, *HEADLINE, f"{metric}.exact"])
+    keys = dict.fromkeys([metric, *headline_names(metrics), f"{metric}.exact"])
     return {
         "model": model_name(name), "name": name, "source": source, "run_id": run_id, "run_name": run_name,
         "golden_sha256": tags.get("golden_sha256", ""), "corpus_digest": tags.get("corpus_digest", ""),

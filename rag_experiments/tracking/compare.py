@@ -28,7 +28,6 @@ from ..stats.bootstrap import bootstrap_interval
 from ..stats.paired import WinTieLoss, holm, paired_permutation_test, win_tie_loss
 from .runs import RunView
 
-DEFAULT_METRICS = ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10")
 WARN = "⚠"
 #: params that never explain a difference in results (where and how a run was logged)
 IGNORED_PARAM_PREFIXES = ("run_name", "progress", "tracking.", "db.", "hydra.")
@@ -128,6 +127,24 @@ def short_labels(runs: Sequence[RunView], max_len: int = 60) -> list[str]:
     return [f"{n} ({r.id[:6]})" if seen[n] > 1 else n for n, r in zip(names, runs)]
 
 
+def run_labels(runs: Sequence[RunView]) -> list[str]:
+    """Rows named by the params that differ between the runs (``rrf_k=30 keyword_weight=0.5``):
+    the last part of a dotted key when that is unambiguous, the full key otherwise. Runs with no
+    differing param (or no params) fall back to :func:`short_labels`."""
+    diff = differing_params(runs) if len(runs) > 1 else []
+    if not diff:
+        return short_labels(runs)
+    tails = [k.rsplit(".", 1)[-1] for k in diff]
+    names = {k: (t if tails.count(t) == 1 else k) for k, t in zip(diff, tails)}
+    labels = [" ".join(f"{names[k]}={r.params[k]}" for k in diff if k in r.params) for r in runs]
+    fallback = short_labels(runs)
+    labels = [lab or fb for lab, fb in zip(labels, fallback)]
+    seen: dict[str, int] = {}
+    for lab in labels:
+        seen[lab] = seen.get(lab, 0) + 1
+    return [f"{lab} ({r.id[:6]})" if seen[lab] > 1 else lab for lab, r in zip(labels, runs)]
+
+
 # -- segments -------------------------------------------------------------------------------------
 def _segment_values(runs: Sequence[RunView], column: str) -> list[str]:
     found: list[str] = []
@@ -218,6 +235,31 @@ def paired_values(base: pd.DataFrame, other: pd.DataFrame, metric: str,
     return joined[f"{metric}_a"].to_numpy(dtype=float), joined[f"{metric}_b"].to_numpy(dtype=float)
 
 
+class _Pairing:
+    """:func:`paired_values` for one (baseline, candidate) pair and many columns: the cases are
+    joined once, not once per metric and segment (a 100-point sweep summary made ~700 joins)."""
+
+    def __init__(self, base: pd.DataFrame, other: pd.DataFrame) -> None:
+        for name, df in (("baseline", base), ("candidate", other)):
+            if df["case_id"].duplicated().any():
+                raise UserError(f"{name} per-case table has duplicate case ids; cannot pair cases")
+        joined = (base[["case_id"]].assign(_ia=np.arange(len(base)))
+                  .merge(other[["case_id"]].assign(_ib=np.arange(len(other))), on="case_id"))
+        self.base, self.other = base, other
+        self.ia, self.ib = joined["_ia"].to_numpy(), joined["_ib"].to_numpy()
+
+    def values(self, metric: str, segment: Segment | None = None) -> tuple[np.ndarray, np.ndarray]:
+        if metric not in self.base or metric not in self.other:
+            return np.array([]), np.array([])
+        ia, ib = self.ia, self.ib
+        if segment is not None:
+            if segment.column not in self.base:
+                return np.array([]), np.array([])
+            keep = self.base[segment.column].astype(str).to_numpy()[ia] == segment.value
+            ia, ib = ia[keep], ib[keep]
+        return (self.base[metric].to_numpy(dtype=float)[ia], self.other[metric].to_numpy(dtype=float)[ib])
+
+
 def _digest_warnings(runs: Sequence[RunView], labels: Sequence[str]) -> list[str]:
     out = []
     for tag, what in (("golden_sha256", "GOLDEN SETS"), ("corpus_digest", "CORPUS VERSIONS")):
@@ -231,13 +273,19 @@ def _digest_warnings(runs: Sequence[RunView], labels: Sequence[str]) -> list[str
     return out
 
 
-def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] = DEFAULT_METRICS,
-                     segments: Sequence[str] | None = None, primary: str = "recall_at_5",
+def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = None,
+                     segments: Sequence[str] | None = None, primary: str | None = None,
                      alpha: float = 0.05, n_resamples: int = 10000, seed: int = 13,
                      labels: Sequence[str] | None = None) -> Comparison:
     """Compare ``runs`` with ``runs[0]`` (the baseline). ``labels``: row names (default: short run names)."""
     if not runs:
         raise UserError("no runs to compare", hint="give run ids, --sweep PARENT_ID, --last-sweep or --tag KEY=VALUE")
+    if metrics is None or primary is None:  # what the baseline was configured to report
+        from .configured import comparison_defaults
+
+        configured, objective = comparison_defaults(runs)
+        metrics = configured if metrics is None else metrics
+        primary = objective if primary is None else primary
     metrics = list(dict.fromkeys(metrics))
     if primary not in metrics:
         metrics.insert(0, primary)
@@ -260,6 +308,9 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] = DEFAULT_M
     notes: list[str] = []
 
     raw: dict[str, list[Cell]] = {c.key: [] for c in columns}
+    # the baseline's value per column once (it may be a bootstrap from the per-case table), not per run
+    base_values = {c.key: value_and_interval(base, c, seed=seed)[0] for c in columns}
+    pairings: dict[str, _Pairing] = {}
     for r in runs:
         same_golden = r.golden is not None and r.golden == base.golden
         for c in columns:
@@ -267,10 +318,12 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] = DEFAULT_M
             delta = p = None
             n = 0
             if r is not base and value is not None:
-                bval, _ = value_and_interval(base, c, seed=seed)
+                bval = base_values[c.key]
                 delta = None if bval is None else value - bval
                 if same_golden and base.per_case is not None and r.per_case is not None:
-                    a, b = paired_values(base.per_case, r.per_case, c.metric, c.segment)
+                    if r.id not in pairings:
+                        pairings[r.id] = _Pairing(base.per_case, r.per_case)
+                    a, b = pairings[r.id].values(c.metric, c.segment)
                     n = len(a)
                     if n:
                         delta = float(b.mean() - a.mean())
@@ -343,52 +396,87 @@ def legend(cmp: Comparison) -> str:
             f"segment columns show {metric_title(cmp.primary)}.")
 
 
-def rich_table(cmp: Comparison):
+#: terminal layout: a wide cell is "0.705 [0.65, 0.76]" over "Δ+0.020 p=0.569*"; a narrow one
+#: stacks value, interval, delta and p (11 characters), and columns that do not fit go to a
+#: second table with the run labels repeated, so nothing is cut at 80 columns
+_WIDE_CELL, _NARROW_CELL, _LABEL_MAX = 18, 11, 26
+
+
+def rich_tables(cmp: Comparison, width: int = 180) -> list:
+    """The comparison as rich tables that fit ``width`` columns (one when it fits)."""
+    n_cols = len(cmp.columns) + 1  # + W/T/L
+    flag_w = len(f"{WARN} golden+corpus differ") if any(r.flags for r in cmp.rows) else 0
+    label_w = min(_LABEL_MAX, max(flag_w, *(len(r.label) for r in cmp.rows)) + 2)
+    fixed = label_w + 3 + 5 + 3 + 1  # run, n (with padding and borders)
+    wide = fixed + n_cols * (_WIDE_CELL + 3) <= width
+    cell_w = _WIDE_CELL if wide else _NARROW_CELL
+    per_table = max(1, (width - fixed) // (cell_w + 3))
+    keys = [c.key for c in cmp.columns] + ["W/T/L"]
+    chunks = [keys[i:i + per_table] for i in range(0, len(keys), per_table)]
+    return [rich_table(cmp, chunk, wide, label_w, first=(i == 0), last=(i == len(chunks) - 1))
+            for i, chunk in enumerate(chunks)]
+
+
+def rich_table(cmp: Comparison, keys: Sequence[str] | None = None, wide: bool = True, label_w: int = _LABEL_MAX,
+               first: bool = True, last: bool = True):
     from rich.table import Table
     from rich.text import Text
 
+    keys = list(keys) if keys is not None else [c.key for c in cmp.columns] + ["W/T/L"]
+    columns = [c for c in cmp.columns if c.key in keys]
     golden = cmp.baseline.run.golden
     title = (f"{len(cmp.rows)} runs | golden {golden[:12] if golden else 'unknown'} | "
              f"baseline: {cmp.baseline.label}")
     if not cmp.comparable:
         title = f"{WARN} NOT COMPARABLE: different golden set or corpus {WARN} | " + title
-    table = Table(title=title, caption=legend(cmp), caption_justify="left", show_lines=True,
-                  title_style="bold red" if not cmp.comparable else "bold")
-    table.add_column("run")
-    table.add_column("n", justify="right")
-    for c in cmp.columns:
-        table.add_column(c.title, justify="right")
-    table.add_column(f"W/T/L {metric_title(cmp.primary)}", justify="right")
+    table = Table(title=title if first else None, caption=legend(cmp) if last else None, caption_justify="left",
+                  show_lines=True, title_style="bold red" if not cmp.comparable else "bold")
+    # labels wrap at spaces (fold inside a long word) instead of being cut to "retri…"
+    table.add_column("run", overflow="fold", max_width=label_w)
+    table.add_column("n", justify="right", no_wrap=True)
+    cell_w = _WIDE_CELL if wide else _NARROW_CELL
+    for c in columns:
+        table.add_column(c.title, justify="right", overflow="fold", max_width=cell_w)
+    if "W/T/L" in keys:
+        table.add_column(f"W/T/L {metric_title(cmp.primary)}", justify="right", overflow="fold", max_width=cell_w)
+    sep = " " if wide else "\n"
     for row in cmp.rows:
         label = Text(row.label, style="bold" if row.baseline else "")
         if row.flags:
             label.append(f"\n{WARN} {'+'.join(row.flags)} differ{'s' if len(row.flags) == 1 else ''}",
                          style="bold red")
         cells = []
-        for c in cmp.columns:
+        for c in columns:
             cell = row.cells[c.key]
-            t = Text(value_text(cell))
+            value = value_text(cell)
+            t = Text(value if wide else value.replace(" [", "\n[").replace(", ", ","))
             if row.baseline:
                 t.append("\nbaseline", style="dim")
             else:
                 text, direction = delta_text(cell, cmp.alpha)
                 if text:
-                    t.append("\n" + text, style={1: "bold green", -1: "bold red"}.get(direction, "dim"))
+                    t.append("\n" + text.replace(" ", sep, 1), style={1: "bold green", -1: "bold red"}.get(direction, "dim"))
             cells.append(t)
+        if "W/T/L" in keys:
+            cells.append(Text("" if row.wtl is None else str(row.wtl)))
         n = row.n_cases
-        table.add_row(label, "" if n is None else str(n), *cells, "" if row.wtl is None else str(row.wtl))
+        table.add_row(label, "" if n is None else str(n), *cells)
     return table
 
 
-def markdown_table(cmp: Comparison) -> str:
-    """GitHub-flavoured Markdown: warnings as an alert block, then the table and its legend."""
+def markdown_table(cmp: Comparison, rows: Sequence[Row] | None = None) -> str:
+    """GitHub-flavoured Markdown: warnings as an alert block, then the table and its legend.
+
+    Plain Markdown only (no ``<br>``/``<sub>``: MLflow's viewer shows HTML as text): a cell is
+    ``value [interval] · Δ delta p`` on one line. ``rows``: a subset to show (default: all).
+    """
     lines: list[str] = []
     for w in cmp.warnings:
-        lines += ["> [!WARNING]", f"> {w}", ""]
+        lines += ["> [!WARNING]", f"> {_md_escape(w)}", ""]
     head = ["run", "n"] + [c.title for c in cmp.columns] + [f"W/T/L {metric_title(cmp.primary)}"]
     lines.append("| " + " | ".join(_md_escape(h) for h in head) + " |")
     lines.append("|" + "---|" + "---:|" * (len(head) - 1))
-    for row in cmp.rows:
+    for row in (cmp.rows if rows is None else rows):
         label = f"**{_md_escape(row.label)}** (baseline)" if row.baseline else _md_escape(row.label)
         if row.flags:
             label += f" {WARN} {'+'.join(row.flags)} differ{'s' if len(row.flags) == 1 else ''}"
@@ -399,19 +487,20 @@ def markdown_table(cmp: Comparison) -> str:
             if not row.baseline:
                 dt, direction = delta_text(cell, cmp.alpha)
                 if dt:
-                    dt = f"**{dt}**" if direction else dt
-                    text += f"<br>{dt}"
+                    dt = _md_escape(dt)
+                    text += f" · {f'**{dt}**' if direction else dt}"
             cells.append(text)
         n = row.n_cases
         lines.append("| " + " | ".join([label, "" if n is None else str(n), *cells,
                                           "" if row.wtl is None else str(row.wtl)]) + " |")
-    lines += ["", f"<sub>{_md_escape(legend(cmp))}</sub>"]
+    lines += ["", f"_{_md_escape(legend(cmp))}_", ""]
     lines += [f"- {_md_escape(n)}" for n in cmp.notes]
     return "\n".join(lines) + "\n"
 
 
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    # '*' (the significance mark) would start emphasis ('_' inside words does not); '|' ends a cell
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("<", "&lt;").replace("\n", " ")
 
 
 def print_comparison(cmp: Comparison, markdown: bool = False, console: Any = None) -> None:
@@ -429,7 +518,10 @@ def print_comparison(cmp: Comparison, markdown: bool = False, console: Any = Non
     out = console or make_console()
     for w in cmp.warnings:
         out.print(Panel(w, title=f"{WARN} WARNING {WARN}", style="bold red"))
-    out.print(rich_table(cmp))
+    if not cmp.comparable:  # also in the table title, which a narrow table wraps
+        out.print(f"[bold red]{WARN} NOT COMPARABLE: different golden set or corpus {WARN}[/]")
+    for table in rich_tables(cmp, out.width):
+        out.print(table)
     for n in cmp.notes:
         out.print(f"[yellow]note:[/yellow] {n}")
 

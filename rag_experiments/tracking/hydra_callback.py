@@ -1,27 +1,32 @@
 """One MLflow parent run per Hydra multirun, with every sweep point as a nested child.
 
-``on_multirun_start`` creates the parent and publishes its id in the environment (same-process
-launchers, and joblib/loky workers spawned afterwards inherit it) and in
-``<sweep dir>/mlflow_parent_run_id`` (for launchers on other machines). ``on_multirun_end``
-closes it: FAILED if any child failed or is missing, else FINISHED. A job that crashes marks its
-own child FAILED (see :mod:`rag_experiments.pipeline`), and an ``atexit`` guard closes a parent
-left RUNNING if Hydra aborts the sweep, so no run stays RUNNING forever.
+``on_multirun_start`` creates the parent (named after what is swept, with the swept keys and
+their value lists as params, and the source/git tags any run has) and publishes its id in the
+environment (same-process launchers, and joblib/loky workers spawned afterwards inherit it)
+and in ``<sweep dir>/mlflow_parent_run_id`` (for launchers on other machines).
+``on_multirun_end`` fills in the result (see :mod:`.sweep_parent`: the shared config, the best
+child's objective and segments, its id and overrides, Optuna's best value and params, the
+comparison table as the run description) and closes it: FAILED if any child failed or is
+missing, else FINISHED. A job that crashes marks its own child FAILED (see
+:mod:`rag_experiments.pipeline`), and an ``atexit`` guard closes a parent left RUNNING if Hydra
+aborts the sweep, so no run stays RUNNING forever.
 """
 
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from ..errors import UserError
 from ..redaction import redact_text
-from .mlflow_run import PARENT_ENV, setup
+from .mlflow_run import PARENT_ENV, create_run, git_state, log_batch, setup
 from .ownership import owner_tags
 
 
@@ -30,7 +35,11 @@ class MlflowSweepCallback(Callback):
         self.parent_id: str | None = None
         self.n_jobs = 0
         self.summary = True
-        self.primary = "recall_at_5"
+        self.objective: str | None = None
+        self.maximize = True
+        self.spec: dict[str, str] = {}
+        self.name = "sweep"
+        self.sweep_dir: Path | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from ..sweep_preflight import check_sweep_or_exit
@@ -38,8 +47,9 @@ class MlflowSweepCallback(Callback):
         check_sweep_or_exit(config)  # every point valid, before the parent run exists
         if not config.tracking.enabled:
             return
-        import mlflow
         from mlflow.tracking import MlflowClient
+
+        from .sweep_parent import experiment_preset, parent_name, sweep_spec
 
         try:
             exp_id = setup(config.tracking.uri, config.tracking.experiment)
@@ -47,22 +57,28 @@ class MlflowSweepCallback(Callback):
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(exc.exit_code)
         self.summary = bool(config.tracking.get("sweep_summary", True))
-        self.primary = str(config.get("objective", "recall_at_5")).split(".")[0]
+        self.objective = str(config.objective)
+        # every logged metric is better when higher; an Optuna study set to minimize says otherwise
+        self.maximize = str(config.hydra.sweeper.get("direction", "maximize")).lower() != "minimize"
         overrides = list(config.hydra.overrides.task)
-        sweep = {k: str(v) for k, v in (config.hydra.sweeper.get("params") or {}).items()}
-        name = "sweep " + " ".join(f"{k}={v}" for k, v in sweep.items()) if sweep else "sweep"
+        params = config.hydra.sweeper.get("params")
+        self.spec = sweep_spec(overrides, OmegaConf.to_container(params) if params is not None else None)
+        self.name = parent_name(self.spec, experiment_preset(overrides))
         client = MlflowClient()
         # mask before cutting: a cut through a URL would leave a password no pattern recognises
-        run = client.create_run(exp_id, run_name=redact_text(name)[:240], tags={
+        self.parent_id = create_run(client, exp_id, redact_text(self.name)[:240], {
             "sweep": "parent", "sweep_overrides": redact_text(" ".join(overrides))[:5000],
-            "sweep_params": redact_text(str(sweep))[:5000], **owner_tags()})
-        self.parent_id = run.info.run_id
+            "sweep_params": redact_text(json.dumps(self.spec))[:5000], "objective": self.objective,
+            "sweeper": str(config.hydra.sweeper.get("_target_", "")).rsplit(".", 1)[-1],
+            "launcher": str(config.hydra.launcher.get("_target_", "")).rsplit(".", 1)[-1],
+            **git_state(), **owner_tags()})
+        # the swept keys now (a running sweep already says what it sweeps); the shared config at the end
+        log_batch(client, self.parent_id, params={k: redact_text(str(v)) for k, v in self.spec.items()})
         os.environ[PARENT_ENV] = self.parent_id
-        sweep_dir = Path(config.hydra.sweep.dir)
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        (sweep_dir / "mlflow_parent_run_id").write_text(self.parent_id + "\n")
+        self.sweep_dir = Path(config.hydra.sweep.dir)
+        self.sweep_dir.mkdir(parents=True, exist_ok=True)
+        (self.sweep_dir / "mlflow_parent_run_id").write_text(self.parent_id + "\n")
         atexit.register(self._close_if_running)
-        del mlflow
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         self.n_jobs += 1
@@ -75,30 +91,91 @@ class MlflowSweepCallback(Callback):
             return
         from mlflow.tracking import MlflowClient
 
+        from .runs import sweep_children
+
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # reading per-case tables
         client = MlflowClient()
-        parent = client.get_run(self.parent_id)
-        children = client.search_runs([parent.info.experiment_id],
-                                      filter_string=f"tags.mlflow.parentRunId = '{self.parent_id}'")
-        statuses = [c.info.status for c in children]
-        failed = any(s != "FINISHED" for s in statuses) or len(children) < self.n_jobs
-        client.set_tag(self.parent_id, "children", str(len(children)))
-        client.set_tag(self.parent_id, "children_failed", str(sum(s != "FINISHED" for s in statuses)))
-        client.set_terminated(self.parent_id, status="FAILED" if failed else "FINISHED")
-        if self.summary and sum(s == "FINISHED" for s in statuses) >= 2:
-            self._log_summary(self.parent_id)
+        parent_id = self.parent_id
+        children = sweep_children(parent_id, per_case=False, c=client)
+        n_failed = sum(c.status != "FINISHED" for c in children)
+        failed = n_failed > 0 or len(children) < self.n_jobs
+        try:
+            self._record_result(client, parent_id, children, n_failed)
+        except Exception as exc:  # noqa: BLE001 - the children are logged; never fail the sweep here
+            print(f"warning: could not record the sweep result on parent run {parent_id}: {exc}")
+        client.set_terminated(parent_id, status="FAILED" if failed else "FINISHED")
         os.environ.pop(PARENT_ENV, None)
         self.parent_id = None
 
-    def _log_summary(self, parent_id: str) -> None:
-        """The sweep's comparison (plots, Markdown table with paired tests) on the parent run, so
-        the MLflow UI shows it without a second command. Never fails the sweep."""
-        try:
-            from .compare import build_comparison, log_plots
-            from .runs import get_run, sweep_children
+    def _record_result(self, client, parent_id: str, children: list, n_failed: int) -> None:
+        from . import sweep_parent as S
 
-            children = [r for r in sweep_children(parent_id) if r.status == "FINISHED"]
-            cmp = build_comparison(children, primary=self.primary, n_resamples=2000)
-            _, paths = log_plots(cmp, get_run(parent_id, per_case=False))
+        finished = [c for c in children if c.status == "FINISHED"]
+        objective = str(self.objective)
+        best = S.best_child(finished, objective, self.maximize)
+        tags = {"children": str(len(children)), "children_failed": str(n_failed)}
+        metrics: dict[str, float] = {}
+        extra: list[str] = []
+        if best is not None:
+            overrides = S.child_overrides(best, self.spec)
+            metrics.update(S.best_metrics(best, objective))
+            tags.update({"best_run_id": best.id, "best_run_overrides": overrides[:5000],
+                         "best_run_name": best.name[:5000]})
+        optuna = self._optuna_result()
+        if optuna:
+            metrics["optuna.best_value"] = float(optuna["best_value"])
+            tags["optuna.best_params"] = json.dumps(optuna["best_params"])[:5000]
+            extra.append("Optuna best: " + ", ".join(f"`{k}={v}`" for k, v in optuna["best_params"].items())
+                         + f" → {float(optuna['best_value']):.4f}")
+        cmp = self._comparison(client, finished, objective) if self.summary and len(finished) >= 2 else None
+        table = None
+        if cmp is not None:
+            from .compare import markdown_table
+
+            table = markdown_table(cmp)
+        tags["mlflow.note.content"] = S.note(self.name, objective, best, tags.get("best_run_overrides", ""),
+                                             len(children), n_failed, table, extra)
+        log_batch(client, parent_id, params=S.shared_params(finished, exclude=list(self.spec)),
+                  metrics=metrics, tags=tags)
+        if cmp is not None:
+            self._log_summary(cmp, parent_id, client)
+
+    def _comparison(self, client, finished: list, objective: str):
+        """Children compared with the first point; the rest best-first, so a description cut to
+        MLflow's tag limit keeps the best rows."""
+        from dataclasses import replace
+
+        from .compare import build_comparison, run_labels
+        from .configured import comparison_defaults
+        from .runs import load_per_case
+
+        worst = float("-inf") if self.maximize else float("inf")
+        rest = sorted(finished[1:], key=lambda r: r.metrics.get(objective, worst), reverse=self.maximize)
+        runs = [replace(r, per_case=load_per_case(r.id, client, r.artifact_uri)) for r in (finished[0], *rest)]
+        metrics, primary = comparison_defaults(runs)
+        return build_comparison(runs, metrics, primary=primary, n_resamples=2000, labels=run_labels(runs))
+
+    def _optuna_result(self) -> dict | None:
+        """Optuna's sweeper writes its best value and params to ``optimization_results.yaml``."""
+        if self.sweep_dir is None:
+            return None
+        path = self.sweep_dir / "optimization_results.yaml"
+        if not path.exists():
+            return None
+        import yaml
+
+        data = yaml.safe_load(path.read_text()) or {}
+        if "best_value" not in data:
+            return None
+        return {"best_value": data["best_value"], "best_params": data.get("best_params") or {}}
+
+    def _log_summary(self, cmp, parent_id: str, client) -> None:
+        """The sweep's comparison plots and full table as artifacts of the parent. Never fails the sweep."""
+        try:
+            from .compare import log_plots
+            from .runs import get_run
+
+            _, paths = log_plots(cmp, get_run(parent_id, per_case=False, c=client), client)
             print(f"sweep summary logged to parent run {parent_id}: {', '.join(paths)}")
         except Exception as exc:  # noqa: BLE001 - a summary is a convenience, the runs are logged
             print(f"warning: could not log the sweep summary to {parent_id}: {exc}")

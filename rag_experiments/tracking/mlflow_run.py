@@ -1,12 +1,14 @@
 """Everything a run logs to MLflow, in one place.
 
 Per run: the resolved config as flattened params and as a YAML artifact (secrets redacted),
-every metric (MLflow rejects ``@``: ``recall_at_5``, ``recall_at_5.exact``), the per-case
-table (``mlflow.log_table``), the golden set and the corpus as input datasets whose digests are
-the golden file's sha256 and the corpus manifest digest, git commit and dirty flag, and tags
-for variant, strategy and label validation. The golden version is also recorded as a prefix of
-its chain (tags ``golden_records``, ``golden_head``) and the full ranked list per case is kept
-(``run.trec``), so a later run on a grown golden set can be compared on this run's cases.
+the headline metrics and their segments (MLflow rejects ``@``: ``recall_at_5``,
+``recall_at_5.exact``; see :mod:`.run_record` for what is a metric and what goes to
+``intervals.json`` / ``diagnostics.json``), the per-case table (``log_table``), the golden set
+and the corpus as input datasets whose digests are the golden file's sha256 and the corpus
+manifest digest, git commit and dirty flag, and tags for variant, strategy, objective and label
+validation. The golden version is also recorded as a prefix of its chain (tags
+``golden_records``, ``golden_head``) and the full ranked list per case is kept (``run.trec``),
+so a later run on a grown golden set can be compared on this run's cases.
 """
 
 from __future__ import annotations
@@ -69,10 +71,16 @@ def setup(uri: str | None, experiment: str) -> str:
     _reap(resolved)
     exp = mlflow.get_experiment_by_name(experiment)
     if exp is not None:
+        missing = {k: v for k, v in EXPERIMENT_TAGS.items() if exp.tags.get(k) is None}  # an older store
+        if missing:
+            from mlflow.tracking import MlflowClient
+
+            for k, v in missing.items():
+                MlflowClient().set_experiment_tag(exp.experiment_id, k, v)
         mlflow.set_experiment(experiment_id=exp.experiment_id)
         return exp.experiment_id
     try:
-        exp_id = mlflow.create_experiment(experiment, artifact_location=location)
+        exp_id = mlflow.create_experiment(experiment, artifact_location=location, tags=EXPERIMENT_TAGS)
     except Exception:  # noqa: BLE001 - a parallel job created it first
         exp = mlflow.get_experiment_by_name(experiment)
         if exp is None:
@@ -89,6 +97,23 @@ def _reap(uri: str) -> None:
     from .ownership import reap_dead_runs
 
     reap_dead_runs(MlflowClient(tracking_uri=uri), uri)
+
+
+#: MLflow 3's UI opens an experiment of unknown kind on its GenAI overview (traces, prompts);
+#: declaring the kind makes it open on the runs table ("Model training"), where sweeps are.
+EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
+
+
+def runs_view_url(base: str, experiment_id: str) -> str:
+    """The MLflow UI's runs table of one experiment (the page to compare sweeps on)."""
+    return f"{base.rstrip('/')}/#/experiments/{experiment_id}/runs"
+
+
+def print_ui_url(base: str, experiment: str = "rag-experiments") -> None:
+    """``make ui``: the runs-view URL of the project's experiment (created if missing, so the id
+    is known before the first run)."""
+    exp_id = setup(None, experiment)
+    print(f"MLflow UI, runs of {experiment!r}: {runs_view_url(base, exp_id)}")
 
 
 def redact(obj: Any, key: str = "") -> Any:
@@ -133,8 +158,16 @@ def per_case_for_mlflow(per_case: pd.DataFrame) -> pd.DataFrame:
 def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tags: dict[str, str] | None = None,
                    plots: bool = True, log_per_case: bool = True, judge_validation: dict | None = None,
                    ci: dict | None = None) -> str:
-    """Log one finished experiment as an MLflow run (a child when a sweep parent exists)."""
-    import mlflow
+    """Log one finished experiment as an MLflow run (a child when a sweep parent exists).
+
+    Batched: the run is created with its tags, then params, metrics and the remaining tags go
+    in one ``log_batch`` request (a sweep point used to make a request per ``log_params`` chunk,
+    per metric group and per tag), then the artifacts. What is a metric and what goes to
+    ``diagnostics.json`` / ``intervals.json``: :mod:`rag_experiments.tracking.run_record`.
+    """
+    from mlflow.tracking import MlflowClient
+
+    from . import run_record as R
 
     s = result.settings
     exp_id = setup(s.tracking.get("uri"), s.tracking.get("experiment", "rag-experiments"))
@@ -149,6 +182,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         "corpus_digest": result.corpus_manifest["digest"],
         "eval_level": s.eval_level,
         "ingest.built": str(not result.ingest.unchanged).lower(),
+        "objective": s.objective,
         **git_state(),
         **execution_tags(),
         **owner_tags(),
@@ -159,46 +193,96 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
     parent = os.environ.get(PARENT_ENV)
     if parent:
         tags["mlflow.parentRunId"] = parent
+    diag = R.diagnostics(result.timings, result.cache, result.golden.anchor_counts(), getattr(result, "drift", {}),
+                         len(result.eval.excluded), result.eval.metrics)
+    tags.update(R.diagnostic_tags(diag))
     tags.update(extra_tags or {})
     tags = safe_tags(tags)
     run_name = redact_text(run_name) if run_name else run_name
-    with warnings.catch_warnings(), mlflow.start_run(experiment_id=exp_id, run_name=run_name, tags=tags) as run:
-        # MLflow warns about dataset-source ambiguity and integer schema columns: noise here
-        warnings.simplefilter("ignore", UserWarning)
-        params = flatten(safe_config)
-        items = list(params.items())
-        for lo in range(0, len(items), 90):  # MLflow caps a log_params batch at 100
-            mlflow.log_params(dict(items[lo : lo + 90]))
-        mlflow.log_text(_to_yaml(safe_config), "config.yaml")
-        metrics = {k: v for k, v in result.eval.metrics.items()}
-        metrics.update({f"time.{k}": v for k, v in result.timings.items()})
-        metrics.update({f"cache.{k}": float(v) for k, v in result.cache.items()})
-        metrics.update(getattr(result, "usage", {}))  # paid API tokens and cost: embedding.*, rerank.*
-        metrics.update({f"golden.anchors.{k}": float(v) for k, v in result.golden.anchor_counts().items()})
-        metrics["golden.excluded_all_stale"] = float(len(result.eval.excluded))
-        failed = getattr(result, "failed", {})
-        metrics["retrieval.failed_queries"] = float(len(failed))
-        metrics.update({f"golden.drift.{k}": float(v) for k, v in getattr(result, "drift", {}).items()})
-        if ci:
-            metrics.update(ci)
-        mlflow.log_metrics(metrics)
-        _log_datasets(result)
-        if log_per_case and not result.eval.per_case.empty:
-            mlflow.log_table(per_case_for_mlflow(result.eval.per_case), artifact_file="per_case.json")
-        log_run_file(result, run_name)
-        if result.eval.excluded:
-            mlflow.log_dict({"all_stale_cases": list(result.eval.excluded)}, "golden_excluded.json")
-        if failed:  # excluded from the metrics, never scored as misses
-            mlflow.set_tag("retrieval_failed_queries", str(len(failed)))
-            mlflow.log_dict({"failed_cases": failed}, "retrieval_failures.json")
-        mlflow.log_dict(result.corpus_manifest, "corpus_manifest.json")
-        if judge_validation is not None:
-            mlflow.log_dict(judge_validation, "judge_validation.json")
-        if plots and not result.eval.per_case.empty:
-            from .plots import log_run_plots
+    intervals = ci or {}
+    metrics = R.run_metrics(result.eval.metrics, result.eval.headline or s.eval.metric_names(), s.objective,
+                            intervals, bool(s.tracking.get("log_intervals", False)))
+    metrics.update(getattr(result, "usage", {}))  # paid API tokens and cost: embedding.*, rerank.*
+    failed = getattr(result, "failed", {})
+    metrics["retrieval.failed_queries"] = float(len(failed))  # excluded from the metrics, never scored as misses
+    tables = {}
+    if log_per_case and not result.eval.per_case.empty:
+        tables["per_case.json"] = per_case_for_mlflow(result.eval.per_case)
+    if intervals:
+        tables[R.INTERVALS_ARTIFACT] = R.intervals_frame(intervals)
+    if tables:
+        tags[LOGGED_ARTIFACTS_TAG] = json.dumps([{"path": p, "type": "table"} for p in tables])
+    if failed:
+        tags["retrieval_failed_queries"] = str(len(failed))
+    client = MlflowClient()
+    run_id = create_run(client, exp_id, run_name, tags)
+    try:
+        with warnings.catch_warnings():
+            # MLflow warns about dataset-source ambiguity and integer schema columns: noise here
+            warnings.simplefilter("ignore", UserWarning)
+            log_batch(client, run_id, params=flatten(safe_config), metrics=metrics)
+            client.log_text(run_id, _to_yaml(safe_config), "config.yaml")
+            _log_datasets(client, run_id, result)
+            for path, frame in tables.items():
+                log_table_artifact(client, run_id, frame, path)
+            log_run_file(client, run_id, result, run_name)
+            client.log_dict(run_id, diag, R.DIAGNOSTICS_ARTIFACT)
+            if result.eval.excluded:
+                client.log_dict(run_id, {"all_stale_cases": list(result.eval.excluded)}, "golden_excluded.json")
+            if failed:
+                client.log_dict(run_id, {"failed_cases": failed}, "retrieval_failures.json")
+            client.log_dict(run_id, result.corpus_manifest, "corpus_manifest.json")
+            if judge_validation is not None:
+                client.log_dict(run_id, judge_validation, "judge_validation.json")
+            if plots and not result.eval.per_case.empty:
+                from .plots import log_run_plots
 
-            log_run_plots(result.eval.per_case)
-        return run.info.run_id
+                log_run_plots(result.eval.per_case, client=client, run_id=run_id)
+    except BaseException:
+        client.set_terminated(run_id, status="FAILED")
+        raise
+    client.set_terminated(run_id, status="FINISHED")
+    return run_id
+
+
+#: the run tag MLflow's UI reads to show a JSON artifact as a table (what ``log_table`` sets)
+LOGGED_ARTIFACTS_TAG = "mlflow.loggedArtifacts"
+
+
+def log_table_artifact(client, run_id: str, frame: pd.DataFrame, path: str) -> None:
+    """What ``MlflowClient.log_table`` writes (pandas' ``split`` JSON), without its per-call
+    list_artifacts/get_run/set_tag round trips (the tag is set once, with the run's tags)."""
+    client.log_text(run_id, frame.to_json(orient="split", index=False, date_format="iso"), path)
+
+
+def create_run(client, experiment_id: str, run_name: str | None, tags: dict[str, str]) -> str:
+    """A RUNNING run with ``tags`` plus the context tags ``mlflow.start_run`` would add (source
+    name and type, user, git commit), so runs created through the client look like any other."""
+    from mlflow.tracking.context.registry import resolve_tags
+
+    run = client.create_run(experiment_id, run_name=run_name, tags=resolve_tags(tags))
+    return run.info.run_id
+
+
+def log_batch(client, run_id: str, params: dict[str, str] | None = None, metrics: dict[str, float] | None = None,
+              tags: dict[str, str] | None = None) -> None:
+    """Params, metrics and tags in as few requests as MLflow's batch limits allow (100 params,
+    1000 entities per request)."""
+    import time as _time
+
+    from mlflow.entities import Metric, Param, RunTag
+
+    now = int(_time.time() * 1000)
+    p = [Param(k, str(v)[:6000]) for k, v in (params or {}).items()]
+    m = [Metric(k, float(v), now, 0) for k, v in (metrics or {}).items()]
+    t = [RunTag(k, str(v)) for k, v in (tags or {}).items()]
+    while p or m or t:
+        bp, p = p[:100], p[100:]
+        room = 1000 - len(bp)
+        bt, t = t[:min(100, room)], t[min(100, room):]
+        room -= len(bt)
+        bm, m = m[:room], m[room:]
+        client.log_batch(run_id, metrics=bm, params=bp, tags=bt)
 
 
 def golden_version_tags(golden) -> dict[str, str]:
@@ -208,16 +292,14 @@ def golden_version_tags(golden) -> dict[str, str]:
     return GoldenVersion.of(golden).tags()
 
 
-def log_run_file(result, run_name: str | None) -> None:
+def log_run_file(client, run_id: str, result, run_name: str | None) -> None:
     """The full ranked list per case (``run.trec``), so the run can be rescored against another
     golden version without retrieving again (rag_experiments.evaluation.rescore)."""
-    import mlflow
-
     from ..evaluation.runfile import ARTIFACT, run_file_text
 
     results = getattr(result, "results", None)
     if results:
-        mlflow.log_text(run_file_text(results, run_name or "rag-exp"), ARTIFACT)
+        client.log_text(run_id, run_file_text(results, run_name or "rag-exp"), ARTIFACT)
 
 
 def _retrying(fn, *args, attempts: int = 5, **kwargs):
@@ -239,8 +321,10 @@ def _retrying(fn, *args, attempts: int = 5, **kwargs):
             _time.sleep(0.2 * (attempt + 1))
 
 
-def _log_datasets(result) -> None:
+def _log_datasets(client, run_id: str, result) -> None:
+    """The golden set and the corpus as the run's input datasets, in one request."""
     import mlflow
+    from mlflow.entities import DatasetInput, InputTag
 
     golden_df = pd.DataFrame([
         {"case_id": c.case_id, "query": c.query, "kind": c.kind, "doc_type": c.doc_type,
@@ -249,13 +333,14 @@ def _log_datasets(result) -> None:
     golden_ds = mlflow.data.from_pandas(golden_df, source=str(result.golden.path),
                                         name=f"golden:{Path(result.golden.path).stem}",
                                         digest=result.golden.digest[:36])
-    _retrying(mlflow.log_input, golden_ds, context="golden")
     docs = result.corpus_manifest["documents"]
     corpus_df = pd.DataFrame({"doc_id": list(docs), "content_hash": list(docs.values())})
     corpus_ds = mlflow.data.from_pandas(corpus_df, source=str(result.settings.corpus_path),
                                         name=f"corpus:{result.strategy['corpus']}",
                                         digest=result.corpus_manifest["digest"][:36])
-    _retrying(mlflow.log_input, corpus_ds, context="corpus")
+    inputs = [DatasetInput(ds._to_mlflow_entity(), [InputTag("mlflow.data.context", context)])
+              for ds, context in ((golden_ds, "golden"), (corpus_ds, "corpus"))]
+    _retrying(client.log_inputs, run_id, inputs)
 
 
 def _to_yaml(obj: dict) -> str:

@@ -59,14 +59,18 @@ def first_relevant_histogram(per_case: pd.DataFrame, max_rank: int = 20, title: 
     return fig
 
 
-def log_run_plots(per_case: pd.DataFrame) -> list[str]:
+def log_run_plots(per_case: pd.DataFrame, client=None, run_id: str | None = None) -> list[str]:
+    """Log both plots to ``run_id`` through ``client`` (else to the active run)."""
     import mlflow
 
     plt = _plt()
     paths = []
     for fig, name in ((recall_curve_figure(per_case), "plots/recall_at_k.png"),
                       (first_relevant_histogram(per_case), "plots/first_relevant_rank.png")):
-        mlflow.log_figure(fig, name)
+        if client is not None and run_id is not None:
+            client.log_figure(run_id, fig, name)
+        else:
+            mlflow.log_figure(fig, name)
         plt.close(fig)
         paths.append(name)
     return paths

@@ -53,7 +53,6 @@ PROMOTED_DIR = Path("experiments/promoted")
 PRESET_DIR = Path("conf/experiment")
 #: keys of the resolved config that describe where/how a run is logged, not the retriever
 PRESET_DROP = ("hydra", "db", "tracking", "run_name", "progress")
-HEADLINE = ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
@@ -345,7 +344,9 @@ def header(decision: Decision, name: str, version: str | None, forced: bool, whe
              f"promoted: {when} on {decision.metric}" + (" -- FORCED past the gate" if forced else ""),
              f"golden_sha256: {run.golden}", f"corpus_digest: {run.corpus}",
              "metrics:"]
-    keys = list(dict.fromkeys([decision.metric, *HEADLINE, f"{decision.metric}.{GUARD_SEGMENT}"]))
+    from .configured import headline_metrics
+
+    keys = list(dict.fromkeys([decision.metric, *headline_metrics(run), f"{decision.metric}.{GUARD_SEGMENT}"]))
     lines += [f"  {line}" for k in keys if (line := _metric_line(run, k))]
     lines += replaced_summary(decision)
     if forced:
@@ -418,7 +419,7 @@ class Promotion:
     already_champion: bool = False
 
 
-def promote(metric: str = "recall_at_5", sweep: str | None = None, name: str = "default", force: bool = False,
+def promote(metric: str, sweep: str | None = None, name: str = "default", force: bool = False,
             alpha: float = 0.05, experiment: str | None = None, dry_run: bool = False, n_resamples: int = 10000,
             seed: int = 13, c=None) -> Promotion:
     from .runs import load_config_text

@@ -129,8 +129,15 @@ def parse_per_case(payload: dict | str) -> pd.DataFrame:
     return pd.DataFrame(data["data"], columns=data["columns"])
 
 
-def load_per_case(run_id: str, c=None) -> pd.DataFrame | None:
-    """The run's per-case table, or None when it logged none."""
+def load_per_case(run_id: str, c=None, artifact_uri: str = "") -> pd.DataFrame | None:
+    """The run's per-case table, or None when it logged none. A local store's file is read in
+    place (a sweep summary reads a hundred of them; MLflow's download copies each first)."""
+    if artifact_uri.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        local = Path(unquote(urlparse(artifact_uri).path)) / PER_CASE_ARTIFACT
+        if local.is_file():
+            return parse_per_case(local.read_text())
     c = c or client()
     names = {f.path for f in c.list_artifacts(run_id)}
     if PER_CASE_ARTIFACT not in names:
@@ -158,7 +165,7 @@ def view(run: Any, c=None, per_case: bool = True) -> RunView:
         experiment_id=info.experiment_id, start_time=int(info.start_time or 0),
         tags=dict(data.tags), metrics=dict(data.metrics), params=dict(data.params),
         artifact_uri=info.artifact_uri or "",
-        per_case=load_per_case(info.run_id, c) if per_case else None,
+        per_case=load_per_case(info.run_id, c, info.artifact_uri or "") if per_case else None,
     )
 
 

@@ -108,6 +108,17 @@ def test_api_reranker_malformed_answer_is_one_clear_error(name, monkeypatch):
     assert f"rerank: {name} API" in str(err.value) and TEST_KEYS["CO_API_KEY"] not in str(err.value)
 
 
+def test_rerank_scored_counts_the_pairs_the_model_scored(conn, mini_strategy, embedder):
+    """cache.rerank_scored: (query, chunk) pairs scored by the model, i.e. cache misses."""
+    p = RetrievalParams(variant="hybrid_rerank", rerank=RerankParams(cutoff=5))
+    query = "which setting bounds the memory a sort may use before spilling (rerank counter test)"
+    first = Retriever(conn, mini_strategy, embedder, p)
+    first.search(query)
+    again = Retriever(conn, mini_strategy, embedder, p)
+    again.search(query)
+    assert first.stats.rerank_scored == 5 and again.stats.rerank_scored == 0
+
+
 def test_missing_cross_encoder_is_a_clear_error():
     with pytest.raises(ConfigError) as err:
         CrossEncoderReranker("")
@@ -172,3 +183,12 @@ def test_cross_encoder_reranker_from_a_local_model(conn, mini_strategy, embedder
         a, b = fused.search(q, 20).hits, reranked.search(q, 20).hits
         assert {h.chunk_id for h in a[:5]} == {h.chunk_id for h in b[:5]}
         assert [h.chunk_id for h in a[5:]] == [h.chunk_id for h in b[5:]]
+
+
+@pytest.mark.parametrize("variant", ["hybrid", "hybrid_rerank"])
+def test_progress_moves_after_every_query(conn, mini_strategy, embedder, variant):
+    """The retrieval bar used to move once per 50 queries (79 s between updates with a reranker)."""
+    ticks: list[int] = []
+    r = Retriever(conn, mini_strategy, embedder, RetrievalParams(variant=variant, rerank=RerankParams(cutoff=3)))
+    r.search_many(QUERIES, 20, on_query=ticks.append)
+    assert ticks == [1] * len(QUERIES)

@@ -191,3 +191,45 @@ def repo_conf(store) -> Path:
     src = Path(__file__).resolve().parents[2] / "conf"
     shutil.copytree(src, root / "conf", dirs_exist_ok=True, ignore=shutil.ignore_patterns("promoted*.yaml"))
     return root / "conf"
+
+
+@pytest.fixture
+def small_sweep(store, make_run, tmp_path):
+    """A three-point ``fusion.rrf_k`` sweep logged through the real Hydra sweep callback: its
+    parent as the callback makes it, its children as :func:`make_run` logs runs.
+
+    Returns ``(parent_id, child_ids, experiment_id)``; the best child is ``rrf_k=30``.
+    """
+    import os
+
+    from omegaconf import OmegaConf
+
+    from rag_experiments.tracking.hydra_callback import MlflowSweepCallback
+    from rag_experiments.tracking.mlflow_run import PARENT_ENV
+
+    _, exp_id = store
+    cfg = OmegaConf.create({
+        "tracking": {"enabled": True, "uri": None, "experiment": "rag-experiments", "sweep_summary": True},
+        "objective": "recall_at_5",
+        "hydra": {
+            "overrides": {"task": ["fusion.rrf_k=10,30,60", "progress=false"]},
+            "sweeper": {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper", "params": None},
+            "launcher": {"_target_": "hydra._internal.core_plugins.basic_launcher.BasicLauncher"},
+            "sweep": {"dir": str(tmp_path / "multirun")},
+        },
+    })
+    callback = MlflowSweepCallback()
+    callback.on_multirun_start(cfg)
+    parent = os.environ[PARENT_ENV]
+    n = 40
+    scores = {10: [1.0 if i % 4 else 0.0 for i in range(n)],   # 0.75
+              30: [1.0 if i % 8 else 0.0 for i in range(n)],   # 0.875: the best
+              60: [1.0 if i % 2 else 0.0 for i in range(n)]}   # 0.5
+    children = []
+    for k, r5 in scores.items():
+        children.append(make_run(per_case_frame(r5, seed=k), name=f"fusion.rrf_k={k} progress=false",
+                                 config=base_config(**{"fusion.rrf_k": k}), parent=parent))
+        callback.on_job_end(cfg, None)
+    callback.on_multirun_end(cfg)
+    assert PARENT_ENV not in os.environ
+    return parent, children, exp_id

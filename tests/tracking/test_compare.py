@@ -60,9 +60,9 @@ def test_cli_prints_side_by_side_table(three_runs, capsys):
     parent, ids = three_runs
     assert cli("compare", "--sweep", parent, "--segments", "exact,paraphrase") == 0
     out = capsys.readouterr().out
-    assert "baseline: fusion.rrf_k=10" in out
+    assert "baseline: rrf_k=10" in out
     for text in ("recall@5", "recall@20", "mrr@10", "ndcg@10", "exact", "paraphrase", "W/T/L recall@5",
-                 "fusion.rrf_k=30", "fusion.rrf_k=60", "Δ+0.000 p=1.000", "Holm"):
+                 "rrf_k=30", "rrf_k=60", "Δ+0.000", "p=1.000", "Holm"):
         assert text in out, text
     assert "p<0.001*" in out or "p=0.00" in out
     assert "WARNING" not in out
@@ -73,7 +73,7 @@ def test_cli_baseline_and_metrics_options(three_runs, capsys):
     assert cli("compare", ids[0], ids[1], ids[2], "--baseline", ids[2], "--metrics", "mrr_at_10",
                "--primary", "mrr_at_10", "--segments", "exact") == 0
     out = capsys.readouterr().out
-    assert "baseline: fusion.rrf_k=60" in out and "W/T/L mrr@10" in out and "recall@20" not in out
+    assert "baseline: rrf_k=60" in out and "W/T/L mrr@10" in out and "recall@20" not in out
 
 
 def test_warns_loudly_on_golden_and_corpus_mismatch(make_run, capsys):
@@ -95,7 +95,7 @@ def test_markdown_output(three_runs, capsys):
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0].startswith("| run | n | recall@5 |") and lines[1].startswith("|---|---:|")
-    assert "**fusion.rrf_k=10** (baseline)" in out and "<br>Δ+0.000 p=1.000" in out
+    assert "**rrf_k=10** (baseline)" in out and " · Δ+0.000 p=1.000" in out and "<br>" not in out
     assert len([line for line in lines if line.startswith("| ")]) == 4  # header + 3 runs
 
 
@@ -165,3 +165,22 @@ def test_a_large_sweep_draws_the_baseline_and_the_best_runs_only(make_run, make_
     left_out = set(values) - drawn
     assert max(values[x] for x in left_out) <= min(values[x] for x in drawn)
     assert note == f": baseline + best {MAX_PLOTTED - 1} of {len(p_hits)} runs by recall@5"
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_compare_fits_narrow_terminals_without_cutting(three_runs, width):
+    """Labels by the params that differ; at 80 and 120 columns nothing is cut to '…' and every
+    column (W/T/L too) is printed, in a second table when one does not fit."""
+    from rich.console import Console
+
+    from rag_experiments.tracking.compare import print_comparison
+    from rag_experiments.tracking.runs import sweep_children
+
+    parent, _ = three_runs
+    console = Console(width=width, record=True, force_terminal=False)
+    print_comparison(build_comparison(sweep_children(parent), labels=None), console=console)
+    out = console.export_text()
+    assert max(len(line) for line in out.splitlines()) <= width
+    assert "…" not in out
+    for text in ("recall@5", "paraphrase", "W/T/L", "0/"):
+        assert text in out, text

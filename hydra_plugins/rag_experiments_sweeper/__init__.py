@@ -1,0 +1,1 @@
+"""Hydra plugins of rag-experiments (Hydra loads sweepers only from the hydra_plugins namespace)."""

@@ -1,0 +1,95 @@
+"""The metrics a set of runs was configured to report, read from the runs themselves.
+
+No command hard-codes ``recall_at_5``: the objective is the run's ``objective`` param (or tag),
+the headline cutoffs are its ``eval.ks`` / ``eval.mrr_k`` / ``eval.ndcg_k`` params. A preset
+such as ``experiment=beir`` (ks 10 and 100, objective ndcg_at_10) is then summarised, compared,
+promoted and gated on what it logged. Runs logged without those params (older runs) fall back
+to the metric names they logged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Sequence
+
+from ..errors import UserError
+from .runs import RunView
+
+_HEADLINE = re.compile(r"^(recall|mrr|ndcg)_at_\d+$")
+
+
+def _int_list(text: str | None) -> list[int]:
+    if not text:
+        return []
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    return [int(v) for v in (value if isinstance(value, list) else [value])]
+
+
+def headline_metrics(run: RunView) -> list[str]:
+    """recall@k for the run's ks, then mrr and ndcg at their cutoffs (the table's columns)."""
+    p = run.params
+    ks = _int_list(p.get("eval.ks"))
+    if ks and p.get("eval.mrr_k") and p.get("eval.ndcg_k"):
+        names = [f"recall_at_{k}" for k in ks] + [f"mrr_at_{p['eval.mrr_k']}", f"ndcg_at_{p['eval.ndcg_k']}"]
+        return [n for n in names if n in run.metrics] or names
+    return headline_names(run.metrics)
+
+
+def headline_names(names) -> list[str]:
+    """The recall/mrr/ndcg@k names among ``names``, in table order (recall, mrr, ndcg; by k)."""
+    order = {"recall": 0, "mrr": 1, "ndcg": 2}
+    logged = [m for m in names if _HEADLINE.match(m)]
+    return sorted(logged, key=lambda m: (order[m.split("_")[0]], int(m.rsplit("_", 1)[1])))
+
+
+def objective(run: RunView) -> str | None:
+    """The run's configured objective (``recall_at_5``, ``ndcg_at_10``, ``recall_at_5.exact``)."""
+    return run.params.get("objective") or run.tags.get("objective") or None
+
+
+def comparison_defaults(runs: Sequence[RunView]) -> tuple[list[str], str]:
+    """(metric columns, primary metric) for comparing ``runs``: the baseline's configuration,
+    keeping the columns every run logged."""
+    if not runs:
+        raise UserError("no runs to compare")
+    base = runs[0]
+    metrics = [m for m in headline_metrics(base) if all(m in r.metrics or _in_table(r, m) for r in runs)]
+    primary = (objective(base) or "").split(".")[0] or (metrics[0] if metrics else None)
+    if not primary:
+        raise UserError(f"run {base.id} states no objective and logged no recall/mrr/ndcg metric",
+                        hint="give --primary and --metrics")
+    if primary not in metrics:
+        metrics.insert(0, primary)
+    return metrics, primary
+
+
+def _in_table(run: RunView, metric: str) -> bool:
+    return run.per_case is not None and metric in run.per_case
+
+
+def configured_objective(runs: Sequence[RunView], what: str = "--metric") -> str:
+    """The one objective these runs were configured with; a clear error when they disagree."""
+    found = [o for o in (objective(r) for r in runs) if o]
+    if not found:
+        raise UserError(f"no run states its objective (param 'objective'); give {what}")
+    distinct = list(dict.fromkeys(found))
+    if len(distinct) > 1:
+        raise UserError(f"the runs were configured with different objectives ({', '.join(distinct)}); "
+                        f"give {what}")
+    return distinct[0]
+
+
+def store_objective(sweep: str | None = None, experiment: str | None = None, c=None) -> str:
+    """The objective to promote on when none is given: the sweep's children's, else the newest
+    finished run's (of ``experiment``, else of the store)."""
+    from .runs import search, sweep_children
+
+    if sweep:
+        return configured_objective(sweep_children(sweep, per_case=False, c=c))
+    newest = [r for r in search("attributes.status = 'FINISHED'", per_case=False, order="DESC", max_results=20,
+                                c=c, experiment=experiment) if not r.is_sweep_parent and objective(r)]
+    return configured_objective(newest[:1])

@@ -1,0 +1,119 @@
+"""What a sweep's parent run carries, so the first row a user looks at holds the result.
+
+Pure functions over plain values (override strings, child RunViews); the Hydra callback
+(:mod:`.hydra_callback`) calls them and writes to MLflow:
+
+* name: what was swept (``fusion.rrf_k=30,60,90``; ``experiment=rrf_sweep: ...`` for presets);
+* params: the swept keys with their value lists, plus every param all children share;
+* metrics: the best child's objective and the objective's segments;
+* tags: the best child's id and overrides; the run description (``mlflow.note.content``, shown
+  on the run's Overview) is a Markdown summary and comparison table that MLflow renders.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+from .runs import RunView
+
+#: MLflow's limit on a tag value (the run description is a tag)
+NOTE_LIMIT = 8000
+#: params that say where/how a run was logged, not what it measured
+_LOGISTIC_PARAMS = ("run_name", "progress", "tracking.", "db.")
+
+
+def sweep_spec(task_overrides: Sequence[str], sweeper_params: Mapping[str, Any] | None) -> dict[str, str]:
+    """Swept key -> its value list as written: command-line sweeps (``fusion.rrf_k=30,60,90``,
+    ``range(5,105,5)``) first, then the sweeper's ``params`` (presets, Optuna search spaces)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    spec: dict[str, str] = {}
+    for o in OverridesParser.create().parse_overrides(list(task_overrides)):
+        if o.is_sweep_override() and o.input_line:
+            spec[o.key_or_group] = o.input_line.split("=", 1)[1]
+    for key, value in (sweeper_params or {}).items():
+        spec.setdefault(str(key), str(value))
+    return spec
+
+
+def experiment_preset(task_overrides: Sequence[str]) -> str | None:
+    for o in task_overrides:
+        if o.startswith("experiment="):
+            return o.split("=", 1)[1]
+    return None
+
+
+def parent_name(spec: Mapping[str, str], preset: str | None) -> str:
+    swept = " ".join(f"{k}={v}" for k, v in spec.items())
+    if preset:
+        swept = f"experiment={preset}" + (f": {swept}" if swept else "")
+    return (swept or "sweep")[:250]
+
+
+def shared_params(children: Sequence[RunView], exclude: Sequence[str] = ()) -> dict[str, str]:
+    """Params every child logged with the same value (the sweep's fixed configuration)."""
+    if not children:
+        return {}
+    first = children[0].params
+    out = {}
+    for key, value in first.items():
+        if key in exclude or any(key == p or key.startswith(p) for p in _LOGISTIC_PARAMS):
+            continue
+        if all(c.params.get(key) == value for c in children[1:]):
+            out[key] = value
+    return out
+
+
+def best_child(children: Sequence[RunView], objective: str, maximize: bool = True) -> RunView | None:
+    scored = [c for c in children if c.status == "FINISHED" and _finite(c.metrics.get(objective))]
+    if not scored:
+        return None
+    return (max if maximize else min)(scored, key=lambda c: c.metrics[objective])
+
+
+def _finite(v: float | None) -> bool:
+    return v is not None and not math.isnan(v)
+
+
+def best_metrics(best: RunView, objective: str) -> dict[str, float]:
+    """The best child's objective and the objective's segments (``recall_at_5.exact``, ...)."""
+    base = objective.split(".")[0]
+    return {k: v for k, v in best.metrics.items() if (k == base or k.startswith(base + ".")) and _finite(v)}
+
+
+def child_overrides(child: RunView, spec: Mapping[str, str]) -> str:
+    """The swept values of one child, ``fusion.rrf_k=5 fusion.keyword_weight=1.0`` (from its run
+    name, which Hydra's overrides make; else from its params)."""
+    tokens = [t for t in child.name.split() if t.split("=", 1)[0].lstrip("+~") in spec]
+    if tokens:
+        return " ".join(tokens)
+    return " ".join(f"{k}={child.params[k]}" for k in spec if k in child.params)
+
+
+def note(name: str, objective: str, best: RunView | None, overrides: str, n_children: int, n_failed: int,
+         table: str | None, extra: Sequence[str] = ()) -> str:
+    """The parent's run description: the verdict in two lines, then the comparison table."""
+    lines = [f"### Sweep {name}", ""]
+    if best is None:
+        lines.append(f"No child run logged `{objective}`.")
+    else:
+        lines.append(f"**Best `{objective}` = {best.metrics[objective]:.4f}**: `{overrides or best.name}` "
+                     f"(run `{best.id}`).")
+    lines.append("")
+    lines.append(f"{n_children} runs" + (f", **{n_failed} failed**" if n_failed else "") + ".")
+    lines += [f"{e}" for e in extra]
+    head = "\n".join(lines) + "\n\n"
+    if not table:
+        return head[:NOTE_LIMIT]
+    footer = "\nFull table with every run: artifact `comparison/table.md`.\n"
+    if len(head) + len(table) <= NOTE_LIMIT:
+        return head + table
+    # too long for one tag: keep the header, the legend line and as many rows as fit
+    rows = table.splitlines()
+    out = head
+    for line in rows:
+        if len(out) + len(line) + 1 + len(footer) > NOTE_LIMIT:
+            break
+        out += line + "\n"
+    return out + footer

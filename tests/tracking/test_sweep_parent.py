@@ -1,0 +1,88 @@
+"""The sweep parent run carries the result: name, params, best metrics, tags, description."""
+
+from __future__ import annotations
+
+import json
+
+from mlflow.tracking import MlflowClient
+
+from rag_experiments.tracking.sweep_parent import note, parent_name, sweep_spec
+
+
+def test_sweep_spec_reads_command_line_sweeps_and_sweeper_params():
+    spec = sweep_spec(["fusion.rrf_k=range(5,105,5)", "fusion.keyword_weight=0.5,1.0", "progress=false",
+                       "experiment=rrf_sweep"], {"fusion.rrf_k": "10,30", "fusion.depth": "50,100"})
+    assert spec == {"fusion.rrf_k": "range(5,105,5)", "fusion.keyword_weight": "0.5,1.0", "fusion.depth": "50,100"}
+    assert parent_name({"fusion.rrf_k": "30,60,90"}, None) == "fusion.rrf_k=30,60,90"
+    assert parent_name({"fusion.rrf_k": "10,30"}, "rrf_sweep") == "experiment=rrf_sweep: fusion.rrf_k=10,30"
+    assert parent_name({}, None) == "sweep"
+
+
+def test_the_parent_carries_the_best_child_and_the_comparison(small_sweep):
+    parent_id, children, _ = small_sweep
+    run = MlflowClient().get_run(parent_id)
+    assert run.info.run_name == "fusion.rrf_k=10,30,60" and run.info.status == "FINISHED"
+    params = run.data.params
+    assert params["fusion.rrf_k"] == "10,30,60"  # the swept key with its value list
+    assert params["fusion.keyword_weight"] == "1.0" and params["objective"] == "recall_at_5"  # shared config
+    m = run.data.metrics
+    assert m["recall_at_5"] == 0.875 and "recall_at_5.exact" in m and "recall_at_5.doc_type.config" in m
+    tags = run.data.tags
+    assert tags["best_run_id"] == children[1] and tags["best_run_overrides"] == "fusion.rrf_k=30"
+    assert tags["mlflow.source.name"] and tags["git_commit"] and tags["children"] == "3"
+    assert json.loads(tags["sweep_params"]) == {"fusion.rrf_k": "10,30,60"}
+    description = tags["mlflow.note.content"]
+    assert "**Best `recall_at_5` = 0.8750**: `fusion.rrf_k=30`" in description
+    assert "| run | n | recall@5 |" in description and "|---|---:|" in description
+    assert "<br>" not in description and "<sub>" not in description
+    # the best rows come first after the baseline, so a description cut to MLflow's limit keeps them
+    rows = [line for line in description.splitlines() if line.startswith("| ") and "rrf_k" in line]
+    assert [r.split("|")[1].strip() for r in rows] == ["**rrf_k=10** (baseline)", "rrf_k=30", "rrf_k=60"]
+    artifacts = {a.path for a in MlflowClient().list_artifacts(parent_id, "comparison")}
+    assert "comparison/table.md" in artifacts
+
+
+def test_a_long_comparison_is_cut_to_mlflows_tag_limit():
+    table = "| run | x |\n|---|---:|\n" + "".join(f"| run {i} | 0.5 |\n" for i in range(2000))
+    text = note("big", "recall_at_5", None, "", 2000, 0, table)
+    assert len(text) <= 8000 and "| run 0 |" in text and "comparison/table.md" in text
+
+
+def test_an_optuna_sweep_records_the_studys_best_value_and_params(store, make_run, tmp_path):
+    """The Optuna sweeper's search space comes from hydra.sweeper.params and its best trial from
+    optimization_results.yaml (written before on_multirun_end), as hydra-optuna-sweeper does."""
+    import os
+
+    from omegaconf import OmegaConf
+
+    from rag_experiments.tracking.hydra_callback import MlflowSweepCallback
+    from rag_experiments.tracking.mlflow_run import PARENT_ENV
+
+    from .conftest import base_config, per_case_frame
+
+    sweep_dir = tmp_path / "multirun"
+    cfg = OmegaConf.create({
+        "tracking": {"enabled": True, "uri": None, "experiment": "rag-experiments", "sweep_summary": False},
+        "objective": "recall_at_5",
+        "hydra": {"overrides": {"task": ["experiment=optuna_fusion"]},
+                  "sweeper": {"_target_": "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper",
+                              "direction": "maximize", "params": {"fusion.rrf_k": "range(5, 120)"}},
+                  "launcher": {"_target_": "hydra._internal.core_plugins.basic_launcher.BasicLauncher"},
+                  "sweep": {"dir": str(sweep_dir)}}})
+    callback = MlflowSweepCallback()
+    callback.on_multirun_start(cfg)
+    for k, share in ((17, 2), (88, 4)):
+        make_run(per_case_frame([1.0 if i % share else 0.0 for i in range(20)]), name=f"fusion.rrf_k={k}",
+                 config=base_config(**{"fusion.rrf_k": k}), parent=os.environ[PARENT_ENV])
+        callback.on_job_end(cfg, None)
+    (sweep_dir / "optimization_results.yaml").write_text(
+        "name: optuna\nbest_params:\n  fusion.rrf_k: 88\nbest_value: 0.75\n")
+    parent_id = callback.parent_id
+    callback.on_multirun_end(cfg)
+    run = MlflowClient().get_run(parent_id)
+    assert run.info.run_name == "experiment=optuna_fusion: fusion.rrf_k=range(5, 120)"
+    assert run.data.params["fusion.rrf_k"] == "range(5, 120)"
+    assert run.data.metrics["optuna.best_value"] == 0.75 and run.data.metrics["recall_at_5"] == 0.75
+    assert json.loads(run.data.tags["optuna.best_params"]) == {"fusion.rrf_k": 88}
+    assert run.data.tags["best_run_overrides"] == "fusion.rrf_k=88"
+    assert "Optuna best: `fusion.rrf_k=88` → 0.7500" in run.data.tags["mlflow.note.content"]

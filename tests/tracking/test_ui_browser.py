@@ -1,0 +1,134 @@
+"""The MLflow UI as a user sees it: a real ``mlflow server`` on 127.0.0.1 serving a store with a
+small sweep, driven by Playwright in Debian's Chromium (``apt-get install chromium``; nothing
+downloads a browser build: never ``playwright install``).
+
+Screenshots are kept in ``test-artifacts/browser/`` (git-ignored) for a person to look at.
+Outside CI a missing Chromium or Playwright skips the test; in CI (``CI=true``) it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from rag_experiments.tracking.mlflow_run import runs_view_url
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
+SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
+TIMEOUT_MS = 60_000
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"browser test cannot run in CI: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def sync_playwright():
+    if not CHROMIUM.exists():
+        _unavailable(f"{CHROMIUM} is missing (apt-get install -y chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("playwright is not installed (the [test] extra)")
+    return sync_playwright
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def mlflow_server(store, small_sweep):
+    """``mlflow server`` on a free 127.0.0.1 port over the test's sqlite store; its base URL."""
+    root, _ = store
+    port = _free_port()
+    log = open(root / "mlflow-server.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{root / 'mlruns' / 'mlflow.db'}",
+         "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+        cwd=root, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/health", timeout=2).read()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log.flush()
+                    pytest.fail("mlflow server did not start:\n" + (root / "mlflow-server.log").read_text()[-3000:])
+                time.sleep(0.25)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def test_sweep_parent_and_per_case_table_in_the_mlflow_ui(sync_playwright, mlflow_server, small_sweep):
+    parent_id, children, exp_id = small_sweep
+    best = children[1]
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            page.set_default_timeout(TIMEOUT_MS)
+
+            # 1. the runs view (the URL the README gives): the parent row with its best metric
+            page.goto(runs_view_url(mlflow_server, exp_id))
+            page.get_by_role("link", name="fusion.rrf_k=10,30,60").wait_for()
+            close_assistant = page.get_by_role("button", name="Close")  # MLflow 3's side panel takes a third
+            if close_assistant.count():
+                close_assistant.first.click()
+            # what the README tells a user: Columns -> tick the objective (children stay folded)
+            page.get_by_role("button", name="Columns").click()
+            page.get_by_placeholder("Search columns").fill("recall_at_5")
+            page.get_by_text("recall_at_5", exact=True).first.click()
+            page.keyboard.press("Escape")
+            page.get_by_role("columnheader", name="recall_at_5").first.wait_for()
+            page.get_by_role("gridcell", name="0.875", exact=True).wait_for()  # the parent's best child
+            assert page.get_by_role("link", name="fusion.rrf_k=30 progress=false").count() == 0  # folded
+            page.screenshot(path=str(SHOTS / "1-runs-view.png"))
+
+            # 2. the parent's Overview: the description renders the comparison as a table
+            page.goto(f"{mlflow_server}/#/experiments/{exp_id}/runs/{parent_id}")
+            page.get_by_text("Best", exact=False).first.wait_for()
+            show_more = page.get_by_text("Show more")
+            if show_more.count():
+                show_more.first.click()
+            table = page.locator("table").filter(has_text="W/T/L")
+            table.first.wait_for()
+            header = table.first.locator("th").all_inner_texts()
+            assert header[:3] == ["run", "n", "recall@5"], header
+            body = page.inner_text("body")
+            assert "<br>" not in body and "<sub>" not in body
+            assert "rrf_k=30" in table.first.inner_text()
+            page.screenshot(path=str(SHOTS / "2-parent-overview.png"), full_page=True)
+
+            # 3. a child's per-case table (per_case.json, logged with log_table) renders as a table
+            page.goto(f"{mlflow_server}/#/experiments/{exp_id}/runs/{best}/artifacts/per_case.json")
+            page.get_by_text("first_relevant_rank").first.wait_for()
+            page.get_by_text("c-0000").first.wait_for()
+            page.screenshot(path=str(SHOTS / "3-child-per-case.png"))
+        finally:
+            browser.close()
