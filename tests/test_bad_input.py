@@ -195,10 +195,10 @@ def test_database_connection_lost_mid_run_is_one_line(project, mini_golden, pg_u
 
     original = R.Retriever.search_many
 
-    def killed_first(self, queries, limit=20):
+    def killed_first(self, queries, limit=20, **kwargs):
         with psycopg.connect(pg_url, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (self.conn.info.backend_pid,))
-        return original(self, queries, limit)
+        return original(self, queries, limit, **kwargs)
 
     monkeypatch.setattr(R.Retriever, "search_many", killed_first)
     R.forget_memos()

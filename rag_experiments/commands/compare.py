@@ -90,13 +90,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         cmp.warnings.append(alignment.reason)
     print_comparison(cmp, markdown=args.markdown)
     if alignment.gap is not None:
+        columns = list(dict.fromkeys([primary, *(args.metrics or metrics)]))
         originals = {r.id: r for r in runs_before}
         newest = [originals[r.id] for r in newest_runs(runs_before, alignment.gap)]
         if args.markdown:
-            print(gap_markdown(alignment.gap, newest[0] if newest else None, [args.primary, *args.metrics],
-                               who="run"))
+            print(gap_markdown(alignment.gap, newest[0] if newest else None, columns, who="run"))
         else:
-            print_gap(alignment.gap, newest, [args.primary, *args.metrics])
+            print_gap(alignment.gap, newest, columns)
     if args.plots_dir:
         for path in save_plots(cmp, args.plots_dir):
             _say(args, f"saved {path}")

@@ -69,8 +69,8 @@ class MlflowSweepCallback(Callback):
         self.parent_id = create_run(client, exp_id, redact_text(self.name)[:240], {
             "sweep": "parent", "sweep_overrides": redact_text(" ".join(overrides))[:5000],
             "sweep_params": redact_text(json.dumps(self.spec))[:5000], "objective": self.objective,
-            "sweeper": str(config.hydra.sweeper.get("_target_", "")).rsplit(".", 1)[-1],
-            "launcher": str(config.hydra.launcher.get("_target_", "")).rsplit(".", 1)[-1],
+            "sweeper": str((config.hydra.get("sweeper") or {}).get("_target_", "")).rsplit(".", 1)[-1],
+            "launcher": str((config.hydra.get("launcher") or {}).get("_target_", "")).rsplit(".", 1)[-1],
             **git_state(), **owner_tags()})
         # the swept keys now (a running sweep already says what it sweeps); the shared config at the end
         log_batch(client, self.parent_id, params={k: redact_text(str(v)) for k, v in self.spec.items()})
@@ -135,8 +135,10 @@ class MlflowSweepCallback(Callback):
             table = markdown_table(cmp)
         tags["mlflow.note.content"] = S.note(self.name, objective, best, tags.get("best_run_overrides", ""),
                                              len(children), n_failed, table, extra)
-        log_batch(client, parent_id, params=S.shared_params(finished, exclude=list(self.spec)),
-                  metrics=metrics, tags=tags)
+        # the name, overrides and labels quote what was swept: a swept db.url carries its password
+        tags = {k: redact_text(str(v)) for k, v in tags.items()}
+        params = {k: redact_text(str(v)) for k, v in S.shared_params(finished, exclude=list(self.spec)).items()}
+        log_batch(client, parent_id, params=params, metrics=metrics, tags=tags)
         if cmp is not None:
             self._log_summary(cmp, parent_id, client)
 

@@ -72,5 +72,5 @@ def log_golden_run(golden_path: Path, config=good, *, name: str = "run", miss: s
             mlflow.log_metrics(aggregate(ev.per_case))
             mlflow.log_table(ev.per_case, artifact_file="per_case.json")
             if run_file:
-                log_run_file(SimpleNamespace(results=results), name)
+                log_run_file(mlflow.tracking.MlflowClient(), run.info.run_id, SimpleNamespace(results=results), name)
     return run.info.run_id
