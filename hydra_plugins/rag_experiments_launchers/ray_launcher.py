@@ -127,9 +127,17 @@ class RayLauncher(Launcher):
                 results[offset] = ray.get(ref)
             except Exception as exc:  # noqa: BLE001 - a lost worker or node: the point failed
                 from rag_experiments.redaction import redact_text
-                from rag_experiments.scale.lost_points import record_lost_point
+                from rag_experiments.scale.lost_points import finished_run, record_lost_point
 
-                run_id = record_lost_point(sweep_config, overrides, exc, env.get("RAG_EXP_PARENT_RUN_ID"))
+                parent_id = env.get("RAG_EXP_PARENT_RUN_ID")
+                if done_id := finished_run(sweep_config, parent_id):
+                    log.warning(f"sweep point #{sweep_config.hydra.job.num}: its worker died after its run "
+                                f"{done_id} FINISHED; the point counts as done")
+                    results[offset] = JobReturn(overrides=overrides, cfg=sweep_config, hydra_cfg=sweep_config,
+                                                working_dir=str(sweep_dir), task_name=sweep_config.hydra.job.name,
+                                                status=JobStatus.COMPLETED, _return_value=None)
+                    continue
+                run_id = record_lost_point(sweep_config, overrides, exc, parent_id)
                 lost.append(f"sweep point #{sweep_config.hydra.job.num} ({redact_text(' '.join(overrides))}) was "
                             f"lost with its Ray worker or node ({type(exc).__name__}); its run {run_id} is FAILED")
                 results[offset] = JobReturn(overrides=overrides, cfg=sweep_config, hydra_cfg=sweep_config,

@@ -15,7 +15,7 @@ from pgvector.psycopg import register_vector
 from ..errors import DatabaseError
 from ..redaction import redact_dsn, redact_text
 from .embedded import EmbeddedPostgres
-from .migrations import migrate
+from .migrations import SCHEMA_LOCK_KEY, migrate
 
 
 def state_dir() -> Path:
@@ -74,7 +74,7 @@ def ensure_vector_extension(conn: psycopg.Connection, url: str) -> None:
         with conn.transaction():
             # serialise with other processes doing the same on a fresh database (parallel jobs):
             # IF NOT EXISTS alone still races on the catalog's unique index
-            conn.execute("SELECT pg_advisory_xact_lock(727001)")
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK_KEY,))
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     except psycopg.Error as exc:
         raise DatabaseError(

@@ -11,7 +11,7 @@ from importlib import resources
 
 import psycopg
 
-_LOCK_KEY = 727_001  # pg_advisory_xact_lock key for migrations
+SCHEMA_LOCK_KEY = 727_001  # pg_advisory_xact_lock key: migrations and CREATE EXTENSION, one at a time
 
 
 def available() -> list[tuple[int, str, str]]:
@@ -28,7 +28,7 @@ def migrate(conn: psycopg.Connection) -> list[str]:
     """Apply pending migrations; return the names applied (empty when up to date)."""
     applied_now: list[str] = []
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK_KEY,))
         conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
             " version integer PRIMARY KEY, name text NOT NULL,"

@@ -8,12 +8,14 @@ which node cannot reach what.
 
 from __future__ import annotations
 
+import logging
 import os
 
 from ..errors import UserError
 from ..tracking.server import unreachable_reason
 
 CONNECT_TIMEOUT_S = 5
+log = logging.getLogger(__name__)
 
 
 def connect(init: dict) -> None:
@@ -82,11 +84,22 @@ def preflight(env: dict[str, str]) -> list[dict]:
     probe = ray.remote(num_cpus=0, max_retries=0)(_probe)
     refs = [probe.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(env)
             for n in nodes]
-    try:
-        reports = ray.get(refs, timeout=120)
-    except ray.exceptions.GetTimeoutError:
-        raise UserError("the Ray cluster's nodes did not answer a 2-minute pre-flight probe",
-                        hint="check `ray status`") from None
+    reports = []
+    for node, ref in zip(nodes, refs):
+        try:
+            reports.append(ray.get(ref, timeout=120))
+        except ray.exceptions.GetTimeoutError:
+            raise UserError(f"Ray node {node.get('NodeManagerAddress', node['NodeID'])} did not answer a 2-minute "
+                            "pre-flight probe", hint="check `ray status`") from None
+        except (ray.exceptions.TaskUnschedulableError, ray.exceptions.NodeDiedError,
+                ray.exceptions.WorkerCrashedError) as exc:
+            # Ray lists a node as alive until its health checks time out (~30 s); a node that
+            # died in that window cannot run points either, so it is skipped, not fatal.
+            log.warning("Ray node %s is listed alive but is gone (%s); the sweep runs on the others",
+                        node.get("NodeManagerAddress", node["NodeID"]), type(exc).__name__)
+    if not reports:
+        raise UserError("no Ray node answered the pre-flight probe: every node listed is gone",
+                        hint="check `ray status`; start a node with `ray start --address ...`")
     for r in reports:
         if r["db"]:
             raise UserError(f"node {r['node']} cannot reach the database "

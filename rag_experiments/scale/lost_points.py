@@ -7,6 +7,21 @@ from typing import Any
 from omegaconf import DictConfig
 
 
+def finished_run(cfg: DictConfig, parent_id: str | None) -> str | None:
+    """The point's FINISHED child run, when its worker died after logging it but before Ray
+    returned its result: the point's work is done and recorded, so it is not lost."""
+    from mlflow.tracking import MlflowClient
+
+    from ..tracking.mlflow_run import setup
+
+    if not parent_id:
+        return None  # without the parent, a FINISHED run could be another sweep's point
+    exp_id = setup(cfg.tracking.uri, cfg.tracking.experiment)
+    runs = MlflowClient().search_runs([exp_id], f"tags.`sweep.job_num` = '{cfg.hydra.job.num}' and "
+                                      f"tags.mlflow.parentRunId = '{parent_id}' and attributes.status = 'FINISHED'")
+    return runs[0].info.run_id if runs else None
+
+
 def record_lost_point(cfg: DictConfig, overrides: list[str], error: BaseException, parent_id: str | None) -> str:
     """Mark the point's child run FAILED, or create it FAILED if it died before logging."""
     from mlflow.tracking import MlflowClient

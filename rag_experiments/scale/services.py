@@ -190,8 +190,17 @@ class RayCluster:
         return pids
 
     def kill_node(self, node_ip: str) -> int:
-        """kill -9 every process of one node, as a machine that drops off the network would."""
+        """kill -9 every process of one node, as a machine that drops off the network would.
+
+        The raylet's workers rename themselves (``ray::_run_job_with_env``), so they are found as
+        the raylet's children, not by their command line; killing only the raylet leaves a
+        running point alive to finish and report as if nothing happened."""
         pids = self.raylet_pids(node_ip)
+        for pid in list(pids):
+            try:
+                pids += [c.pid for c in psutil.Process(pid).children(recursive=True) if c.pid not in pids]
+            except psutil.NoSuchProcess:
+                pass
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)

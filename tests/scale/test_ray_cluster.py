@@ -20,7 +20,10 @@ pytest.importorskip("hydra_plugins.hydra_ray_launcher", reason="the [ray] extra 
 if os.environ.get("CI") and not Path(sys.executable).with_name("ray").exists():  # pragma: no cover
     pytest.fail("CI must install the [ray] extra", pytrace=False)
 
+import psycopg  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
+
+from rag_experiments.db.migrations import SCHEMA_LOCK_KEY  # noqa: E402
 
 from rag_experiments.scale.services import MlflowServer, RayCluster, TcpPostgres, free_port  # noqa: E402
 
@@ -81,10 +84,14 @@ def _overrides(project: Path, *extra: str) -> list[str]:
 
 
 def _sweep(services, project, *args: str, env_extra: dict | None = None, popen: bool = False):
-    cmd = [sys.executable, str(ROOT / "run.py"), "-m", "hydra/launcher=ray", *args, *_overrides(project)]
+    given = {a.partition("=")[0] for a in args}
+    defaults = [o for o in _overrides(project) if o.partition("=")[0] not in given]
+    cmd = [sys.executable, str(ROOT / "run.py"), "-m", "hydra/launcher=ray", *args, *defaults]
     env = _env(services, project, **(env_extra or {}))
     if popen:
-        return subprocess.Popen(cmd, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # files, not pipes: nobody reads a pipe while the test polls, and a full pipe blocks the sweep
+        return subprocess.Popen(cmd, cwd=project, env=env, stdout=(project / "sweep.out").open("w"),
+                                stderr=(project / "sweep.err").open("w"), text=True)
     return subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -179,23 +186,29 @@ def test_unreachable_services_end_in_one_line(services, project):
 def test_killing_the_worker_node_fails_only_its_points(services, project):
     cluster = services["ray"]
     worker_ip = cluster.node_ips[1]
+    # Deterministic: the test holds the schema lock every point takes when it connects (its
+    # migrations check), so the first two points (one per node: 1 CPU each) wait on it. Killing
+    # the worker node then loses exactly the point it holds, mid-work; releasing the lock lets
+    # the head node finish the rest. (Killing at a moment chosen by polling lost nothing when the
+    # point happened to be between steps.)
     args = ("fusion.rrf_k=11,21,31,41,51,61", "chunking=fixed", "chunking.overlap=8")
     client, exp_id = _runs(services)
     before = {r.info.run_id for r in client.search_runs([exp_id], "tags.sweep = 'parent'")}
-    proc = _sweep(services, project, *args, popen=True)
-    sweep_dir = None
-    deadline = time.monotonic() + 240
-    # kill the worker node as soon as the sweep's jobs have started (job folders appear)
-    while time.monotonic() < deadline and proc.poll() is None:
-        dirs = sorted((project / "multirun").glob("*/*/mlflow_parent_run_id"))
-        if dirs and any(p.is_dir() for p in dirs[-1].parent.iterdir()):
-            sweep_dir = dirs[-1].parent
-            break
-        time.sleep(0.2)
-    assert sweep_dir is not None, f"the sweep never started: {proc.poll()} {proc.stderr.read()[-3000:] if proc.poll() is not None else ''}"
-    time.sleep(1.0)
-    assert cluster.kill_node(worker_ip) > 0
-    out, err = proc.communicate(timeout=600)
+    with psycopg.connect(services["pg"].url(), autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK_KEY,))
+        proc = _sweep(services, project, *args, popen=True)
+        deadline = time.monotonic() + 240
+        waiting = 0
+        while time.monotonic() < deadline and proc.poll() is None and waiting < 2:
+            time.sleep(0.2)
+            waiting = holder.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+                                     "AND classid = 0 AND objid = %s", (SCHEMA_LOCK_KEY,)).fetchone()[0]
+        assert waiting == 2, f"the two nodes' points never reached the database: {proc.poll()} " \
+                             f"{(project / 'sweep.err').read_text()[-3000:]}"
+        assert cluster.kill_node(worker_ip) > 0
+        holder.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK_KEY,))
+    proc.wait(timeout=600)
+    err = (project / "sweep.err").read_text()
     assert proc.returncode != 0, "a sweep that lost points must not exit 0"
     parents = [r for r in client.search_runs([exp_id], "tags.sweep = 'parent'") if r.info.run_id not in before]
     assert len(parents) == 1 and parents[0].info.status == "FAILED"
