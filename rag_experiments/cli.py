@@ -35,13 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"rag_experiments.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"rag_experiments.commands.{name}":
-                continue  # command group not built yet
-            raise
-        module.register(sub)
+        # a command module that fails to import is a bug: it raises here, never a missing command
+        importlib.import_module(f"rag_experiments.commands.{name}").register(sub)
     return parser
 
 

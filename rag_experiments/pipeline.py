@@ -75,10 +75,8 @@ class _NoSettings:
 
 def _judge_validation(golden_path) -> dict:
     """Whether the LLM judge behind this golden set's labels agrees with a human spot-check."""
-    try:
-        from .golden.spotcheck import judge_validation
-    except ImportError:
-        return {"validated": False, "reason": "spot-check module unavailable"}
+    from .golden.spotcheck import judge_validation
+
     try:
         return judge_validation(golden_path)
     except UserError as exc:

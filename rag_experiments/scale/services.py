@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 
-from ..db.embedded import EmbeddedPostgres, _bin_dir
+from ..db.embedded import EmbeddedPostgres, bin_dir
 from ..errors import UserError
 
 
@@ -68,28 +68,17 @@ class TcpPostgres(EmbeddedPostgres):
             if kwargs:
                 shutil.chown(pwfile, kwargs["user"])
             self._check_call(
-                [str(_bin_dir() / "initdb"), "-D", str(self.pgdata), "--auth=scram-sha-256", "--encoding=UTF8",
+                [str(bin_dir() / "initdb"), "-D", str(self.pgdata), "--auth=scram-sha-256", "--encoding=UTF8",
                  "--locale=C", "-U", self.user, f"--pwfile={pwfile}"],
                 "initdb", **kwargs,
             )
         finally:
             pwfile.unlink(missing_ok=True)
 
-    def _start(self) -> None:
-        sock_dir = self.socket_dir()
-        sock_dir.mkdir(parents=True, exist_ok=True)
-        self.log_file.touch()
-        kwargs = self._run_as()
-        if kwargs and sock_dir != self.pgdata:
-            sock_dir.chmod(0o777)
-        opts = (f"-h {self.host} -p {self.port} -k {sock_dir} -c max_connections=100 "
+    def _server_options(self, sock_dir: Path) -> str:
+        # a TCP listener on the loopback address, as a team's server would have
+        return (f"-h {self.host} -p {self.port} -k {sock_dir} -c max_connections=100 "
                 "-c shared_buffers=128MB -c fsync=off")
-        self._check_call(
-            [str(_bin_dir() / "pg_ctl"), "-D", str(self.pgdata), "-l", str(self.log_file), "-w",
-             "-t", "60", "-o", opts, "start"],
-            "pg_ctl start", **kwargs,
-        )
-        self._wait_ready()
 
     def _create_database(self) -> None:
         import psycopg
