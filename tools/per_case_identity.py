@@ -1,6 +1,6 @@
 """Behaviour-preservation check for refactors: the four variants' per-case metrics, before and after.
 
-    python tools/per_case_identity.py snapshot OUT.json   # runs experiment=compare_variants into a
+    python tools/per_case_identity.py snapshot OUT.json   # runs experiment=compare_variants (no caches) into a
                                                            # scratch MLflow store and saves every per-case value
     python tools/per_case_identity.py compare A.json B.json [--tol 1e-12]
 
@@ -29,7 +29,8 @@ def snapshot(out: Path) -> None:
         uri = f"sqlite:///{tmp}/mlflow.db"
         env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
         subprocess.run([sys.executable, str(ROOT / "run.py"), "experiment=compare_variants", "progress=false",
-                        "tracking.plots=false", f"hydra.sweep.dir={tmp}/multirun"],
+                        "tracking.plots=false", "retrieval.use_cache=false",
+                        f"hydra.sweep.dir={tmp}/multirun"],
                        cwd=ROOT, env=env, check=True)
         client = MlflowClient(tracking_uri=uri)
         exp = client.get_experiment_by_name("rag-experiments")
