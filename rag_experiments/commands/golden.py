@@ -424,7 +424,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from ..golden.evidence_check import unscorable_spans
 
     gf = GoldenFile(args.golden)
-    records = gf.read()
+    records = gf.read_records()
     docs = load_corpus(args.corpus)
     problems = unscorable_spans(records, docs)
     for p in problems:
@@ -433,7 +433,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         raise GoldenSetError(f"{gf.path}: {len(problems)} labelled spans cannot be scored against corpus "
                              f"{args.corpus} (listed above)",
                              hint="retire the case or re-anchor the span (rag-exp golden reanchor --ref ...)")
-    counts = Counter(r["type"] for r in records)
+    counts = Counter(type(r).__name__.lower() for r in records)  # Case -> "case", as on disk
     drift = drift_status(gf.path, docs)
     print(f"{gf.path}: OK, {len(records)} records ({_counter_line(dict(counts))}); manifest checked; "
           f"{drift['spans']} labelled spans resolve in corpus {args.corpus}"
@@ -471,16 +471,16 @@ def cmd_manifest(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from ..golden.resolve import load_golden
+    from ..golden.records import Judgement
+    from ..golden.resolve import current, load_golden
     from ..golden.spotcheck import judge_validation
 
     console = _console()
     golden = load_golden(args.golden)
-    records = golden.records
-    cases = [r for r in records if r["type"] == "case"]
-    retired = {r["target"] for r in records if r["type"] == "retire"}
-    all_judgements = [r for r in records if r["type"] == "judgement"]
-    judgements = golden.live_judgements()  # the tables count what labels the cases now
+    now = current(golden.records)
+    cases, retired = now.cases, now.retired
+    all_judgements = [r for r in golden.records if isinstance(r, Judgement)]
+    judgements = now.live_judgements  # the tables count what labels the cases now
     _say(console, f"{golden.path}  sha256 {golden.digest}")
     _say(console, f"cases: {len(cases)} ({len(retired)} retired, {len(golden.scorable)} scorable); "
                   f"judgements: {len(judgements)} live ({len(all_judgements) - len(judgements)} superseded); "
@@ -497,10 +497,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
             t.add_row(*(Text(str(k)) for k in (key if isinstance(key, tuple) else (key,))), str(n))
         _say(console, t)
 
-    live = [r for r in cases if r["id"] not in retired]
-    table("cases by kind", Counter(r["kind"] for r in live), "kind")
-    table("cases by doc type", Counter(r["doc_type"] for r in live), "doc type")
-    table("judgements by verdict", Counter(r["verdict"] for r in judgements), "verdict")
+    live = [r for r in cases if r.id not in retired]
+    table("cases by kind", Counter(r.kind for r in live), "kind")
+    table("cases by doc type", Counter(r.doc_type for r in live), "doc type")
+    table("judgements by verdict", Counter(r.verdict for r in judgements), "verdict")
     table("judgements by judge", golden.judges(), "kind", "model / name", "prompt version")
     v = judge_validation(args.golden)
     if v["judge_model"] is None:
@@ -540,7 +540,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     docs = _drift_corpus(args)
     rep = check(args.golden, docs, fuzzy_threshold=args.fuzzy_threshold)
-    problems = unscorable_spans(GoldenFile(args.golden).read(), docs)
+    problems = unscorable_spans(GoldenFile(args.golden).read_records(), docs)
     console = _console()
     p = rep.pending
     _line(console, f"{p.golden_path} against corpus {args.corpus} ({len(docs)} documents), checked in {p.seconds:.2f} s")

@@ -117,7 +117,7 @@ def add_production_case(golden_path: str | Path, query: str, **kwargs) -> AddRes
     """Build a production case (see :func:`production_case`) and append it to the golden set."""
     result = production_case(query, **kwargs)
     golden = GoldenFile(golden_path)
-    if golden.exists() and any(r["id"] == result.record["id"] for r in golden.read()):
+    if golden.exists() and any(r.id == result.record["id"] for r in golden.read_records()):
         raise GoldenSetError(f"{golden.path}: this case (same query and evidence) is already there: "
                              f"{result.record['id']}")
     written, = golden.append([result.record])

@@ -232,7 +232,7 @@ def test_edited_again_after_a_fuzzy_anchor_uses_the_anchored_span(golden, corpus
     reanchor(golden, docs_of(corpus))
     edit(corpus, "brin-intro.md", "BRIN indexes can satisfy", INSERTED + "BRIN indexes can satisfy")
     reanchor(golden, docs_of(corpus))
-    refs = {sr.ref: sr for sr in span_refs(GoldenFile(golden).read())}
+    refs = {sr.ref: sr for sr in span_refs(GoldenFile(golden).read_records())}
     sr = refs["c-bitmap#0"]
     text = doc(corpus, "brin-intro.md").text
     # still 'fuzzy' (its text is not the labelled one), at the shifted offsets
