@@ -501,7 +501,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
     table("cases by kind", Counter(r.kind for r in live), "kind")
     table("cases by doc type", Counter(r.doc_type for r in live), "doc type")
     table("judgements by verdict", Counter(r.verdict for r in judgements), "verdict")
-    table("judgements by judge", golden.judges(), "kind", "model / name", "prompt version")
+    judges = Counter((j["kind"], j.get("model") or j.get("name", ""), j.get("prompt_version", ""))
+                     for j in (r.raw["judge"] for r in judgements))
+    table("judgements by judge", judges, "kind", "model / name", "prompt version")
     v = judge_validation(args.golden)
     if v["judge_model"] is None:
         _say(console, "judge validation: no LLM judgements and no agent judgements")
@@ -532,8 +534,24 @@ def _excerpt(text: str, limit: int = 100) -> str:
     return repr(t if len(t) <= limit else t[: limit - 3] + "...")
 
 
+def fix_command(item: Any, golden_path: str | Path, corpus: str | Path) -> str:
+    """A ready-to-run command that points ``item`` (a ``StaleItem`` of ``golden check``) at a passage
+    (the best candidate when there is one; otherwise a placeholder to replace), with the same
+    ``--source-uri``/``--quote`` options as ``rag-exp golden add``."""
+    import shlex
+
+    source = (item.candidate.source_uri if item.candidate
+              else "SOURCE_URI_OF_THE_PAGE_THAT_NOW_HAS_IT" if item.doc_removed else item.old.source_uri)
+    quote = item.candidate.quote if item.candidate else "PASTE THE PASSAGE THAT NOW ANSWERS THE QUESTION"
+    return " ".join([
+        "rag-exp golden reanchor", "--golden", shlex.quote(str(golden_path)), "--corpus", shlex.quote(str(corpus)),
+        "--ref", shlex.quote(item.ref), "--source-uri", shlex.quote(source), "--quote", shlex.quote(quote),
+    ])
+
+
+
 def cmd_check(args: argparse.Namespace) -> int:
-    from ..golden.anchoring import check, fix_command
+    from ..golden.anchoring import check
 
     from ..golden.evidence_check import unscorable_spans
     from ..golden.store import GoldenFile

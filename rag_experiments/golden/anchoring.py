@@ -8,7 +8,8 @@ hash of its document at labelling time. :func:`reanchor` compares each span's *e
 2. document changed, the quote still at its offsets -> unchanged (no record);
 3. the quote found verbatim elsewhere in the same document -> ``moved`` (similarity 1.0); found
    more than once -> the occurrence nearest the old offset (earlier wins a tie), said in ``note``;
-4. found only approximately -> ``fuzzy`` with its similarity (algorithm below);
+4. found only approximately -> ``fuzzy`` with its similarity (:mod:`.fuzzy`, threshold
+   :data:`FUZZY_THRESHOLD`);
 5. not found, or the document was removed -> ``stale`` (no span; excluded from metrics).
 
 The new span's ``quote`` is the *current* document text at the new offsets and its
@@ -23,9 +24,6 @@ threshold from what was judged. A verbatim match of an earlier fuzzy text is the
 ``fuzzy``. A human re-anchoring (``rag-exp golden reanchor --ref ... --source-uri ... --quote
 ...``, :func:`manual_anchor`: a ``moved`` record with ``by: {kind: human}``) vouches for its
 passage, which becomes the reference text from then on.
-
-The quote search itself (exact, then approximate) is :mod:`.fuzzy`; its threshold is
-:data:`FUZZY_THRESHOLD`.
 
 Evaluation never calls :func:`reanchor` (it must not write the golden set); it calls
 :func:`drift_status` and warns (:func:`drift_warning`).
@@ -44,7 +42,7 @@ from ..errors import UserError
 from ..types import Document
 from .fuzzy import FUZZY_THRESHOLD, DocIndex, locate, similarity
 from .records import Case, Span, new_id
-from .resolve import SpanRef, current, span_refs
+from .resolve import GoldenSet, SpanRef, current, span_refs
 from .store import GoldenFile
 
 ALGORITHM = "anchor-v1"
@@ -149,6 +147,12 @@ def reanchor(golden: GoldenFile | str | Path, docs: list[Document], *, fuzzy_thr
     counts = Counter({k: 0 for k in (*OUTCOMES, "doc_unchanged", "in_place")})
     outcomes: list[AnchorOutcome] = []
     new_records: list[dict] = []
+
+    def emit(outcome: str, rec: dict | None = None, **kw) -> None:
+        counts[outcome] += 1
+        new_records.extend([rec] if rec else [])
+        outcomes.append(AnchorOutcome(**base, outcome=outcome, record=rec, **kw))
+
     refs = span_refs(records)
     for sr in refs:
         eff = sr.effective
@@ -168,36 +172,25 @@ def reanchor(golden: GoldenFile | str | Path, docs: list[Document], *, fuzzy_thr
                 continue
             rec = _anchor_record(sr, "stale", span=None, similarity=None, checked_hash="",
                                  note=f"document {eff.doc_id} was removed from the corpus", extra={"method": method})
-            counts["stale"] += 1
-            new_records.append(rec)
-            outcomes.append(AnchorOutcome(**base, outcome="stale", note=rec["note"], record=rec))
+            emit("stale", rec, note=rec["note"])
             continue
-        if doc.doc_id not in indexes:
-            indexes[doc.doc_id] = DocIndex(doc.text)
-        index = indexes[doc.doc_id]
+        index = indexes.get(doc.doc_id) or indexes.setdefault(doc.doc_id, DocIndex(doc.text))
         m = locate(index, eff.quote, eff.start, sr.reference.quote, fuzzy_threshold)
         if m.status == "in_place" and sr.status != "stale":
-            counts["unchanged"] += 1
             counts["in_place"] += 1
-            outcomes.append(AnchorOutcome(**base, outcome="unchanged", new=eff, similarity=m.similarity,
-                                          note="document changed; passage still at its offsets"))
+            emit("unchanged", new=eff, similarity=m.similarity, note="document changed; passage still at its offsets")
             continue
         if m.status == "none":
             candidate = _span(doc, now_hash, m.start, m.end) if m.start >= 0 else None
             if sr.status == "stale":
-                counts["still_stale"] += 1
-                outcomes.append(AnchorOutcome(**base, outcome="still_stale",
-                                              similarity=m.similarity if candidate is not None else None,
-                                              note=m.note or "passage not found", candidate=candidate))
+                emit("still_stale", similarity=m.similarity if candidate is not None else None,
+                     note=m.note or "passage not found", candidate=candidate)
                 continue
             note = "passage not found in the changed document" + (f"; {m.note}" if m.note else "")
             sim = m.similarity if candidate is not None else None
             rec = _anchor_record(sr, "stale", span=None, similarity=sim, note=note, checked_hash=now_hash,
                                  extra={"method": method})
-            counts["stale"] += 1
-            new_records.append(rec)
-            outcomes.append(AnchorOutcome(**base, outcome="stale", similarity=sim, note=note,
-                                          candidate=candidate, record=rec))
+            emit("stale", rec, similarity=sim, note=note, candidate=candidate)
             continue
         status = "fuzzy" if m.status == "fuzzy" or m.similarity < 1.0 else "moved"
         note = m.note
@@ -206,10 +199,7 @@ def reanchor(golden: GoldenFile | str | Path, docs: list[Document], *, fuzzy_thr
         span = _span(doc, now_hash, m.start, m.end)
         rec = _anchor_record(sr, status, span=span, similarity=m.similarity, note=note, checked_hash=now_hash,
                              extra={"method": method})
-        counts[status] += 1
-        new_records.append(rec)
-        outcomes.append(AnchorOutcome(**base, outcome=status, new=span, similarity=m.similarity,
-                                      note=note, record=rec))
+        emit(status, rec, new=span, similarity=m.similarity, note=note)
     written = new_records if dry_run or not new_records else gf.append(new_records)
     queries = {r.id: r.query for r in records if isinstance(r, Case)}
     return AnchorReport(gf.path, dry_run, fuzzy_threshold, len(refs), dict(counts), tuple(outcomes),
@@ -245,7 +235,6 @@ def manual_anchor(golden: GoldenFile | str | Path, docs: list[Document], ref: st
 
 
 # == check: what a human must fix ==============================================================
-QUOTE_PLACEHOLDER = "PASTE THE PASSAGE THAT NOW ANSWERS THE QUESTION"
 
 
 @dataclass(frozen=True)
@@ -285,67 +274,44 @@ def check(golden: GoldenFile | str | Path, docs: list[Document], *,
     superseded judgements are left out."""
     gf = golden if isinstance(golden, GoldenFile) else GoldenFile(golden)
     report = reanchor(gf, docs, fuzzy_threshold=fuzzy_threshold, dry_run=True)
-    queries = report.cases
     by_id = {d.doc_id: d for d in docs}
     pending = {o.ref: o for o in report.outcomes}
     live = current(gf.read_records()).live
-    stale_refs: dict[str, tuple[SpanRef, str, bool, Span | None, float | None]] = {}
+    stale: dict[str, tuple[SpanRef, str, bool, Span | None, float | None]] = {}  # sr, why, recorded, candidate, sim
     review: list[dict] = []
     for sr in live:
         o = pending.get(sr.ref)
-        if o is not None and o.outcome == "stale":
-            stale_refs[sr.ref] = (sr, o.note, False, o.candidate, o.similarity)
-        elif sr.status == "stale" and (o is None or o.outcome == "still_stale"):
-            doc = by_id.get(sr.effective.doc_id)
-            cand, sim, why = None, None, f"document {sr.effective.doc_id} was removed from the corpus"
+        outcome = o.outcome if o else None
+        if outcome == "stale":
+            stale[sr.ref] = (sr, o.note, False, o.candidate, o.similarity)
+        elif sr.status == "stale" and outcome in (None, "still_stale"):
+            doc, cand, sim = by_id.get(sr.effective.doc_id), None, None
+            why = f"document {sr.effective.doc_id} was removed from the corpus"
             if doc is not None:
                 m = locate(DocIndex(doc.text), sr.effective.quote, sr.effective.start, sr.reference.quote,
                            fuzzy_threshold)
                 why = m.note or "passage not found"
                 if m.start >= 0:
-                    cand = _span(doc, doc.content_hash, m.start, m.end)
-                    sim = m.similarity
-            stale_refs[sr.ref] = (sr, why, True, cand, sim)
-        elif o is not None and o.outcome == "fuzzy":
-            review.append({"ref": sr.ref, "case_id": sr.case_id, "similarity": o.similarity, "span": o.new,
-                           "labelled": sr.reference, "recorded": False})
-        elif o is None and sr.status == "fuzzy":
-            review.append({"ref": sr.ref, "case_id": sr.case_id, "similarity": similarity(sr.effective.quote,
-                           sr.reference.quote), "span": sr.effective, "labelled": sr.reference, "recorded": True})
-    relevant_by_case: dict[str, list[str]] = {}
-    for sr in live:
-        if sr.grade > 0:
-            relevant_by_case.setdefault(sr.case_id, []).append(sr.ref)
-    items = []
-    not_relevant = 0
-    for ref, (sr, why, recorded, cand, sim) in stale_refs.items():
+                    cand, sim = _span(doc, doc.content_hash, m.start, m.end), m.similarity
+            stale[sr.ref] = (sr, why, True, cand, sim)
+        elif outcome == "fuzzy" or (o is None and sr.status == "fuzzy"):
+            sim = o.similarity if o else similarity(sr.effective.quote, sr.reference.quote)
+            review.append({"ref": sr.ref, "case_id": sr.case_id, "similarity": sim,
+                           "span": o.new if o else sr.effective, "labelled": sr.reference, "recorded": o is None})
+    items, not_relevant = [], 0
+    for ref, (sr, why, recorded, cand, sim) in stale.items():
         if sr.grade == 0:
             not_relevant += 1
             continue
-        all_stale = all(r in stale_refs for r in relevant_by_case.get(sr.case_id, []))
-        items.append(StaleItem(ref, sr.case_id, queries.get(sr.case_id, ""), sr.source, sr.grade, sr.effective,
+        all_stale = all(r.ref in stale for r in live if r.case_id == sr.case_id and r.grade > 0)
+        items.append(StaleItem(ref, sr.case_id, report.cases.get(sr.case_id, ""), sr.source, sr.grade, sr.effective,
                                why, recorded, cand, sim, all_stale, sr.effective.doc_id not in by_id))
     review.sort(key=lambda r: r["similarity"])
     return CheckReport(report, tuple(items), tuple(review), not_relevant)
 
 
-def fix_command(item: StaleItem, golden_path: str | Path, corpus: str | Path) -> str:
-    """A ready-to-run command that points ``item`` at a passage (the best candidate when there is
-    one; otherwise a placeholder to replace), with the same ``--source-uri``/``--quote`` options
-    as ``rag-exp golden add``."""
-    import shlex
-
-    source = (item.candidate.source_uri if item.candidate
-              else "SOURCE_URI_OF_THE_PAGE_THAT_NOW_HAS_IT" if item.doc_removed else item.old.source_uri)
-    quote = item.candidate.quote if item.candidate else QUOTE_PLACEHOLDER
-    return " ".join([
-        "rag-exp golden reanchor", "--golden", shlex.quote(str(golden_path)), "--corpus", shlex.quote(str(corpus)),
-        "--ref", shlex.quote(item.ref), "--source-uri", shlex.quote(source), "--quote", shlex.quote(quote),
-    ])
-
-
 # == drift status for evaluation (read-only) ===================================================
-def drift_status(golden_path: str | Path | object, docs: list[Document]) -> dict[str, int]:
+def drift_status(golden_path: str | Path | GoldenSet, docs: list[Document]) -> dict[str, int]:
     """Read-only drift counts for a run to log (``golden.drift.<key>``) and warn about.
 
     ``golden_path``: a golden-set path (or a loaded ``GoldenSet``, whose records are reused).
@@ -355,10 +321,7 @@ def drift_status(golden_path: str | Path | object, docs: list[Document]) -> dict
     ``pending_removed`` (of those, the document is gone); ``pending_cases`` (cases with a pending
     span); ``anchored`` (moved/fuzzy anchors in effect); ``stale`` (already anchored stale).
     """
-    if hasattr(golden_path, "records") and hasattr(golden_path, "cases"):
-        records = list(golden_path.records)  # a loaded GoldenSet
-    else:
-        records = GoldenFile(golden_path).read_records()  # type: ignore[arg-type]
+    records = golden_path.records if isinstance(golden_path, GoldenSet) else GoldenFile(golden_path).read_records()
     by_id = {d.doc_id: d for d in docs}
     hashes = {d.doc_id: d.content_hash for d in docs}
     out = dict.fromkeys(("spans", "unchanged", "in_place", "pending", "pending_removed", "pending_cases",

@@ -1,11 +1,5 @@
-"""Locating a labelled quote in a (changed) document: pure text in, :class:`Match` out.
-
-No I/O and no golden records: :mod:`.anchoring` decides what a match means for a span and
-writes the records.
-
-Similarity is measured against the **labelled** quote (the text the judge saw), never against
-an earlier fuzzy re-anchoring (:func:`locate`'s ``labelled``); a verbatim match of an earlier
-fuzzy text is therefore still ``fuzzy``.
+"""Where a labelled quote is in a (changed) document: text in, :class:`Match` out; no I/O and no
+golden records (:mod:`.anchoring` turns matches into ``anchor`` records).
 
 Approximate matching (``fuzzy``), standard library only (``difflib``), on tokens: ``\\w+`` words
 and single punctuation characters, whitespace ignored (re-flowed text is not a change):

@@ -108,12 +108,8 @@ def parse_span(obj: Any, where: str) -> Span:
     quote = _need(obj, "quote", str, where)
     if len(quote) != end - start:
         raise GoldenSetError(f"{where}: quote has {len(quote)} chars but the span is {end - start} chars")
-    return Span(
-        doc_id=_need(obj, "doc_id", str, where),
-        source_uri=_need(obj, "source_uri", str, where),
-        start=start, end=end, quote=quote,
-        doc_hash=_need(obj, "doc_hash", str, where),
-    )
+    doc_id, source_uri = _need(obj, "doc_id", str, where), _need(obj, "source_uri", str, where)
+    return Span(doc_id, source_uri, start, end, quote, _need(obj, "doc_hash", str, where))
 
 
 @dataclass(frozen=True)
@@ -136,10 +132,6 @@ class Judgement:
     judge_kind: str
     supersedes: str | None
     raw: dict = field(repr=False, compare=False)
-
-    @property
-    def grade(self) -> int:
-        return VERDICTS[self.verdict]
 
 
 @dataclass(frozen=True)

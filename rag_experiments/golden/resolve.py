@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from .records import MACHINE_JUDGES, Anchor, Case, Judgement, Record, Retire, Span
+from .records import MACHINE_JUDGES, VERDICTS, Anchor, Case, Judgement, Record, Retire, Span
 from .store import GoldenFile
 
 
@@ -95,21 +95,16 @@ def current(records: Iterable[Record]) -> Current:
                     human[r.ref] = r
 
     def make(ref: str, case_id: str, source: str, grade: int, original: Span, judge: str | None = None) -> SpanRef:
-        good = last_good.get(ref)
-        effective = good.span if good else original
-        a = latest.get(ref)
-        if a is None:
-            return SpanRef(ref, case_id, source, grade, original, effective, judge_kind=judge)
-        checked = a.checked_doc_hash if a.status == "stale" else None
-        judged = human[ref].span if ref in human else None
-        return SpanRef(ref, case_id, source, grade, original, effective, a.status, a.id, checked, judged, judge)
+        good, a, h = last_good.get(ref), latest.get(ref), human.get(ref)
+        return SpanRef(ref, case_id, source, grade, original, good.span if good else original, a.status if a else "ok",
+                       a and a.id, a.checked_doc_hash if a and a.status == "stale" else None, h and h.span, judge)
 
     spans: list[SpanRef] = []
     for r in records:
         if isinstance(r, Case):
             spans += [make(f"{r.id}#{i}", r.id, "evidence", grade, span) for i, (span, grade) in enumerate(r.evidence)]
         elif isinstance(r, Judgement):
-            spans.append(make(r.id, r.case_id, "judgement", r.grade, r.span, r.judge_kind))
+            spans.append(make(r.id, r.case_id, "judgement", VERDICTS[r.verdict], r.span, r.judge_kind))
     return Current(
         records=records,
         retired=frozenset(r.target for r in records if isinstance(r, Retire)),
@@ -173,15 +168,6 @@ class GoldenSet:
     def anchor_counts(self) -> dict[str, int]:
         counts = Counter(e.status for c in self.cases for e in c.evidence if e.grade > 0)
         return {s: counts.get(s, 0) for s in ("ok", "moved", "fuzzy", "stale")}
-
-    def live_judgements(self) -> list[Judgement]:
-        """Judgement records no later judgement supersedes (what labels the cases now)."""
-        return current(self.records).live_judgements
-
-    def judges(self) -> Counter:
-        """Live judgements per (kind, model or name, prompt version); superseded ones not counted."""
-        judges = [r.raw["judge"] for r in self.live_judgements()]
-        return Counter((j["kind"], j.get("model") or j.get("name", ""), j.get("prompt_version", "")) for j in judges)
 
 
 def resolve(records: Iterable[Record], path: Path, digest: str, head: str = "") -> GoldenSet:

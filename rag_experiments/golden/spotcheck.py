@@ -117,8 +117,6 @@ def machine_judged_pairs(records: list[Record]) -> list[Judgement]:
     return list(latest.values())
 
 
-llm_judged_pairs = machine_judged_pairs  # the name before agent judges existed
-
 
 def _judge_id(j: Judgement) -> tuple[str, str]:
     judge = j.raw["judge"]
@@ -129,11 +127,6 @@ def machine_judges(records: list[Record]) -> list[tuple[str, str]]:
     """Every machine judge with live labels, the one with the most labels first."""
     counts = Counter(_judge_id(j) for j in machine_judged_pairs(records))
     return sorted(counts, key=lambda k: (-counts[k], k))
-
-
-def current_judge(records: list[Record]) -> tuple[str, str] | None:
-    judges = machine_judges(records)
-    return judges[0] if judges else None
 
 
 def order_pairs(judgements: list[Judgement], seed: int) -> list[Judgement]:

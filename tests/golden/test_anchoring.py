@@ -16,8 +16,9 @@ import pytest
 
 from rag_experiments.corpus.loader import demo_corpus_dir, load_corpus
 from rag_experiments.evaluation.evaluate import EvalParams, evaluate
+from rag_experiments.commands.golden import fix_command
 from rag_experiments.golden.anchoring import (
-    FUZZY_THRESHOLD, check, drift_status, drift_warning, fix_command, reanchor, span_refs,
+    FUZZY_THRESHOLD, check, drift_status, drift_warning, reanchor, span_refs,
 )
 from rag_experiments.golden.build import case_record
 from rag_experiments.golden.records import new_id

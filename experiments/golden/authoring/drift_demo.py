@@ -45,7 +45,8 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from rag_experiments.corpus.loader import demo_corpus_dir, load_corpus  # noqa: E402
-from rag_experiments.golden.anchoring import check, drift_status, fix_command, reanchor, span_refs  # noqa: E402
+from rag_experiments.commands.golden import fix_command  # noqa: E402
+from rag_experiments.golden.anchoring import check, drift_status, reanchor, span_refs  # noqa: E402
 from rag_experiments.golden.resolve import load_golden  # noqa: E402
 from rag_experiments.golden.store import GoldenFile  # noqa: E402
 
@@ -155,7 +156,7 @@ def main() -> int:
 
         print("\n== whole demo golden set (550 spans), dry runs, corpus edited in memory")
         base = load_corpus("demo")
-        records = GoldenFile(DEMO_GOLDEN).read()
+        records = GoldenFile(DEMO_GOLDEN).read_records()
         scenarios = [
             ("corpus unchanged", base),
             ("every page edited above its passages", [dataclasses.replace(d, text="Edited page.\n\n" + d.text)
