@@ -80,10 +80,6 @@ class AnchorReport:
     cases: dict[str, str] = field(default_factory=dict, repr=False)  # case id -> query
 
     @property
-    def unchanged(self) -> int:
-        return self.counts["unchanged"]
-
-    @property
     def moved(self) -> int:
         return self.counts["moved"]
 

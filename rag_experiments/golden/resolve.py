@@ -58,9 +58,8 @@ class SpanRef:
 
 @dataclass(frozen=True)
 class Current:
-    """What the records say now: retired cases, superseded judgements, and every labelled span
-    (superseded judgements and retired cases' spans too: re-anchoring keeps them current) with
-    its latest anchor applied."""
+    """What the records say now: retired cases, superseded judgements, every labelled span with its
+    latest anchor applied (superseded and retired ones too: re-anchoring keeps them current)."""
 
     records: tuple[Record, ...]
     retired: frozenset[str]
@@ -177,14 +176,12 @@ def resolve(records: Iterable[Record], path: Path, digest: str, head: str = "") 
     for sr in now.spans:
         if sr.source == "evidence":
             evidence.setdefault(sr.case_id, []).append(sr)
-            continue
-        if sr.ref in now.superseded:
-            continue
-        per_case = judgements.setdefault(sr.case_id, {})
-        old = per_case.get(sr.original.key)
-        # a human's verdict beats a machine's (llm or agent); otherwise the later one wins
-        if old is None or not (old.judge_kind == "human" and sr.judge_kind in MACHINE_JUDGES):
-            per_case[sr.original.key] = sr
+        elif sr.ref not in now.superseded:
+            per_case = judgements.setdefault(sr.case_id, {})
+            old = per_case.get(sr.original.key)
+            # a human's verdict beats a machine's (llm or agent); otherwise the later one wins
+            if old is None or not (old.judge_kind == "human" and sr.judge_kind in MACHINE_JUDGES):
+                per_case[sr.original.key] = sr
 
     cases = []
     for r in now.cases:
