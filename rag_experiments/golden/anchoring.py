@@ -40,9 +40,10 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..types import Document
+from .build import doc_span
 from .fuzzy import FUZZY_THRESHOLD, DocIndex, locate, similarity
 from .records import Case, Span, new_id
-from .resolve import GoldenSet, SpanRef, current, span_refs
+from .resolve import GoldenSet, SpanRef, current
 from .store import GoldenFile
 
 ALGORITHM = "anchor-v1"
@@ -100,10 +101,6 @@ class AnchorReport:
                 f"in {self.seconds:.2f} s")
 
 
-def _span(doc: Document, doc_hash: str, start: int, end: int) -> Span:
-    return Span(doc.doc_id, doc.source_uri, start, end, doc.text[start:end], doc_hash)
-
-
 def _anchor_record(sr: SpanRef, status: str, *, span: Span | None, similarity: float | None, note: str,
                    checked_hash: str, extra: dict | None = None) -> dict:
     key = span.key if span else ("", "", "")
@@ -149,7 +146,7 @@ def reanchor(golden: GoldenFile | str | Path, docs: list[Document], *, fuzzy_thr
         new_records.extend([rec] if rec else [])
         outcomes.append(AnchorOutcome(**base, outcome=outcome, record=rec, **kw))
 
-    refs = span_refs(records)
+    refs = current(records).spans
     for sr in refs:
         eff = sr.effective
         doc = by_id.get(eff.doc_id)
@@ -177,7 +174,7 @@ def reanchor(golden: GoldenFile | str | Path, docs: list[Document], *, fuzzy_thr
             emit("unchanged", new=eff, similarity=m.similarity, note="document changed; passage still at its offsets")
             continue
         if m.status == "none":
-            candidate = _span(doc, now_hash, m.start, m.end) if m.start >= 0 else None
+            candidate = doc_span(doc, m.start, m.end) if m.start >= 0 else None
             if sr.status == "stale":
                 emit("still_stale", similarity=m.similarity if candidate is not None else None,
                      note=m.note or "passage not found", candidate=candidate)
@@ -192,7 +189,7 @@ def reanchor(golden: GoldenFile | str | Path, docs: list[Document], *, fuzzy_thr
         note = m.note
         if sr.status == "stale":
             note = "found again after being stale" + (f"; {note}" if note else "")
-        span = _span(doc, now_hash, m.start, m.end)
+        span = doc_span(doc, m.start, m.end)
         rec = _anchor_record(sr, status, span=span, similarity=m.similarity, note=note, checked_hash=now_hash,
                              extra={"method": method})
         emit(status, rec, new=span, similarity=m.similarity, note=note)
@@ -210,7 +207,7 @@ def manual_anchor(golden: GoldenFile | str | Path, docs: list[Document], ref: st
     from .add import locate_unique
 
     gf = golden if isinstance(golden, GoldenFile) else GoldenFile(golden)
-    refs = {sr.ref: sr for sr in span_refs(gf.read_records())}
+    refs = {sr.ref: sr for sr in current(gf.read_records()).spans}
     sr = refs.get(ref)
     if sr is None:
         raise UserError(f"{gf.path}: no labelled span {ref!r}",
@@ -219,7 +216,7 @@ def manual_anchor(golden: GoldenFile | str | Path, docs: list[Document], ref: st
     if doc is None:
         raise UserError(f"document {source_uri!r} is not in the corpus", hint="check --corpus and the source uri")
     start, end, _ = locate_unique(doc.text, quote, source_uri)
-    span = _span(doc, doc.content_hash, start, end)
+    span = doc_span(doc, start, end)
     if sr.status != "stale" and sr.effective == span:
         return None
     sim = similarity(span.quote, sr.original.quote)
@@ -288,7 +285,7 @@ def check(golden: GoldenFile | str | Path, docs: list[Document], *,
                            fuzzy_threshold)
                 why = m.note or "passage not found"
                 if m.start >= 0:
-                    cand, sim = _span(doc, doc.content_hash, m.start, m.end), m.similarity
+                    cand, sim = doc_span(doc, m.start, m.end), m.similarity
             stale[sr.ref] = (sr, why, True, cand, sim)
         elif outcome == "fuzzy" or (o is None and sr.status == "fuzzy"):
             sim = o.similarity if o else similarity(sr.effective.quote, sr.reference.quote)
@@ -323,7 +320,7 @@ def drift_status(golden_path: str | Path | GoldenSet, docs: list[Document]) -> d
     out = dict.fromkeys(("spans", "unchanged", "in_place", "pending", "pending_removed", "pending_cases",
                          "anchored", "stale"), 0)
     pending_cases: set[str] = set()
-    for sr in span_refs(records):
+    for sr in current(records).spans:
         out["spans"] += 1
         if sr.status == "stale":
             out["stale"] += 1

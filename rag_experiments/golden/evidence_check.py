@@ -19,7 +19,7 @@ from typing import Iterable, Sequence
 from ..errors import GoldenSetError
 from ..types import Document
 from .records import Case, Judgement, Record
-from .resolve import current, span_refs
+from .resolve import current
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def require_cases(golden) -> None:
 def require_same_corpus(path: str | Path, records: Sequence[Record], docs: Sequence[Document], corpus: str) -> None:
     """A golden set none of whose labelled documents is in the corpus was made for another corpus:
     every case would score 0 behind a drift warning. (Some documents missing is drift, reported.)"""
-    wanted = {sr.effective.doc_id for sr in span_refs(records) if sr.status != "stale"}
+    wanted = {sr.effective.doc_id for sr in current(records).spans if sr.status != "stale"}
     have = {d.doc_id for d in docs}
     if wanted and not wanted & have:
         raise GoldenSetError(

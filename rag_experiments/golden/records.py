@@ -41,7 +41,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Union
+from typing import Any
 
 from ..errors import GoldenSetError
 
@@ -113,53 +113,50 @@ def parse_span(obj: Any, where: str) -> Span:
 
 
 @dataclass(frozen=True)
-class Case:
+class Record:
+    """A validated line of the golden set; ``raw`` is its JSON object as on disk (extras included:
+    provenance, judge, reason, benchmark ids...), the only form ever written."""
+
     id: str
+    raw: dict = field(repr=False, compare=False, kw_only=True)
+
+
+@dataclass(frozen=True)
+class Case(Record):
     query: str
     kind: str
     doc_type: str
     evidence: tuple[tuple[Span, int], ...]  # (span, grade) as labelled
     identifier: str | None
-    raw: dict = field(repr=False, compare=False)  # the record as on disk (extras: provenance, benchmark...)
 
 
 @dataclass(frozen=True)
-class Judgement:
-    id: str
+class Judgement(Record):
     case_id: str
     span: Span
     verdict: str
     judge_kind: str
     supersedes: str | None
-    raw: dict = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
-class Retire:
-    id: str
+class Retire(Record):
     target: str
-    raw: dict = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
-class Anchor:
-    id: str
+class Anchor(Record):
     case_id: str
     ref: str
     status: str
     span: Span | None  # None when stale
     by_human: bool
     checked_doc_hash: str | None
-    raw: dict = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
-class Manifest:
-    id: str
-    raw: dict = field(repr=False, compare=False)
-
-
-Record = Union[Case, Judgement, Retire, Anchor, Manifest]
+class Manifest(Record):
+    pass
 
 
 def validate(rec: Any, where: str) -> dict:
@@ -195,7 +192,7 @@ def parse_record(rec: Any, where: str) -> Record:
             if grade not in (1, 2):
                 raise GoldenSetError(f"{where}: evidence[{i}].grade must be 1 (PART) or 2 (YES), got {grade}")
             spans.append((span, grade))
-        return Case(rid, rec["query"], kind, doc_type, tuple(spans), rec.get("identifier"), rec)
+        return Case(rid, rec["query"], kind, doc_type, tuple(spans), rec.get("identifier"), raw=rec)
     if rtype == "judgement":
         case_id = _need(rec, "case_id", str, where)
         span = parse_span(rec.get("span"), f"{where}: span")
@@ -208,25 +205,25 @@ def parse_record(rec: Any, where: str) -> Record:
             raise GoldenSetError(f"{where}: judge.kind must be one of {', '.join(JUDGE_KINDS)}, got {kind!r}")
         if rec.get("supersedes") and not str(rec.get("reason", "")).strip():
             raise GoldenSetError(f"{where}: a judgement that supersedes another needs a 'reason'")
-        return Judgement(rid, case_id, span, verdict, kind, rec.get("supersedes") or None, rec)
+        return Judgement(rid, case_id, span, verdict, kind, rec.get("supersedes") or None, raw=rec)
     if rtype == "retire":
         target = _need(rec, "target", str, where)
         if not _need(rec, "reason", str, where).strip():
             raise GoldenSetError(f"{where}: 'reason' is empty")
         _need(rec, "who", str, where)
-        return Retire(rid, target, rec)
+        return Retire(rid, target, raw=rec)
     if rtype == "manifest":
         _need(rec, "who", str, where)
         if not _need(rec, "reason", str, where).strip():
             raise GoldenSetError(f"{where}: 'reason' is empty")
         _need(rec, "records", int, where)
         _need(rec, "head", str, where)
-        return Manifest(rid, rec)
+        return Manifest(rid, raw=rec)
     case_id = _need(rec, "case_id", str, where)
     ref = _need(rec, "ref", str, where)
     status = _need(rec, "status", str, where)
     if status not in ANCHOR_STATUSES:
         raise GoldenSetError(f"{where}: anchor status must be one of {ANCHOR_STATUSES}, got {status!r}")
     span = None if status == "stale" else parse_span(rec.get("span"), f"{where}: span")
-    by_human = (rec.get("by") or {}).get("kind") == "human"
-    return Anchor(rid, case_id, ref, status, span, by_human, rec.get("checked_doc_hash"), rec)
+    by_human = (rec.get("by") or {}).get("kind") == "human"  # a person vouched for the passage
+    return Anchor(rid, case_id, ref, status, span, by_human, rec.get("checked_doc_hash"), raw=rec)

@@ -82,16 +82,10 @@ class Current:
 
 def current(records: Iterable[Record]) -> Current:
     records = tuple(records)
-    latest: dict[str, Anchor] = {}
-    last_good: dict[str, Anchor] = {}
-    human: dict[str, Anchor] = {}
-    for r in records:
-        if isinstance(r, Anchor):
-            latest[r.ref] = r  # later records win
-            if r.span is not None:
-                last_good[r.ref] = r
-                if r.by_human:
-                    human[r.ref] = r
+    anchors = [r for r in records if isinstance(r, Anchor)]  # per ref, later records win
+    latest = {a.ref: a for a in anchors}
+    last_good = {a.ref: a for a in anchors if a.span is not None}
+    human = {a.ref: a for a in anchors if a.span is not None and a.by_human}
 
     def make(ref: str, case_id: str, source: str, grade: int, original: Span, judge: str | None = None) -> SpanRef:
         good, a, h = last_good.get(ref), latest.get(ref), human.get(ref)
@@ -110,11 +104,6 @@ def current(records: Iterable[Record]) -> Current:
         superseded=frozenset(r.supersedes for r in records if isinstance(r, Judgement) and r.supersedes),
         spans=tuple(spans),
     )
-
-
-def span_refs(records: Iterable[Record]) -> list[SpanRef]:
-    """Every labelled span (all case evidence, all judgements) with its latest anchor applied."""
-    return list(current(records).spans)
 
 
 @dataclass(frozen=True)
