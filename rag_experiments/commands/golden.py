@@ -384,9 +384,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     from ..golden.add import add_production_case
     from ..limits import check_query
 
-    quote = args.quote
-    if args.quote_file is not None:
-        quote = read_quote_file(args.quote_file)
+    quote = read_quote_file(args.quote_file) if args.quote_file is not None else args.quote
     if args.source_uri and not quote:
         raise UserError("--source-uri needs --quote or --quote-file")
     if args.chunk_id and quote:
@@ -478,12 +476,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
     console = _console()
     golden = load_golden(args.golden)
     now = current(golden.records)
-    cases, retired = now.cases, now.retired
-    all_judgements = [r for r in golden.records if isinstance(r, Judgement)]
-    judgements = now.live_judgements  # the tables count what labels the cases now
+    cases, retired, judgements = now.cases, now.retired, now.live_judgements  # tables: what labels the cases now
+    n_judgements = sum(isinstance(r, Judgement) for r in golden.records)
     _say(console, f"{golden.path}  sha256 {golden.digest}")
     _say(console, f"cases: {len(cases)} ({len(retired)} retired, {len(golden.scorable)} scorable); "
-                  f"judgements: {len(judgements)} live ({len(all_judgements) - len(judgements)} superseded); "
+                  f"judgements: {len(judgements)} live ({n_judgements - len(judgements)} superseded); "
                   f"anchors: {_counter_line(golden.anchor_counts())}")
 
     def table(title: str, counter: Counter, *cols: str) -> None:
@@ -543,10 +540,8 @@ def fix_command(item: Any, golden_path: str | Path, corpus: str | Path) -> str:
     source = (item.candidate.source_uri if item.candidate
               else "SOURCE_URI_OF_THE_PAGE_THAT_NOW_HAS_IT" if item.doc_removed else item.old.source_uri)
     quote = item.candidate.quote if item.candidate else "PASTE THE PASSAGE THAT NOW ANSWERS THE QUESTION"
-    return " ".join([
-        "rag-exp golden reanchor", "--golden", shlex.quote(str(golden_path)), "--corpus", shlex.quote(str(corpus)),
-        "--ref", shlex.quote(item.ref), "--source-uri", shlex.quote(source), "--quote", shlex.quote(quote),
-    ])
+    return shlex.join(["rag-exp", "golden", "reanchor", "--golden", str(golden_path), "--corpus", str(corpus),
+                       "--ref", item.ref, "--source-uri", source, "--quote", quote])
 
 
 
@@ -606,9 +601,7 @@ def cmd_reanchor(args: argparse.Namespace) -> int:
     docs = _drift_corpus(args)
     console = _console()
     if args.ref:
-        quote = args.quote
-        if args.quote_file is not None:
-            quote = read_quote_file(args.quote_file)
+        quote = read_quote_file(args.quote_file) if args.quote_file is not None else args.quote
         if not args.source_uri or not quote:
             raise UserError("--ref needs --source-uri and --quote (or --quote-file)")
         if args.dry_run:

@@ -134,7 +134,6 @@ def reanchor(golden: GoldenFile | str | Path, docs: list[Document], *, fuzzy_thr
     gf = golden if isinstance(golden, GoldenFile) else GoldenFile(golden)
     records = gf.read_records()
     by_id = {d.doc_id: d for d in docs}
-    hashes = {d.doc_id: d.content_hash for d in docs}
     indexes: dict[str, DocIndex] = {}
     method = {"algorithm": ALGORITHM, "fuzzy_threshold": fuzzy_threshold}
     counts = Counter({k: 0 for k in (*OUTCOMES, "doc_unchanged", "in_place")})
@@ -150,7 +149,7 @@ def reanchor(golden: GoldenFile | str | Path, docs: list[Document], *, fuzzy_thr
     for sr in refs:
         eff = sr.effective
         doc = by_id.get(eff.doc_id)
-        now_hash = hashes.get(eff.doc_id, "")
+        now_hash = doc.content_hash if doc else ""
         if sr.status == "stale" and sr.stale_checked_hash == now_hash:
             counts["still_stale"] += 1  # nothing changed since it was found stale
             continue
@@ -207,8 +206,7 @@ def manual_anchor(golden: GoldenFile | str | Path, docs: list[Document], ref: st
     from .add import locate_unique
 
     gf = golden if isinstance(golden, GoldenFile) else GoldenFile(golden)
-    refs = {sr.ref: sr for sr in current(gf.read_records()).spans}
-    sr = refs.get(ref)
+    sr = next((s for s in current(gf.read_records()).spans if s.ref == ref), None)
     if sr is None:
         raise UserError(f"{gf.path}: no labelled span {ref!r}",
                         hint="refs are '<case id>#<evidence index>' or a judgement id (see rag-exp golden check)")
@@ -316,7 +314,6 @@ def drift_status(golden_path: str | Path | GoldenSet, docs: list[Document]) -> d
     """
     records = golden_path.records if isinstance(golden_path, GoldenSet) else GoldenFile(golden_path).read_records()
     by_id = {d.doc_id: d for d in docs}
-    hashes = {d.doc_id: d.content_hash for d in docs}
     out = dict.fromkeys(("spans", "unchanged", "in_place", "pending", "pending_removed", "pending_cases",
                          "anchored", "stale"), 0)
     pending_cases: set[str] = set()
@@ -329,7 +326,7 @@ def drift_status(golden_path: str | Path | GoldenSet, docs: list[Document]) -> d
             out["anchored"] += 1
         eff = sr.effective
         doc = by_id.get(eff.doc_id)
-        if doc is not None and hashes[eff.doc_id] == eff.doc_hash:
+        if doc is not None and doc.content_hash == eff.doc_hash:
             out["unchanged"] += 1
         elif doc is not None and doc.text[eff.start:eff.end] == eff.quote:
             out["in_place"] += 1

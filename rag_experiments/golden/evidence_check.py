@@ -43,9 +43,7 @@ def unscorable_spans(records: Sequence[Record], docs: Iterable[Document]) -> lis
     now = current(records)
     by_id = {d.doc_id: d for d in docs}
     out = []
-    for sr in now.live:
-        if sr.status == "stale":
-            continue
+    for sr in (s for s in now.live if s.status != "stale"):
         span = sr.effective
         doc = by_id.get(span.doc_id)
         if doc is None or doc.content_hash != span.doc_hash:
