@@ -384,9 +384,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     from ..golden.add import add_production_case
     from ..limits import check_query
 
-    quote = args.quote
-    if args.quote_file is not None:
-        quote = read_quote_file(args.quote_file)
+    quote = read_quote_file(args.quote_file) if args.quote_file is not None else args.quote
     if args.source_uri and not quote:
         raise UserError("--source-uri needs --quote or --quote-file")
     if args.chunk_id and quote:
@@ -424,7 +422,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from ..golden.evidence_check import unscorable_spans
 
     gf = GoldenFile(args.golden)
-    records = gf.read()
+    records = gf.read_records()
     docs = load_corpus(args.corpus)
     problems = unscorable_spans(records, docs)
     for p in problems:
@@ -433,7 +431,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         raise GoldenSetError(f"{gf.path}: {len(problems)} labelled spans cannot be scored against corpus "
                              f"{args.corpus} (listed above)",
                              hint="retire the case or re-anchor the span (rag-exp golden reanchor --ref ...)")
-    counts = Counter(r["type"] for r in records)
+    counts = Counter(type(r).__name__.lower() for r in records)  # Case -> "case", as on disk
     drift = drift_status(gf.path, docs)
     print(f"{gf.path}: OK, {len(records)} records ({_counter_line(dict(counts))}); manifest checked; "
           f"{drift['spans']} labelled spans resolve in corpus {args.corpus}"
@@ -471,19 +469,18 @@ def cmd_manifest(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from ..golden.resolve import load_golden
+    from ..golden.records import Judgement
+    from ..golden.resolve import current, load_golden
     from ..golden.spotcheck import judge_validation
 
     console = _console()
     golden = load_golden(args.golden)
-    records = golden.records
-    cases = [r for r in records if r["type"] == "case"]
-    retired = {r["target"] for r in records if r["type"] == "retire"}
-    all_judgements = [r for r in records if r["type"] == "judgement"]
-    judgements = golden.live_judgements()  # the tables count what labels the cases now
+    now = current(golden.records)
+    cases, retired, judgements = now.cases, now.retired, now.live_judgements  # tables: what labels the cases now
+    n_judgements = sum(isinstance(r, Judgement) for r in golden.records)
     _say(console, f"{golden.path}  sha256 {golden.digest}")
     _say(console, f"cases: {len(cases)} ({len(retired)} retired, {len(golden.scorable)} scorable); "
-                  f"judgements: {len(judgements)} live ({len(all_judgements) - len(judgements)} superseded); "
+                  f"judgements: {len(judgements)} live ({n_judgements - len(judgements)} superseded); "
                   f"anchors: {_counter_line(golden.anchor_counts())}")
 
     def table(title: str, counter: Counter, *cols: str) -> None:
@@ -497,11 +494,13 @@ def cmd_stats(args: argparse.Namespace) -> int:
             t.add_row(*(Text(str(k)) for k in (key if isinstance(key, tuple) else (key,))), str(n))
         _say(console, t)
 
-    live = [r for r in cases if r["id"] not in retired]
-    table("cases by kind", Counter(r["kind"] for r in live), "kind")
-    table("cases by doc type", Counter(r["doc_type"] for r in live), "doc type")
-    table("judgements by verdict", Counter(r["verdict"] for r in judgements), "verdict")
-    table("judgements by judge", golden.judges(), "kind", "model / name", "prompt version")
+    live = [r for r in cases if r.id not in retired]
+    table("cases by kind", Counter(r.kind for r in live), "kind")
+    table("cases by doc type", Counter(r.doc_type for r in live), "doc type")
+    table("judgements by verdict", Counter(r.verdict for r in judgements), "verdict")
+    judges = Counter((j["kind"], j.get("model") or j.get("name", ""), j.get("prompt_version", ""))
+                     for j in (r.raw["judge"] for r in judgements))
+    table("judgements by judge", judges, "kind", "model / name", "prompt version")
     v = judge_validation(args.golden)
     if v["judge_model"] is None:
         _say(console, "judge validation: no LLM judgements and no agent judgements")
@@ -532,15 +531,29 @@ def _excerpt(text: str, limit: int = 100) -> str:
     return repr(t if len(t) <= limit else t[: limit - 3] + "...")
 
 
+def fix_command(item: Any, golden_path: str | Path, corpus: str | Path) -> str:
+    """A ready-to-run command that points ``item`` (a ``StaleItem`` of ``golden check``) at a passage
+    (the best candidate when there is one; otherwise a placeholder to replace), with the same
+    ``--source-uri``/``--quote`` options as ``rag-exp golden add``."""
+    import shlex
+
+    source = (item.candidate.source_uri if item.candidate
+              else "SOURCE_URI_OF_THE_PAGE_THAT_NOW_HAS_IT" if item.doc_removed else item.old.source_uri)
+    quote = item.candidate.quote if item.candidate else "PASTE THE PASSAGE THAT NOW ANSWERS THE QUESTION"
+    return shlex.join(["rag-exp", "golden", "reanchor", "--golden", str(golden_path), "--corpus", str(corpus),
+                       "--ref", item.ref, "--source-uri", source, "--quote", quote])
+
+
+
 def cmd_check(args: argparse.Namespace) -> int:
-    from ..golden.anchoring import check, fix_command
+    from ..golden.anchoring import check
 
     from ..golden.evidence_check import unscorable_spans
     from ..golden.store import GoldenFile
 
     docs = _drift_corpus(args)
     rep = check(args.golden, docs, fuzzy_threshold=args.fuzzy_threshold)
-    problems = unscorable_spans(GoldenFile(args.golden).read(), docs)
+    problems = unscorable_spans(GoldenFile(args.golden).read_records(), docs)
     console = _console()
     p = rep.pending
     _line(console, f"{p.golden_path} against corpus {args.corpus} ({len(docs)} documents), checked in {p.seconds:.2f} s")
@@ -588,9 +601,7 @@ def cmd_reanchor(args: argparse.Namespace) -> int:
     docs = _drift_corpus(args)
     console = _console()
     if args.ref:
-        quote = args.quote
-        if args.quote_file is not None:
-            quote = read_quote_file(args.quote_file)
+        quote = read_quote_file(args.quote_file) if args.quote_file is not None else args.quote
         if not args.source_uri or not quote:
             raise UserError("--ref needs --source-uri and --quote (or --quote-file)")
         if args.dry_run:

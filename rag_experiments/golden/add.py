@@ -19,7 +19,7 @@ from typing import Callable
 from ..errors import GoldenSetError, UserError
 from ..limits import check_query, check_text
 from .generate import quote_matches
-from .records import new_id
+from .records import Span, new_id
 from .store import GoldenFile
 
 
@@ -83,8 +83,7 @@ def production_case(query: str, *, chunk_id: str | None = None, source_uri: str 
         start, end = int(chunk["start"]), int(chunk["end"])
         if len(chunk["text"]) != end - start:
             raise UserError(f"chunk {chunk_id}: its text is not the span {start}..{end} of its document")
-        span = {"doc_id": chunk["doc_id"], "source_uri": chunk["source_uri"], "start": start, "end": end,
-                "quote": chunk["text"], "doc_hash": chunk["doc_hash"]}
+        span = Span(chunk["doc_id"], chunk["source_uri"], start, end, chunk["text"], chunk["doc_hash"])
         doc_type, located = chunk["doc_type"], "chunk"
     else:
         if not quote or not quote.strip():
@@ -95,19 +94,19 @@ def production_case(query: str, *, chunk_id: str | None = None, source_uri: str 
         if doc is None:
             raise NotFoundError(f"document {source_uri!r} not found", hint="check the source uri (rag-exp corpus list)")
         start, end, located = locate_unique(doc["text"], quote, source_uri)
-        span = {"doc_id": doc["doc_id"], "source_uri": doc.get("source_uri") or source_uri, "start": start,
-                "end": end, "quote": doc["text"][start:end], "doc_hash": doc["content_hash"]}
+        span = Span(doc["doc_id"], doc.get("source_uri") or source_uri, start, end, doc["text"][start:end],
+                    doc["content_hash"])
         doc_type = doc["doc_type"]
     provenance = {"method": "human", "author": author or os.environ.get("USER") or getpass.getuser()}
     if note:
         provenance["note"] = note
     record = {
         "type": "case",
-        "id": new_id("c", query, span["doc_id"], span["start"], span["end"]),
+        "id": new_id("c", query, *span.key),
         "query": query,
         "kind": "production",
         "doc_type": doc_type,
-        "evidence": [{**span, "grade": grade}],
+        "evidence": [{**span.to_json(), "grade": grade}],
         "provenance": provenance,
     }
     return AddResult(record, located)
@@ -117,7 +116,7 @@ def add_production_case(golden_path: str | Path, query: str, **kwargs) -> AddRes
     """Build a production case (see :func:`production_case`) and append it to the golden set."""
     result = production_case(query, **kwargs)
     golden = GoldenFile(golden_path)
-    if golden.exists() and any(r["id"] == result.record["id"] for r in golden.read()):
+    if golden.exists() and any(r.id == result.record["id"] for r in golden.read_records()):
         raise GoldenSetError(f"{golden.path}: this case (same query and evidence) is already there: "
                              f"{result.record['id']}")
     written, = golden.append([result.record])

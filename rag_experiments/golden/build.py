@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..errors import GoldenSetError
 from ..types import Document
-from .records import new_id
+from .records import Span, new_id
 
 
 def locate(text: str, quote: str, where: str = "document") -> tuple[int, int]:
@@ -22,9 +22,12 @@ def locate(text: str, quote: str, where: str = "document") -> tuple[int, int]:
     return first, first + len(quote)
 
 
+def doc_span(doc: Document, start: int, end: int) -> Span:
+    return Span(doc.doc_id, doc.source_uri, start, end, doc.text[start:end], doc.content_hash)
+
+
 def span_json(doc: Document, start: int, end: int) -> dict:
-    return {"doc_id": doc.doc_id, "source_uri": doc.source_uri, "start": start, "end": end,
-            "quote": doc.text[start:end], "doc_hash": doc.content_hash}
+    return doc_span(doc, start, end).to_json()
 
 
 def case_record(doc: Document, quote: str, query: str, kind: str, provenance: dict, *,

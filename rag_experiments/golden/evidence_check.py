@@ -18,7 +18,8 @@ from typing import Iterable, Sequence
 
 from ..errors import GoldenSetError
 from ..types import Document
-from .anchoring import span_refs
+from .records import Case, Judgement, Record
+from .resolve import current
 
 
 @dataclass(frozen=True)
@@ -36,16 +37,13 @@ def _short(text: str, limit: int = 60) -> str:
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
-def unscorable_spans(records: Sequence[dict], docs: Iterable[Document]) -> list[Unscorable]:
+def unscorable_spans(records: Sequence[Record], docs: Iterable[Document]) -> list[Unscorable]:
     """Labelled spans that point at nothing in a document whose hash says it is unchanged."""
-    line_of = {r["id"]: n for n, r in enumerate(records, start=1)}
-    retired = {r["target"] for r in records if r["type"] == "retire"}
-    superseded = {r["supersedes"] for r in records if r["type"] == "judgement" and r.get("supersedes")}
+    line_of = {r.id: n for n, r in enumerate(records, start=1)}
+    now = current(records)
     by_id = {d.doc_id: d for d in docs}
     out = []
-    for sr in span_refs(records):
-        if sr.case_id in retired or sr.ref in superseded or sr.status == "stale":
-            continue
+    for sr in (s for s in now.live if s.status != "stale"):
         span = sr.effective
         doc = by_id.get(span.doc_id)
         if doc is None or doc.content_hash != span.doc_hash:
@@ -59,14 +57,14 @@ def unscorable_spans(records: Sequence[dict], docs: Iterable[Document]) -> list[
             out.append(Unscorable(where, sr.case_id, sr.ref, f"quote {_short(span.quote)} is not the text at "
                                   f"{span.start}..{span.end} of {span.doc_id} ({_short(doc.text[span.start:span.end])}), "
                                   "whose hash is the one labelled"))
-    known_cases = {r["id"] for r in records if r["type"] == "case"}
+    known_cases = {r.id for r in now.cases}
     for n, r in enumerate(records, start=1):
-        if r["type"] == "judgement" and r["case_id"] not in known_cases and r["id"] not in superseded:
-            out.append(Unscorable(n, r["case_id"], r["id"], "judgement of a case that does not exist"))
+        if isinstance(r, Judgement) and r.case_id not in known_cases and r.id not in now.superseded:
+            out.append(Unscorable(n, r.case_id, r.id, "judgement of a case that does not exist"))
     return out
 
 
-def require_scorable(path: str | Path, records: Sequence[dict], docs: Iterable[Document]) -> None:
+def require_scorable(path: str | Path, records: Sequence[Record], docs: Iterable[Document]) -> None:
     """GoldenSetError naming the first unscorable span (file:line, case id) and how many there are."""
     problems = unscorable_spans(records, docs)
     if problems:
@@ -81,17 +79,17 @@ def require_scorable(path: str | Path, records: Sequence[dict], docs: Iterable[D
 def require_cases(golden) -> None:
     """A golden set with nothing to score stops the run before any tracking happens."""
     if not golden.scorable:
-        n = sum(1 for r in golden.records if r["type"] == "case")
+        n = sum(1 for r in golden.records if isinstance(r, Case))
         why = ("it has no case records" if n == 0 else
                f"none of its {n} cases has relevant, non-stale evidence (retired, judged not relevant or stale)")
         raise GoldenSetError(f"{golden.path}: nothing to evaluate: {why}",
                              hint="point golden.path at a golden set with cases (rag-exp golden stats shows counts)")
 
 
-def require_same_corpus(path: str | Path, records: Sequence[dict], docs: Sequence[Document], corpus: str) -> None:
+def require_same_corpus(path: str | Path, records: Sequence[Record], docs: Sequence[Document], corpus: str) -> None:
     """A golden set none of whose labelled documents is in the corpus was made for another corpus:
     every case would score 0 behind a drift warning. (Some documents missing is drift, reported.)"""
-    wanted = {sr.effective.doc_id for sr in span_refs(records) if sr.status != "stale"}
+    wanted = {sr.effective.doc_id for sr in current(records).spans if sr.status != "stale"}
     have = {d.doc_id for d in docs}
     if wanted and not wanted & have:
         raise GoldenSetError(

@@ -286,7 +286,7 @@ def jobs_in_open_batches(state: CheckpointState) -> set[str]:
 
 
 def golden_ids(golden: GoldenFile) -> set[str]:
-    return {r["id"] for r in golden.read()} if golden.exists() else set()
+    return {r.id for r in golden.read_records()} if golden.exists() else set()
 
 
 class GoldenAppender:

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -108,42 +108,94 @@ def parse_span(obj: Any, where: str) -> Span:
     quote = _need(obj, "quote", str, where)
     if len(quote) != end - start:
         raise GoldenSetError(f"{where}: quote has {len(quote)} chars but the span is {end - start} chars")
-    return Span(
-        doc_id=_need(obj, "doc_id", str, where),
-        source_uri=_need(obj, "source_uri", str, where),
-        start=start, end=end, quote=quote,
-        doc_hash=_need(obj, "doc_hash", str, where),
-    )
+    doc_id, source_uri = _need(obj, "doc_id", str, where), _need(obj, "source_uri", str, where)
+    return Span(doc_id, source_uri, start, end, quote, _need(obj, "doc_hash", str, where))
+
+
+@dataclass(frozen=True)
+class Record:
+    """A validated line of the golden set; ``raw`` is its JSON object as on disk (extras included:
+    provenance, judge, reason, benchmark ids...), the only form ever written."""
+
+    id: str
+    raw: dict = field(repr=False, compare=False, kw_only=True)
+
+
+@dataclass(frozen=True)
+class Case(Record):
+    query: str
+    kind: str
+    doc_type: str
+    evidence: tuple[tuple[Span, int], ...]  # (span, grade) as labelled
+    identifier: str | None
+
+
+@dataclass(frozen=True)
+class Judgement(Record):
+    case_id: str
+    span: Span
+    verdict: str
+    judge_kind: str
+    supersedes: str | None
+
+
+@dataclass(frozen=True)
+class Retire(Record):
+    target: str
+
+
+@dataclass(frozen=True)
+class Anchor(Record):
+    case_id: str
+    ref: str
+    status: str
+    span: Span | None  # None when stale
+    by_human: bool
+    checked_doc_hash: str | None
+
+
+@dataclass(frozen=True)
+class Manifest(Record):
+    pass
 
 
 def validate(rec: Any, where: str) -> dict:
     """Check one record's shape; raise GoldenSetError naming ``where`` (file:line) and the field."""
+    parse_record(rec, where)
+    return rec
+
+
+def parse_record(rec: Any, where: str) -> Record:
+    """The typed record of one JSON object; GoldenSetError naming ``where`` (file:line) and the field."""
     if not isinstance(rec, dict):
         raise GoldenSetError(f"{where}: a record must be a JSON object")
     rtype = _need(rec, "type", str, where)
     if rtype not in RECORD_TYPES:
         raise GoldenSetError(f"{where}: unknown record type {rtype!r}; expected one of {', '.join(RECORD_TYPES)}")
-    _need(rec, "id", str, where)
+    rid = _need(rec, "id", str, where)
     _need(rec, "created_at", str, where)
     _need(rec, "prev", str, where)
     if rtype == "case":
         if not _need(rec, "query", str, where).strip():
             raise GoldenSetError(f"{where}: field 'query' is empty")
-        _need(rec, "kind", str, where)
-        _need(rec, "doc_type", str, where)
+        kind = _need(rec, "kind", str, where)
+        doc_type = _need(rec, "doc_type", str, where)
         prov = _need(rec, "provenance", dict, where)
         _need(prov, "method", str, f"{where}: provenance")
         evidence = _need(rec, "evidence", list, where)
         if not evidence:
             raise GoldenSetError(f"{where}: case {rec['id']} has no evidence; every case needs at least one span")
+        spans = []
         for i, ev in enumerate(evidence):
-            parse_span(ev, f"{where}: evidence[{i}]")
+            span = parse_span(ev, f"{where}: evidence[{i}]")
             grade = _need(ev, "grade", int, f"{where}: evidence[{i}]")
             if grade not in (1, 2):
                 raise GoldenSetError(f"{where}: evidence[{i}].grade must be 1 (PART) or 2 (YES), got {grade}")
-    elif rtype == "judgement":
-        _need(rec, "case_id", str, where)
-        parse_span(rec.get("span"), f"{where}: span")
+            spans.append((span, grade))
+        return Case(rid, rec["query"], kind, doc_type, tuple(spans), rec.get("identifier"), raw=rec)
+    if rtype == "judgement":
+        case_id = _need(rec, "case_id", str, where)
+        span = parse_span(rec.get("span"), f"{where}: span")
         verdict = _need(rec, "verdict", str, where)
         if verdict not in VERDICTS:
             raise GoldenSetError(f"{where}: verdict must be YES, PART or NO, got {verdict!r}")
@@ -153,23 +205,25 @@ def validate(rec: Any, where: str) -> dict:
             raise GoldenSetError(f"{where}: judge.kind must be one of {', '.join(JUDGE_KINDS)}, got {kind!r}")
         if rec.get("supersedes") and not str(rec.get("reason", "")).strip():
             raise GoldenSetError(f"{where}: a judgement that supersedes another needs a 'reason'")
-    elif rtype == "retire":
-        _need(rec, "target", str, where)
+        return Judgement(rid, case_id, span, verdict, kind, rec.get("supersedes") or None, raw=rec)
+    if rtype == "retire":
+        target = _need(rec, "target", str, where)
         if not _need(rec, "reason", str, where).strip():
             raise GoldenSetError(f"{where}: 'reason' is empty")
         _need(rec, "who", str, where)
-    elif rtype == "manifest":
+        return Retire(rid, target, raw=rec)
+    if rtype == "manifest":
         _need(rec, "who", str, where)
         if not _need(rec, "reason", str, where).strip():
             raise GoldenSetError(f"{where}: 'reason' is empty")
         _need(rec, "records", int, where)
         _need(rec, "head", str, where)
-    elif rtype == "anchor":
-        _need(rec, "case_id", str, where)
-        _need(rec, "ref", str, where)
-        status = _need(rec, "status", str, where)
-        if status not in ANCHOR_STATUSES:
-            raise GoldenSetError(f"{where}: anchor status must be one of {ANCHOR_STATUSES}, got {status!r}")
-        if status != "stale":
-            parse_span(rec.get("span"), f"{where}: span")
-    return rec
+        return Manifest(rid, raw=rec)
+    case_id = _need(rec, "case_id", str, where)
+    ref = _need(rec, "ref", str, where)
+    status = _need(rec, "status", str, where)
+    if status not in ANCHOR_STATUSES:
+        raise GoldenSetError(f"{where}: anchor status must be one of {ANCHOR_STATUSES}, got {status!r}")
+    span = None if status == "stale" else parse_span(rec.get("span"), f"{where}: span")
+    by_human = (rec.get("by") or {}).get("kind") == "human"  # a person vouched for the passage
+    return Anchor(rid, case_id, ref, status, span, by_human, rec.get("checked_doc_hash"), raw=rec)

@@ -12,6 +12,10 @@ Resolution rules (documented here because every number depends on them):
 * An ``anchor`` record re-points a span after a corpus edit (``moved``/``fuzzy``) or marks it
   ``stale``; the latest anchor per span wins. Stale evidence is excluded from metrics and
   counted; a case whose every relevant span is stale is reported, not scored as a miss.
+
+:func:`current` is the one place these rules read the records: evaluation (:func:`resolve`),
+``golden check`` / ``golden reanchor`` (:mod:`.anchoring`) and the evidence checks all start
+from its :class:`Current`.
 """
 
 from __future__ import annotations
@@ -19,9 +23,87 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
-from .records import MACHINE_JUDGES, VERDICTS, Span, parse_span
+from .records import MACHINE_JUDGES, VERDICTS, Anchor, Case, Judgement, Record, Retire, Span
 from .store import GoldenFile
+
+
+@dataclass(frozen=True)
+class SpanRef:
+    """One labelled span (a case's evidence or a judgement's span) and its anchoring state."""
+
+    ref: str  # "<case id>#<evidence index>" or a judgement id
+    case_id: str
+    source: str  # evidence | judgement
+    grade: int  # evidence grade, or the judgement's verdict as a grade (YES 2, PART 1, NO 0)
+    original: Span  # as labelled
+    effective: Span  # the span of the latest moved/fuzzy anchor, else the original
+    status: str = "ok"  # ok | moved | fuzzy | stale (the latest anchor's)
+    anchor_id: str | None = None  # the latest anchor record's id
+    stale_checked_hash: str | None = None  # the document hash a stale record was checked against
+    judged: Span | None = None  # the span of the latest human anchor (its text was vouched for)
+    judge_kind: str | None = None  # judgements: llm | human | agent
+
+    @property
+    def reference(self) -> Span:
+        """The text whose relevance was judged: the labelled span, or a human re-anchoring of it."""
+        return self.judged or self.original
+
+    @property
+    def scored(self) -> Span:
+        """The span evaluation uses: the effective one; a stale span keeps its labelled one (unscored)."""
+        return self.original if self.status == "stale" else self.effective
+
+
+@dataclass(frozen=True)
+class Current:
+    """What the records say now: retired cases, superseded judgements, every labelled span with its
+    latest anchor applied (superseded and retired ones too: re-anchoring keeps them current)."""
+
+    records: tuple[Record, ...]
+    retired: frozenset[str]
+    superseded: frozenset[str]
+    spans: tuple[SpanRef, ...]
+
+    @property
+    def cases(self) -> list[Case]:
+        return [r for r in self.records if isinstance(r, Case)]
+
+    @property
+    def live(self) -> list[SpanRef]:
+        """Spans that count: not of a retired case, not of a superseded judgement."""
+        return [sr for sr in self.spans if sr.case_id not in self.retired and sr.ref not in self.superseded]
+
+    @property
+    def live_judgements(self) -> list[Judgement]:
+        return [r for r in self.records if isinstance(r, Judgement) and r.id not in self.superseded]
+
+
+def current(records: Iterable[Record]) -> Current:
+    records = tuple(records)
+    anchors = [r for r in records if isinstance(r, Anchor)]  # per ref, later records win
+    latest = {a.ref: a for a in anchors}
+    last_good = {a.ref: a for a in anchors if a.span is not None}
+    human = {a.ref: a for a in anchors if a.span is not None and a.by_human}
+
+    def make(ref: str, case_id: str, source: str, grade: int, original: Span, judge: str | None = None) -> SpanRef:
+        good, a, h = last_good.get(ref), latest.get(ref), human.get(ref)
+        return SpanRef(ref, case_id, source, grade, original, good.span if good else original, a.status if a else "ok",
+                       a and a.id, a.checked_doc_hash if a and a.status == "stale" else None, h and h.span, judge)
+
+    spans: list[SpanRef] = []
+    for r in records:
+        if isinstance(r, Case):
+            spans += [make(f"{r.id}#{i}", r.id, "evidence", grade, span) for i, (span, grade) in enumerate(r.evidence)]
+        elif isinstance(r, Judgement):
+            spans.append(make(r.id, r.case_id, "judgement", VERDICTS[r.verdict], r.span, r.judge_kind))
+    return Current(
+        records=records,
+        retired=frozenset(r.target for r in records if isinstance(r, Retire)),
+        superseded=frozenset(r.supersedes for r in records if isinstance(r, Judgement) and r.supersedes),
+        spans=tuple(spans),
+    )
 
 
 @dataclass(frozen=True)
@@ -64,7 +146,7 @@ class GoldenSet:
     path: Path
     digest: str
     cases: tuple[EvalCase, ...]
-    records: tuple[dict, ...] = field(repr=False, default=())
+    records: tuple[Record, ...] = field(repr=False, default=())
     head: str = ""  # sha256 of the last line: with len(records), the version as a prefix of the chain
 
     @property
@@ -75,75 +157,43 @@ class GoldenSet:
         counts = Counter(e.status for c in self.cases for e in c.evidence if e.grade > 0)
         return {s: counts.get(s, 0) for s in ("ok", "moved", "fuzzy", "stale")}
 
-    def live_judgements(self) -> list[dict]:
-        """Judgement records no later judgement supersedes (what labels the cases now)."""
-        superseded = {r["supersedes"] for r in self.records if r["type"] == "judgement" and r.get("supersedes")}
-        return [r for r in self.records if r["type"] == "judgement" and r["id"] not in superseded]
 
-    def judges(self) -> Counter:
-        """Live judgements per (kind, model or name, prompt version); superseded ones not counted."""
-        return Counter(
-            (r["judge"]["kind"], r["judge"].get("model") or r["judge"].get("name", ""), r["judge"].get("prompt_version", ""))
-            for r in self.live_judgements()
-        )
-
-
-def resolve(records: list[dict], path: Path, digest: str, head: str = "") -> GoldenSet:
-    retired = {r["target"] for r in records if r["type"] == "retire"}
-    superseded = {r["supersedes"] for r in records if r["type"] == "judgement" and r.get("supersedes")}
-    anchors: dict[str, dict] = {}
-    for r in records:
-        if r["type"] == "anchor":
-            anchors[r["ref"]] = r  # later records win
-
-    def anchored(ref: str, span: Span) -> tuple[Span, str]:
-        a = anchors.get(ref)
-        if a is None:
-            return span, "ok"
-        if a["status"] == "stale":
-            return span, "stale"
-        return parse_span(a["span"], f"anchor {a['id']}"), a["status"]
-
-    judgements: dict[str, dict[tuple, dict]] = {}
-    for r in records:
-        if r["type"] != "judgement" or r["id"] in superseded:
-            continue
-        span = parse_span(r["span"], r["id"])
-        per_case = judgements.setdefault(r["case_id"], {})
-        old = per_case.get(span.key)
-        # a human's verdict beats a machine's (llm or agent); otherwise the later one wins
-        if old is None or not (old["judge"]["kind"] == "human" and r["judge"]["kind"] in MACHINE_JUDGES):
-            per_case[span.key] = r
+def resolve(records: Iterable[Record], path: Path, digest: str, head: str = "") -> GoldenSet:
+    now = current(records)
+    judgements: dict[str, dict[tuple, SpanRef]] = {}
+    evidence: dict[str, list[SpanRef]] = {}
+    for sr in now.spans:
+        if sr.source == "evidence":
+            evidence.setdefault(sr.case_id, []).append(sr)
+        elif sr.ref not in now.superseded:
+            per_case = judgements.setdefault(sr.case_id, {})
+            old = per_case.get(sr.original.key)
+            # a human's verdict beats a machine's (llm or agent); otherwise the later one wins
+            if old is None or not (old.judge_kind == "human" and sr.judge_kind in MACHINE_JUDGES):
+                per_case[sr.original.key] = sr
 
     cases = []
-    for r in records:
-        if r["type"] != "case" or r["id"] in retired:
+    for r in now.cases:
+        if r.id in now.retired:
             continue
-        by_key: dict[tuple, Evidence] = {}
-        for i, ev in enumerate(r["evidence"]):
-            ref = f"{r['id']}#{i}"
-            original = parse_span(ev, ref)
-            span, status = anchored(ref, original)
-            by_key[original.key] = Evidence(span, int(ev["grade"]), ref, status)
+        by_key = {sr.original.key: Evidence(sr.scored, sr.grade, sr.ref, sr.status) for sr in evidence[r.id]}
         kinds = set()
-        for key, j in sorted(judgements.get(r["id"], {}).items()):
-            kinds.add(j["judge"]["kind"])
+        for key, j in sorted(judgements.get(r.id, {}).items()):
+            kinds.add(j.judge_kind)
             if key in by_key:
                 # a judgement about the case's own evidence re-grades it (a superseding label)
                 own = by_key[key]
-                by_key[key] = Evidence(own.span, VERDICTS[j["verdict"]], own.ref, own.status)
+                by_key[key] = Evidence(own.span, j.grade, own.ref, own.status)
                 continue
-            span, status = anchored(j["id"], parse_span(j["span"], j["id"]))
-            by_key[key] = Evidence(span, VERDICTS[j["verdict"]], j["id"], status)
-        evidence = list(by_key.values())
+            by_key[key] = Evidence(j.scored, j.grade, j.ref, j.status)
         cases.append(EvalCase(
-            case_id=r["id"], query=r["query"], kind=r["kind"], doc_type=r["doc_type"],
-            evidence=tuple(evidence), identifier=r.get("identifier"), judge_kinds=frozenset(kinds),
+            case_id=r.id, query=r.query, kind=r.kind, doc_type=r.doc_type,
+            evidence=tuple(by_key.values()), identifier=r.identifier, judge_kinds=frozenset(kinds),
         ))
-    return GoldenSet(path=path, digest=digest, cases=tuple(cases), records=tuple(records), head=head)
+    return GoldenSet(path=path, digest=digest, cases=tuple(cases), records=now.records, head=head)
 
 
 def load_golden(path: str | Path) -> GoldenSet:
     gf = GoldenFile(path)
-    records = gf.read()
+    records = gf.read_records()
     return resolve(records, gf.path, gf.digest(), head=gf.head())

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from ..errors import GoldenSetError, UserError
-from .records import new_id
+from .records import Case, Retire, new_id
 from .store import GoldenFile
 
 
@@ -24,12 +24,11 @@ def retire_case(golden_path: str | Path, case_id: str, reason: str, who: str | N
     golden = GoldenFile(golden_path)
     if not golden.exists():
         raise GoldenSetError(f"{golden.path} does not exist")
-    records = golden.read()
-    cases = {r["id"] for r in records if r["type"] == "case"}
-    if case_id not in cases:
+    records = golden.read_records()
+    if case_id not in {r.id for r in records if isinstance(r, Case)}:
         raise GoldenSetError(f"{golden.path}: no case {case_id!r}", hint="case ids are in the per-case table "
                              "(rag-exp compare) or `grep '\"type\":\"case\"' FILE`")
-    if any(r["type"] == "retire" and r["target"] == case_id for r in records):
+    if any(isinstance(r, Retire) and r.target == case_id for r in records):
         raise GoldenSetError(f"{golden.path}: case {case_id} is already retired")
     who = who or os.environ.get("USER") or getpass.getuser()
     record = {"type": "retire", "id": new_id("r", case_id), "target": case_id, "reason": reason, "who": who}

@@ -31,7 +31,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
-from .records import MACHINE_JUDGES, new_id, now_iso
+from .records import MACHINE_JUDGES, Judgement, Record, new_id, now_iso
+from .resolve import current
 from .store import GoldenFile
 
 LABELS = ("YES", "PART", "NO")
@@ -104,40 +105,32 @@ def append_spotcheck(path: Path, rec: dict) -> None:
         os.fsync(fh.fileno())
 
 
-def machine_judged_pairs(records: list[dict]) -> list[dict]:
+def machine_judged_pairs(records: list[Record]) -> list[Judgement]:
     """The current machine (llm or agent) judgement of each (case, span) of a live case (not
     superseded, not retired)."""
-    retired = {r["target"] for r in records if r["type"] == "retire"}
-    superseded = {r["supersedes"] for r in records if r["type"] == "judgement" and r.get("supersedes")}
-    cases = {r["id"] for r in records if r["type"] == "case"} - retired
-    latest: dict[tuple, dict] = {}
-    for r in records:
-        if (r["type"] == "judgement" and r["judge"]["kind"] in MACHINE_JUDGES and r["id"] not in superseded
-                and r["case_id"] in cases):
-            latest[(r["case_id"], r["span"]["doc_id"], r["span"]["start"], r["span"]["end"])] = r
+    now = current(records)
+    cases = {r.id for r in now.cases} - now.retired
+    latest: dict[tuple, Judgement] = {}
+    for r in now.live_judgements:
+        if r.judge_kind in MACHINE_JUDGES and r.case_id in cases:
+            latest[(r.case_id, *r.span.key)] = r
     return list(latest.values())
 
 
-llm_judged_pairs = machine_judged_pairs  # the name before agent judges existed
+
+def _judge_id(j: Judgement) -> tuple[str, str]:
+    judge = j.raw["judge"]
+    return (judge.get("model") or judge.get("name", ""), judge.get("prompt_version", ""))
 
 
-def _judge_id(j: dict) -> tuple[str, str]:
-    return (j["judge"].get("model") or j["judge"].get("name", ""), j["judge"].get("prompt_version", ""))
-
-
-def machine_judges(records: list[dict]) -> list[tuple[str, str]]:
+def machine_judges(records: list[Record]) -> list[tuple[str, str]]:
     """Every machine judge with live labels, the one with the most labels first."""
     counts = Counter(_judge_id(j) for j in machine_judged_pairs(records))
     return sorted(counts, key=lambda k: (-counts[k], k))
 
 
-def current_judge(records: list[dict]) -> tuple[str, str] | None:
-    judges = machine_judges(records)
-    return judges[0] if judges else None
-
-
-def order_pairs(judgements: list[dict], seed: int) -> list[dict]:
-    return sorted(judgements, key=lambda j: hashlib.sha256(f"{seed}|{j['id']}".encode()).hexdigest())
+def order_pairs(judgements: list[Judgement], seed: int) -> list[Judgement]:
+    return sorted(judgements, key=lambda j: hashlib.sha256(f"{seed}|{j.id}".encode()).hexdigest())
 
 
 def judge_validation(golden_path: str | Path, spot_path: str | Path | None = None) -> dict:
@@ -145,7 +138,7 @@ def judge_validation(golden_path: str | Path, spot_path: str | Path | None = Non
     labels has >= 30 spot-checked pairs and disagreement <= 10%), ``judges`` (each one's numbers),
     and for the current judge ``agreement``, ``kappa``, ``n``, ``judge_model``,
     ``judge_prompt_version``, ``disagreement``, ``confusion`` and the spot-check file."""
-    records = GoldenFile(golden_path).read()
+    records = GoldenFile(golden_path).read_records()
     spot = Path(spot_path) if spot_path else spotcheck_path(golden_path)
     all_checks = [s for s in read_spotchecks(spot) if s.get("human_verdict") in LABELS]
     judges = machine_judges(records)
@@ -202,12 +195,12 @@ def run_spotcheck(golden_path: str | Path, *, n: int = MIN_PAIRS, seed: int = DE
     console = console or Console(highlight=False)
     author = author or os.environ.get("USER") or getpass.getuser()
     spot = Path(spot_path) if spot_path else spotcheck_path(golden_path)
-    records = GoldenFile(golden_path).read()
-    queries = {r["id"]: r["query"] for r in records if r["type"] == "case"}
+    now = current(GoldenFile(golden_path).read_records())
+    queries = {r.id: r.query for r in now.cases}
     existing = read_spotchecks(spot)
     seen = {s["judgement_id"] for s in existing}
     have = len({s["judgement_id"] for s in existing if s.get("human_verdict") in LABELS})
-    todo = [j for j in order_pairs(machine_judged_pairs(records), seed) if j["id"] not in seen]
+    todo = [j for j in order_pairs(machine_judged_pairs(now.records), seed) if j.id not in seen]
     session = Counter()
     need = max(0, n - have)
     console.print(f"Spot-check of the machine judge(s): {have} of {n} pairs checked, {len(todo)} unchecked pairs left; "
@@ -217,8 +210,8 @@ def run_spotcheck(golden_path: str | Path, *, n: int = MIN_PAIRS, seed: int = DE
             break
         done = have + session["answered"]
         console.rule(f"pair {done + 1} of {n}")
-        console.print(Text("Question: ", style="bold") + Text(queries.get(j["case_id"], "?")))
-        console.print(Panel(Text(j["span"]["quote"]), title=Text(j["span"]["source_uri"]), expand=True))
+        console.print(Text("Question: ", style="bold") + Text(queries.get(j.case_id, "?")))
+        console.print(Panel(Text(j.span.quote), title=Text(j.span.source_uri), expand=True))
         answer = _read_answer(stdin, console)
         if answer == "QUIT":
             session["quit"] += 1
@@ -227,10 +220,10 @@ def run_spotcheck(golden_path: str | Path, *, n: int = MIN_PAIRS, seed: int = DE
         session["answered" if answer != "SKIP" else "skipped"] += 1
         model, pv = _judge_id(j)
         append_spotcheck(spot, {
-            "type": "spotcheck", "id": new_id("s", j["id"], author, now_iso()), "judgement_id": j["id"],
-            "case_id": j["case_id"], "span": {k: j["span"][k] for k in ("doc_id", "source_uri", "start", "end")},
-            "human_verdict": answer, "llm_verdict": j["verdict"],
-            "judge": {"kind": j["judge"]["kind"], "model": model, "prompt_version": pv},
+            "type": "spotcheck", "id": new_id("s", j.id, author, now_iso()), "judgement_id": j.id,
+            "case_id": j.case_id, "span": {k: j.span.to_json()[k] for k in ("doc_id", "source_uri", "start", "end")},
+            "human_verdict": answer, "llm_verdict": j.verdict,
+            "judge": {"kind": j.judge_kind, "model": model, "prompt_version": pv},
             "author": author, "golden_set": Path(golden_path).name, "created_at": now_iso(),
         })
     result = judge_validation(golden_path, spot)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import GoldenSetError
-from .records import canonical, line_hash, new_id, now_iso, validate
+from .records import Record, canonical, line_hash, new_id, now_iso, parse_record, validate
 
 
 class _Tally:
@@ -104,7 +104,11 @@ class GoldenFile:
         return self._current_tally().head
 
     def read(self) -> list[dict]:
-        """All records, after checking the chain and the manifest (GoldenSetError names the line)."""
+        """All records as on disk (JSON objects), after checking the chain and the manifest."""
+        return [r.raw for r in self.read_records()]
+
+    def read_records(self) -> list[Record]:
+        """All records, typed, after checking the chain and the manifest (GoldenSetError names the line)."""
         if not self.path.exists():
             raise GoldenSetError(
                 f"golden set {self.path} does not exist",
@@ -112,7 +116,7 @@ class GoldenFile:
             )
         return self._read_verified()[0]
 
-    def _read_verified(self) -> tuple[list[dict], _Tally]:
+    def _read_verified(self) -> tuple[list[Record], _Tally]:
         identity = self._identity()
         records, tally = self._read_chain()
         self._check_manifest(tally.n, tally.head)
@@ -127,13 +131,13 @@ class GoldenFile:
             return self._verified[1]
         return self._read_verified()[1]
 
-    def _read_chain(self) -> tuple[list[dict], _Tally]:
+    def _read_chain(self) -> tuple[list[Record], _Tally]:
         raw = self.path.read_bytes()
         if raw and not raw.endswith(b"\n"):
             n = raw.count(b"\n") + 1
             raise GoldenSetError(f"{self.path}:{n}: last line is incomplete (no newline): the file was truncated "
                                  "or hand-edited", hint="restore it from git (git checkout -- FILE)")
-        records: list[dict] = []
+        records: list[Record] = []
         tally = _Tally()
         # split on "\n" only: canonical lines keep UTF-8 as is, and str.splitlines() would also
         # split inside a quote holding U+2028, U+0085 and the like
@@ -157,11 +161,11 @@ class GoldenFile:
                     f"inserted or deleted before line {n}",
                     hint="the golden set is append-only; restore it from git and append a superseding record instead",
                 )
-            validate(rec, where)
+            typed = parse_record(rec, where)
             if rec["id"] in tally.ids:
                 raise GoldenSetError(f"{where}: duplicate record id {rec['id']!r}")
             tally.add(rec, line)
-            records.append(rec)
+            records.append(typed)
         tally.sha.update(raw)
         return records, tally
 

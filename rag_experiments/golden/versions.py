@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..errors import GoldenSetError
-from .records import line_hash
+from .records import Record, line_hash
 from .resolve import GoldenSet, resolve
 from .store import GoldenFile
 
@@ -73,10 +73,10 @@ class GoldenVersion:
         return f"{self.records} records, head {(self.head or '-')[:12]}, sha256 {self.sha256[:12]}"
 
 
-def _read(path: Path) -> tuple[list[dict], list[bytes]]:
+def _read(path: Path) -> tuple[list[Record], list[bytes]]:
     """The records (chain and manifest verified: a corrupt file is its own error) and the raw lines,
     each with its newline."""
-    records = GoldenFile(path).read()
+    records = GoldenFile(path).read_records()
     raw = path.read_bytes()
     return records, [line + b"\n" for line in raw.split(b"\n")[:-1]]
 

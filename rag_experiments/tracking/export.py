@@ -43,6 +43,7 @@ import pandas as pd
 
 from ..config import project_root
 from ..errors import GoldenSetError, UserError
+from ..golden.records import Case
 from ..golden.resolve import GoldenSet, load_golden
 from .mlflow_run import tracking_uri
 
@@ -85,10 +86,10 @@ def query_ids(golden: GoldenSet) -> dict[str, str]:
     """case id -> TREC query id (the benchmark's own id when the case carries one)."""
     out: dict[str, str] = {}
     for rec in golden.records:
-        if rec["type"] == "case":
-            bench = rec.get("benchmark")
-            qid = str(bench["query_id"]) if isinstance(bench, dict) and "query_id" in bench else rec["id"]
-            out[rec["id"]] = _check_token(qid, f"query id of case {rec['id']}")
+        if isinstance(rec, Case):
+            bench = rec.raw.get("benchmark")
+            qid = str(bench["query_id"]) if isinstance(bench, dict) and "query_id" in bench else rec.id
+            out[rec.id] = _check_token(qid, f"query id of case {rec.id}")
     return out
 
 
@@ -143,7 +144,7 @@ def trec_qrels_lines(golden: GoldenSet, qid_of: Mapping[str, str], case_ids: Ite
     ``"original"``: the ``qrel_gain`` of each imported evidence entry (an error when missing).
     """
     cases = {c.case_id: c for c in golden.cases}
-    records = {r["id"]: r for r in golden.records if r["type"] == "case"}
+    records = {r.id: r.raw for r in golden.records if isinstance(r, Case)}
     lines, warnings = [], []
     multi = 0
     for cid in case_ids:
@@ -175,7 +176,7 @@ def trec_qrels_lines(golden: GoldenSet, qid_of: Mapping[str, str], case_ids: Ite
 
 
 def has_original_grades(golden: GoldenSet, case_ids: Iterable[str]) -> bool:
-    records = {r["id"]: r for r in golden.records if r["type"] == "case"}
+    records = {r.id: r.raw for r in golden.records if isinstance(r, Case)}
     return all("qrel_gain" in ev for cid in case_ids for ev in records[cid]["evidence"])
 
 

@@ -35,6 +35,7 @@ from ..evaluation.evaluate import aggregate
 from ..evaluation.rescore import params_from_flat, rescore
 from ..evaluation.runfile import ARTIFACT as RUN_FILE
 from ..evaluation.runfile import parse_run_file
+from ..golden.records import Anchor, Case, Judgement, Retire
 from ..golden.resolve import GoldenSet
 from ..golden.versions import GoldenVersion, NotAnAncestor, locate
 from .runs import RunView
@@ -145,16 +146,15 @@ def _quality_metrics(per_case: pd.DataFrame) -> dict[str, float]:
 # -- the alignment --------------------------------------------------------------------------------
 def _changes(older: GoldenSet, newer: GoldenSet, shared: set[str]) -> dict[str, tuple[str, ...]]:
     """Records appended between the two versions, by what they did to the older cases."""
-    older_ids = {r["id"] for r in older.records if r["type"] == "case"}
+    older_ids = {r.id for r in older.records if isinstance(r, Case)}
     out: dict[str, list[str]] = {"retired": [], "superseded": [], "relabelled": [], "reanchored": []}
     for r in newer.records[len(older.records):]:
-        t = r["type"]
-        if t == "retire" and r["target"] in older_ids:
-            out["retired"].append(r["target"])
-        elif t == "judgement" and r["case_id"] in shared:
-            out["superseded" if r.get("supersedes") else "relabelled"].append(r["case_id"])
-        elif t == "anchor" and r["case_id"] in shared:
-            out["reanchored"].append(r["case_id"])
+        if isinstance(r, Retire) and r.target in older_ids:
+            out["retired"].append(r.target)
+        elif isinstance(r, Judgement) and r.case_id in shared:
+            out["superseded" if r.supersedes else "relabelled"].append(r.case_id)
+        elif isinstance(r, Anchor) and r.case_id in shared:
+            out["reanchored"].append(r.case_id)
     return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
 
 

@@ -16,12 +16,13 @@ import pytest
 
 from rag_experiments.corpus.loader import demo_corpus_dir, load_corpus
 from rag_experiments.evaluation.evaluate import EvalParams, evaluate
+from rag_experiments.commands.golden import fix_command
 from rag_experiments.golden.anchoring import (
-    FUZZY_THRESHOLD, check, drift_status, drift_warning, fix_command, reanchor, span_refs,
+    FUZZY_THRESHOLD, check, drift_status, drift_warning, reanchor,
 )
 from rag_experiments.golden.build import case_record
 from rag_experiments.golden.records import new_id
-from rag_experiments.golden.resolve import load_golden
+from rag_experiments.golden.resolve import current, load_golden
 from rag_experiments.golden.store import GoldenFile
 from rag_experiments.types import Hit, RankedList
 
@@ -232,7 +233,7 @@ def test_edited_again_after_a_fuzzy_anchor_uses_the_anchored_span(golden, corpus
     reanchor(golden, docs_of(corpus))
     edit(corpus, "brin-intro.md", "BRIN indexes can satisfy", INSERTED + "BRIN indexes can satisfy")
     reanchor(golden, docs_of(corpus))
-    refs = {sr.ref: sr for sr in span_refs(GoldenFile(golden).read())}
+    refs = {sr.ref: sr for sr in current(GoldenFile(golden).read_records()).spans}
     sr = refs["c-bitmap#0"]
     text = doc(corpus, "brin-intro.md").text
     # still 'fuzzy' (its text is not the labelled one), at the shifted offsets

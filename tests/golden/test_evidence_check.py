@@ -46,12 +46,12 @@ def golden_with_bad_span(tmp_path, mini_docs):
 
 def test_span_past_the_end_of_an_unchanged_document_is_named_with_file_line_and_case(golden_with_bad_span, mini_docs):
     path, case_id, line = golden_with_bad_span
-    problems = unscorable_spans(GoldenFile(path).read(), mini_docs)
+    problems = unscorable_spans(GoldenFile(path).read_records(), mini_docs)
     assert len(problems) == 1
     msg = problems[0].describe(path)
     assert msg.startswith(f"{path}:{line}: case {case_id} ({case_id}#0): span 9000000..9000008 lies outside")
     with pytest.raises(GoldenSetError, match=f"{path}:{line}: case {case_id}"):
-        require_scorable(path, GoldenFile(path).read(), mini_docs)
+        require_scorable(path, GoldenFile(path).read_records(), mini_docs)
     # before: drift_status counted it "unchanged" and the run scored it 0
     assert drift_status(path, mini_docs)["pending"] == 0
 
@@ -60,7 +60,7 @@ def test_quote_not_at_its_offsets_is_an_error(tmp_path, mini_docs):
     path = build_mini_golden(tmp_path / "mini.jsonl", mini_docs)
     doc = _doc(mini_docs, "errcodes-appendix")
     GoldenFile(path).append([_bad_case(doc, 0, 8, "work_mem")])  # inside the document, wrong text
-    [p] = unscorable_spans(GoldenFile(path).read(), mini_docs)
+    [p] = unscorable_spans(GoldenFile(path).read_records(), mini_docs)
     assert "is not the text at 0..8" in p.reason
 
 
@@ -72,7 +72,7 @@ def test_an_anchor_that_moved_a_span_out_of_its_document_is_named_at_the_anchor_
     span = {**span_json(doc, 0, 5), "start": len(doc.text) + 10, "end": len(doc.text) + 15}
     GoldenFile(path).append([{"type": "anchor", "id": "a-1", "case_id": case["id"], "ref": f"{case['id']}#0",
                               "status": "moved", "span": span}])
-    [p] = unscorable_spans(GoldenFile(path).read(), mini_docs)
+    [p] = unscorable_spans(GoldenFile(path).read_records(), mini_docs)
     assert p.line == len(records) + 1 and p.ref == f"{case['id']}#0"
 
 
@@ -80,14 +80,14 @@ def test_drift_is_not_an_error(tmp_path, mini_docs):
     """The document changed: reported and counted as drift, as before, never an error."""
     path = build_mini_golden(tmp_path / "mini.jsonl", mini_docs)
     edited = [replace(d, text="Intro paragraph added.\n\n" + d.text) for d in mini_docs]
-    assert unscorable_spans(GoldenFile(path).read(), edited) == []
+    assert unscorable_spans(GoldenFile(path).read_records(), edited) == []
     assert drift_status(path, edited)["pending"] == 10  # counted and warned about, as before
 
 
 def test_retired_cases_are_not_checked(golden_with_bad_span, mini_docs):
     path, case_id, _ = golden_with_bad_span
     GoldenFile(path).append([{"type": "retire", "id": "r-1", "target": case_id, "reason": "bad span", "who": "t"}])
-    assert unscorable_spans(GoldenFile(path).read(), mini_docs) == []
+    assert unscorable_spans(GoldenFile(path).read_records(), mini_docs) == []
 
 
 def test_golden_verify_and_check_report_it(golden_with_bad_span, capsys):
@@ -127,6 +127,6 @@ def test_a_golden_set_for_another_corpus_is_refused(tmp_path, mini_docs):
 
     demo = FIXTURES.parent.parent / "experiments" / "golden" / "demo.jsonl"
     with pytest.raises(GoldenSetError, match="none of the .* documents its evidence points into is in corpus mini"):
-        require_same_corpus(demo, GoldenFile(demo).read(), mini_docs, "mini")
+        require_same_corpus(demo, GoldenFile(demo).read_records(), mini_docs, "mini")
     path = build_mini_golden(tmp_path / "mini.jsonl", mini_docs)
-    require_same_corpus(path, GoldenFile(path).read(), mini_docs[1:], "mini")  # one document gone: drift
+    require_same_corpus(path, GoldenFile(path).read_records(), mini_docs[1:], "mini")  # one document gone: drift

@@ -93,11 +93,11 @@ def test_spotcheck_with_piped_stdin_saves_each_answer_and_resumes(golden):
 
     # the order is seeded: a rerun continues with new pairs, never the answered or skipped ones
     first_ids = [r["judgement_id"] for r in lines]
-    records = GoldenFile(golden).read()
-    order = [j["id"] for j in sc.order_pairs(sc.llm_judged_pairs(records), 1)]
+    records = GoldenFile(golden).read_records()
+    order = [j.id for j in sc.order_pairs(sc.machine_judged_pairs(records), 1)]
     assert first_ids == order[:4]
     assert new_id("j", 0, 0) not in order and "j-fix" in order and "j-human" not in order
-    truth = {j["id"]: j["verdict"] for j in sc.llm_judged_pairs(records)}
+    truth = {j.id: j.verdict for j in sc.machine_judged_pairs(records)}
     # answer the remaining 27 exactly as the judge did, except 3 disagreements -> 30 pairs, 90% agreement
     remaining = [i for i in order if i not in first_ids][:27]
     wrong_so_far = sum(r["human_verdict"] != r["llm_verdict"] for r in lines if r["human_verdict"] != "SKIP")
@@ -130,16 +130,16 @@ def test_spotcheck_with_piped_stdin_saves_each_answer_and_resumes(golden):
 
 
 def test_validation_needs_30_pairs_and_at_most_10_percent_disagreement(golden):
-    records = GoldenFile(golden).read()
-    pairs = sc.order_pairs(sc.llm_judged_pairs(records), 5)
+    records = GoldenFile(golden).read_records()
+    pairs = sc.order_pairs(sc.machine_judged_pairs(records), 5)
     spot = sc.spotcheck_path(golden)
 
     def write(n: int, wrong: int) -> dict:
         spot.unlink(missing_ok=True)
         for i, j in enumerate(pairs[:n]):
-            human = j["verdict"] if i >= wrong else ("NO" if j["verdict"] != "NO" else "YES")
-            sc.append_spotcheck(spot, {"type": "spotcheck", "id": f"s{i}", "judgement_id": j["id"],
-                                       "case_id": j["case_id"], "human_verdict": human, "llm_verdict": j["verdict"],
+            human = j.verdict if i >= wrong else ("NO" if j.verdict != "NO" else "YES")
+            sc.append_spotcheck(spot, {"type": "spotcheck", "id": f"s{i}", "judgement_id": j.id,
+                                       "case_id": j.case_id, "human_verdict": human, "llm_verdict": j.verdict,
                                        "judge": {"model": "m", "prompt_version": "judge-v1"}, "author": "t"})
         return sc.judge_validation(golden)
 

@@ -91,3 +91,18 @@ def test_a_golden_file_without_a_final_newline_is_reported_with_its_line(tmp_pat
     g.path.write_bytes(g.path.read_bytes()[:-1])
     with pytest.raises(GoldenSetError, match=r"g\.jsonl:2: last line is incomplete"):
         GoldenFile(g.path).read()
+
+
+def test_read_records_gives_frozen_typed_records_over_the_same_lines(tmp_path):
+    from dataclasses import FrozenInstanceError
+
+    from rag_experiments.golden.records import Case, Retire
+
+    g = GoldenFile(tmp_path / "g.jsonl")
+    g.append([case(0), case(1), {"type": "retire", "id": "r-1", "target": case(0)["id"], "reason": "dup", "who": "t"}])
+    first, second, retire = g.read_records()
+    assert isinstance(first, Case) and isinstance(retire, Retire) and retire.target == first.id
+    assert first.evidence[0][0].quote == TEXT[4:12] and first.evidence[0][1] == 2 and second.query == "question 1?"
+    assert [r.raw for r in g.read_records()] == GoldenFile(g.path).read()  # the on-disk objects, unchanged
+    with pytest.raises(FrozenInstanceError):
+        first.query = "edited"  # type: ignore[misc]

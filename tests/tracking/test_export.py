@@ -45,7 +45,7 @@ def tiny_beir(tmp_path) -> Path:
 
 def _per_case(golden_path: Path, ranked: dict[str, list[str]]) -> pd.DataFrame:
     golden = load_golden(golden_path)
-    qid = {r["id"]: r["benchmark"]["query_id"] for r in golden.records}
+    qid = {r.id: r.raw["benchmark"]["query_id"] for r in golden.records}
     rows = [{"case_id": c.case_id, "kind": c.kind, RANKED_DOCS: ranked.get(qid[c.case_id], []),
              "ranked_scores": [0.5] * len(ranked.get(qid[c.case_id], []))} for c in golden.scorable]
     return pd.DataFrame(rows)
@@ -171,7 +171,7 @@ def run_and_check(overrides: list[str]) -> dict[str, dict[str, float]]:
                 assert logged[ours] == pytest.approx(out[role][ours], abs=1e-9), ours
             per_query = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures, qrels, run)}
             golden = load_golden(result.settings.golden_path)
-            qid = {r["id"]: r["benchmark"]["query_id"] for r in golden.records}
+            qid = {r.id: r.raw["benchmark"]["query_id"] for r in golden.records}
             for row in result.eval.per_case.itertuples():
                 for ours, theirs in MEASURES.items():
                     assert getattr(row, ours) == pytest.approx(per_query[(qid[row.case_id], theirs)], abs=1e-9)

@@ -45,8 +45,9 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from rag_experiments.corpus.loader import demo_corpus_dir, load_corpus  # noqa: E402
-from rag_experiments.golden.anchoring import check, drift_status, fix_command, reanchor, span_refs  # noqa: E402
-from rag_experiments.golden.resolve import load_golden  # noqa: E402
+from rag_experiments.commands.golden import fix_command  # noqa: E402
+from rag_experiments.golden.anchoring import check, drift_status, reanchor  # noqa: E402
+from rag_experiments.golden.resolve import current, load_golden  # noqa: E402
 from rag_experiments.golden.store import GoldenFile  # noqa: E402
 
 DEMO_GOLDEN = ROOT / "experiments" / "golden" / "demo.jsonl"
@@ -96,7 +97,7 @@ def reword_every_passage(docs, records):
     inserted at the top of every page (the fuzzy-search worst case)."""
     texts = {d.doc_id: d.text for d in docs}
     keys: dict[str, set] = defaultdict(set)
-    for sr in span_refs(records):
+    for sr in current(records).spans:
         keys[sr.original.doc_id].add(sr.original.key)
     for did, ks in keys.items():
         alone = [k for k in ks if not any(k2 != k and k2[1] < k[2] and k[1] < k2[2] for k2 in ks)]
@@ -155,7 +156,7 @@ def main() -> int:
 
         print("\n== whole demo golden set (550 spans), dry runs, corpus edited in memory")
         base = load_corpus("demo")
-        records = GoldenFile(DEMO_GOLDEN).read()
+        records = GoldenFile(DEMO_GOLDEN).read_records()
         scenarios = [
             ("corpus unchanged", base),
             ("every page edited above its passages", [dataclasses.replace(d, text="Edited page.\n\n" + d.text)
