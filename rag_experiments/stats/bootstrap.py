@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..evaluation.metric_key import MetricKey, segment_groups
+
 
 def bootstrap_interval(values: np.ndarray, samples: int = 1000, seed: int = 13,
                        level: float = 0.95) -> tuple[float, float]:
@@ -31,12 +33,9 @@ def ci_metrics(per_case: pd.DataFrame, names: list[str], samples: int = 1000, se
     out: dict[str, float] = {}
     if per_case.empty or samples <= 0:
         return out
-    groups: list[tuple[str, pd.DataFrame]] = [("", per_case)]
-    groups += [(f".{k}", g) for k, g in per_case.groupby("kind")]
-    groups += [(f".doc_type.{k}", g) for k, g in per_case.groupby("doc_type")]
+    groups = segment_groups(per_case)
     for name in names:
-        for suffix, grp in groups:
-            lo, hi = bootstrap_interval(grp[name].to_numpy(), samples, seed)
-            out[f"{name}{suffix}.ci_low"] = lo
-            out[f"{name}{suffix}.ci_high"] = hi
+        for seg, grp in groups:
+            key = MetricKey.parse(name).on(seg).mlflow_name
+            out[f"{key}.ci_low"], out[f"{key}.ci_high"] = bootstrap_interval(grp[name].to_numpy(), samples, seed)
     return out
