@@ -119,10 +119,10 @@ def champion_objective(run) -> str:
 
 def cmd_gate(args: argparse.Namespace) -> int:
     from ..report import console
-    from ..tracking.compare import build_comparison, markdown_table, print_comparison
+    from ..tracking.compare import build_comparison
+    from ..tracking.compare_render import decision_markdown, decision_table
     from ..tracking.configured import comparison_defaults
-    from ..tracking.promote import (GUARD_SEGMENT, current_champion, decide, decision_markdown, decision_table,
-                                    model_name, record_path)
+    from ..tracking.promote import GUARD_SEGMENT, current_champion, decide, model_name, record_path
     from ..tracking.runs import client, get_run
     from ..tracking.versioned import gap_markdown, gap_tags, print_gap
 
@@ -174,7 +174,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         cmp = build_comparison(pair, comparison_defaults(pair)[0], primary=metric, alpha=args.alpha,
                                n_resamples=args.resamples, seed=args.seed,
                                labels=[f"champion {champion.run.id[:8]}", f"current {current.id[:8]}"])
-        print_comparison(cmp, console=out)
+        cmp.print(console=out)
 
     tags = {"gate": verdict, "gate_reason": reason[:5000], "gate_champion_run": champion.run.id,
             "gate_champion_source": champion.source, "gate_metric": metric, "gate_alpha": f"{args.alpha:g}",
@@ -203,7 +203,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
             md += [gap_markdown(decision.gap, current if current.golden == decision.gap.newer.sha256 else None,
                                 columns)]
         if cmp is not None:
-            md += ["<details><summary>all metrics (champion = baseline)</summary>", "", markdown_table(cmp),
+            md += ["<details><summary>all metrics (champion = baseline)</summary>", "", cmp.to_markdown(),
                    "</details>", ""]
         path = Path(args.markdown_summary)
         with path.open("a", encoding="utf-8") as fh:

@@ -84,6 +84,12 @@ class MetricKey:
         return self.mlflow_name
 
 
+def is_quality(name) -> bool:
+    """A quality measure's overall name (``recall_at_5``, ``judged_at_10``): a per-case column."""
+    key = MetricKey.parse(str(name))
+    return key.is_quality and key.segment is None
+
+
 def metric_title(name: str) -> str:
     """recall_at_5 -> recall@5 (MLflow names cannot contain '@'; tables can)."""
     return name.replace("_at_", "@")

@@ -9,19 +9,21 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from pathlib import Path
+from typing import Any, Sequence
 
 import numpy as np
 
-from .compare import Column, Segment, metric_title
-from .plots import _plt
+from ..evaluation.metric_key import MetricKey, Segment, metric_title
+from .compare import Comparison, differing_params, segment_values, value_and_interval
+from .plots import pyplot
 from .runs import RunView
 
-ValueFn = Callable[[RunView, Column], tuple[float | None, tuple[float, float] | None]]
+MAX_PLOTTED = 10
 
 
 def _colors(n: int) -> list:
-    plt = _plt()
+    plt = pyplot()
     cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
     return [cmap(i % cmap.N) for i in range(n)]
 
@@ -42,7 +44,7 @@ def _yerr(value: float, interval: tuple[float, float] | None) -> tuple[float, fl
 
 
 def recall_curves_figure(runs: Sequence[RunView], labels: Sequence[str], title: str | None = None):
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 5.0))
     ks = None
     for i, (run, label, color) in enumerate(zip(runs, labels, _colors(len(runs)))):
@@ -66,12 +68,11 @@ def recall_curves_figure(runs: Sequence[RunView], labels: Sequence[str], title: 
 
 
 def segment_bars_figure(runs: Sequence[RunView], labels: Sequence[str], primary: str,
-                        segments: Sequence[Segment], value_fn: ValueFn, title: str | None = None):
+                        segments: Sequence[Segment], title: str | None = None):
     """Grouped bars: x = segment (all, query kinds, doc types), one bar per run, interval whiskers."""
-    plt = _plt()
-    groups: list[tuple[str, Column]] = [("all", Column(primary, primary, None, "all"))]
-    for s in segments:
-        groups.append((s.value, Column(f"{primary}.{s.suffix}", primary, s, s.title)))
+    plt = pyplot()
+    key = MetricKey.parse(primary)
+    groups: list[tuple[str, MetricKey]] = [("all", key)] + [(s.value, key.on(s)) for s in segments]
     base = runs[0].per_case
     names = []
     for (name, col) in groups:
@@ -89,7 +90,7 @@ def segment_bars_figure(runs: Sequence[RunView], labels: Sequence[str], primary:
     for i, (run, label, color) in enumerate(zip(runs, labels, _colors(n_runs))):
         vals, errs = [], []
         for _, col in groups:
-            v, iv = value_fn(run, col)
+            v, iv = value_and_interval(run, col)
             vals.append(np.nan if v is None else v)
             errs.append(_yerr(v, iv) if v is not None else (0.0, 0.0))
         ax.bar(x - 0.4 + width * (i + 0.5), vals, width * 0.9, yerr=np.array(errs).T,
@@ -123,19 +124,19 @@ def _as_numbers(values: Sequence[str | None]) -> list[float] | None:
         return None
 
 
-def param_figure(runs: Sequence[RunView], param: str, primary: str, value_fn: ValueFn,
+def param_figure(runs: Sequence[RunView], param: str, primary: str,
                  kinds: Sequence[str] | None = None, title: str | None = None):
     """The primary metric (with interval) against the one parameter that differs between runs."""
-    plt = _plt()
+    plt = pyplot()
     raw = [r.params.get(param) for r in runs]
     numbers = _as_numbers(raw)
     order = sorted(range(len(runs)), key=lambda i: numbers[i]) if numbers is not None else list(range(len(runs)))
     xs = [numbers[i] for i in order] if numbers is not None else list(range(len(order)))
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    col = Column(primary, primary, None, "all")
+    col = MetricKey.parse(primary)
     vals, errs = [], []
     for i in order:
-        v, iv = value_fn(runs[i], col)
+        v, iv = value_and_interval(runs[i], col)
         vals.append(np.nan if v is None else v)
         errs.append(_yerr(v, iv) if v is not None else (0.0, 0.0))
     categorical = numbers is None
@@ -146,9 +147,8 @@ def param_figure(runs: Sequence[RunView], param: str, primary: str, value_fn: Va
                         for k in r.per_case["kind"].dropna()})
     span = (max(xs) - min(xs)) if len(xs) > 1 else 1.0
     for j, (kind, color) in enumerate(zip(kinds, _colors(len(kinds)))):
-        seg = Segment("kind", kind)
-        kc = Column(f"{primary}.{seg.suffix}", primary, seg, kind)
-        kv = [np.nan if v is None else v for v in (value_fn(runs[i], kc)[0] for i in order)]
+        kc = col.on(Segment("kind", kind))
+        kv = [np.nan if v is None else v for v in (value_and_interval(runs[i], kc)[0] for i in order)]
         # a small horizontal offset keeps equal values of different kinds visible
         step = 0.12 if categorical else 0.02 * (span or 1.0)
         shift = (j - (len(kinds) - 1) / 2) * step
@@ -174,11 +174,10 @@ def param_figure(runs: Sequence[RunView], param: str, primary: str, value_fn: Va
     return fig
 
 
-def param_heatmap_figure(runs: Sequence[RunView], params: tuple[str, str], primary: str, value_fn: ValueFn,
-                         title: str | None = None):
+def param_heatmap_figure(runs: Sequence[RunView], params: tuple[str, str], primary: str, title: str | None = None):
     """The primary metric over a two-parameter grid (e.g. rrf_k x keyword_weight), one cell per
     run, the value written in each cell and the best cell outlined. Missing cells stay blank."""
-    plt = _plt()
+    plt = pyplot()
     p_rows, p_cols = params
 
     def axis(param: str) -> list[str]:
@@ -188,9 +187,9 @@ def param_heatmap_figure(runs: Sequence[RunView], params: tuple[str, str], prima
 
     rows, cols = axis(p_rows), axis(p_cols)
     grid = np.full((len(rows), len(cols)), np.nan)
-    col = Column(primary, primary, None, "all")
+    col = MetricKey.parse(primary)
     for r in runs:
-        v = value_fn(r, col)[0]
+        v = value_and_interval(r, col)[0]
         if v is not None:
             grid[rows.index(r.params.get(p_rows)), cols.index(r.params.get(p_cols))] = v
     fig, ax = plt.subplots(figsize=(min(14.0, 2.0 + 0.9 * len(cols)), min(12.0, 1.6 + 0.42 * len(rows))))
@@ -216,3 +215,61 @@ def param_heatmap_figure(runs: Sequence[RunView], params: tuple[str, str], prima
     ax.set_title(title or f"{metric_title(primary)} over {p_rows} x {p_cols} (best outlined)")
     fig.tight_layout()
     return fig
+
+
+# -- which plots --------------------------------------------------------------------------------
+def comparison_figures(cmp: Comparison) -> list[tuple[Any, str]]:
+    """(figure, artifact path) for every comparison plot that applies to these runs."""
+    runs = [r.run for r in cmp.rows]
+    figs = []
+    # A hundred curves or bar groups are unreadable: past MAX_PLOTTED runs, the per-run charts
+    # show the baseline and the best of the rest by the primary metric, and say so.
+    shown, note = runs_to_draw(cmp)
+    shown_runs = [r.run for r in shown]
+    labels = [r.label for r in shown]
+    if all(r.per_case is not None and "recall_curve" in r.per_case for r in shown_runs):
+        figs.append((recall_curves_figure(shown_runs, labels, title=f"recall@k{note}" if note else None),
+                     "comparison/recall_at_k.png"))
+    segs = [Segment("kind", v) for v in segment_values(shown_runs, "kind")]
+    segs += [Segment("doc_type", v) for v in segment_values(shown_runs, "doc_type")]
+    figs.append((segment_bars_figure(shown_runs, labels, cmp.primary, segs,
+                                     title=f"{metric_title(cmp.primary)} per segment{note}" if note else None),
+                 f"comparison/{cmp.primary}_by_segment.png"))
+    diff = differing_params(runs)
+    if len(runs) > 1 and len(diff) == 1:
+        param = diff[0]
+        figs.append((param_figure(runs, param, cmp.primary),
+                     f"comparison/{cmp.primary}_vs_{param}.png"))
+    elif len(runs) > 2 and len(diff) == 2:
+        a, b = diff
+        figs.append((param_heatmap_figure(runs, (a, b), cmp.primary),
+                     f"comparison/{cmp.primary}_over_{a}_x_{b}.png"))
+    return figs
+
+
+def runs_to_draw(cmp: Comparison) -> tuple[list, str]:
+    """The rows the per-run charts draw, and a title suffix saying what was left out."""
+    rows = list(cmp.rows)
+    if len(rows) <= MAX_PLOTTED:
+        return rows, ""
+    baseline, rest = rows[0], rows[1:]
+    col = MetricKey.parse(cmp.primary)
+
+    def score(row) -> float:
+        v = value_and_interval(row.run, col)[0]
+        return float("-inf") if v is None else v
+
+    best = sorted(rest, key=score, reverse=True)[: MAX_PLOTTED - 1]
+    return [baseline, *best], f": baseline + best {len(best)} of {len(rows)} runs by {metric_title(cmp.primary)}"
+
+
+def save_plots(cmp: Comparison, folder) -> list[str]:
+    plt = pyplot()
+    out = []
+    for fig, name in comparison_figures(cmp):
+        path = Path(folder) / Path(name).name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        out.append(str(path))
+    return out

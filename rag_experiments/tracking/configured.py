@@ -10,13 +10,11 @@ to the metric names they logged.
 from __future__ import annotations
 
 import json
-import re
 from typing import Sequence
 
 from ..errors import UserError
+from ..evaluation.metric_key import MetricKey, headline, headline_order
 from .runs import RunView
-
-_HEADLINE = re.compile(r"^(recall|mrr|ndcg)_at_\d+$")
 
 
 def _int_list(text: str | None) -> list[int]:
@@ -34,16 +32,14 @@ def headline_metrics(run: RunView) -> list[str]:
     p = run.params
     ks = _int_list(p.get("eval.ks"))
     if ks and p.get("eval.mrr_k") and p.get("eval.ndcg_k"):
-        names = [f"recall_at_{k}" for k in ks] + [f"mrr_at_{p['eval.mrr_k']}", f"ndcg_at_{p['eval.ndcg_k']}"]
+        names = [m.mlflow_name for m in headline(ks, p["eval.mrr_k"], p["eval.ndcg_k"])]
         return [n for n in names if n in run.metrics] or names
     return headline_names(run.metrics)
 
 
 def headline_names(names) -> list[str]:
     """The recall/mrr/ndcg@k names among ``names``, in table order (recall, mrr, ndcg; by k)."""
-    order = {"recall": 0, "mrr": 1, "ndcg": 2}
-    logged = [m for m in names if _HEADLINE.match(m)]
-    return sorted(logged, key=lambda m: (order[m.split("_")[0]], int(m.rsplit("_", 1)[1])))
+    return headline_order(names)
 
 
 def objective(run: RunView) -> str | None:
@@ -58,7 +54,7 @@ def comparison_defaults(runs: Sequence[RunView]) -> tuple[list[str], str]:
         raise UserError("no runs to compare")
     base = runs[0]
     metrics = [m for m in headline_metrics(base) if all(m in r.metrics or _in_table(r, m) for r in runs)]
-    primary = (objective(base) or "").split(".")[0] or (metrics[0] if metrics else None)
+    primary = MetricKey.parse(objective(base)).column if objective(base) else (metrics[0] if metrics else None)
     if not primary:
         raise UserError(f"run {base.id} states no objective and logged no recall/mrr/ndcg metric",
                         hint="give --primary and --metrics")

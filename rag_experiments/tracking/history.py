@@ -22,6 +22,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from ..evaluation.metric_key import metric_title
 from .runs import RunView, client, get_run, search, tag_filter
 
 KIND_NIGHTLY = "nightly"
@@ -161,7 +162,7 @@ def rows(points: Sequence[Point], metric: str) -> list[list[str]]:
 
 
 def headers(metric: str) -> list[str]:
-    t = metric.replace("_at_", "@")
+    t = metric_title(metric)
     return [h.format(m=t) for h in HEAD]
 
 
@@ -188,7 +189,7 @@ def rich_table(points: Sequence[Point], metric: str, title: str):
 
 def trend_markdown(points: Sequence[Point], metric: str, name: str, last: int = 10) -> str:
     """For a job summary: the latest point, the trend over the last points, and the table."""
-    t = metric.replace("_at_", "@")
+    t = metric_title(metric)
     if not points:
         return f"### {t} over time ({name})\n\nNo nightly gate run or promotion yet.\n"
     p = points[-1]
@@ -205,11 +206,11 @@ def trend_markdown(points: Sequence[Point], metric: str, name: str, last: int = 
 
 
 def figure(points: Sequence[Point], metric: str, name: str):
-    from .plots import _plt
+    from .plots import pyplot
 
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.2))
-    t = metric.replace("_at_", "@")
+    t = metric_title(metric)
     xs = [datetime.fromtimestamp(p.when / 1000, timezone.utc) for p in points]
     for kind, verdict, marker, color, label in (
             (KIND_NIGHTLY, "pass", "o", "tab:blue", "nightly, gate passed"),
@@ -243,7 +244,7 @@ def log_history(points: Sequence[Point], metric: str, name: str, c=None) -> str:
     run named ``history <name>`` (tag ``history=true``); return its id."""
     from mlflow.entities import Metric
 
-    from .plots import _plt
+    from .plots import pyplot
     from .runs import experiment_ids
 
     c = c or client()
@@ -263,7 +264,7 @@ def log_history(points: Sequence[Point], metric: str, name: str, c=None) -> str:
     frame = pd.DataFrame([dict(zip(headers(metric), r)) for r in rows(points, metric)])
     c.log_text(rid, frame.to_csv(index=False), "history/points.csv")
     if points:
-        plt = _plt()
+        plt = pyplot()
         fig = figure(points, metric, name)
         c.log_figure(rid, fig, f"history/{metric}.png")
         plt.close(fig)

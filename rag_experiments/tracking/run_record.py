@@ -21,6 +21,8 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from ..evaluation.metric_key import MetricKey
+
 #: result measures that are not retrieval-quality metrics but belong next to them
 RESULT_EXTRAS = ("n_cases", "latency_ms_p50", "latency_ms_p95")
 #: eval.metrics entries that are diagnostics, not results
@@ -30,8 +32,7 @@ DIAGNOSTICS_ARTIFACT = "diagnostics.json"
 
 
 def _is_headline(key: str, headline: Sequence[str]) -> bool:
-    base = key.split(".", 1)[0]
-    return base in headline
+    return MetricKey.parse(key).column in headline
 
 
 def run_metrics(eval_metrics: Mapping[str, float], headline: Sequence[str], objective: str,

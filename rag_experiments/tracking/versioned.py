@@ -21,7 +21,6 @@ not on one chain (another file, a rewritten history) stay not comparable, with t
 
 from __future__ import annotations
 
-import re
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,6 +31,7 @@ import pandas as pd
 from ..config import project_root
 from ..errors import GoldenSetError, UserError
 from ..evaluation.evaluate import aggregate
+from ..evaluation.metric_key import is_quality, metric_title
 from ..evaluation.rescore import params_from_flat, rescore
 from ..evaluation.runfile import ARTIFACT as RUN_FILE
 from ..evaluation.runfile import parse_run_file
@@ -39,7 +39,6 @@ from ..golden.resolve import GoldenSet
 from ..golden.versions import GoldenVersion, NotAnAncestor, locate
 from .runs import RunView
 
-QUALITY = re.compile(r"^(recall|mrr|ndcg|hit|judged)_at_\d+$")
 KIND_ORDER = ("production", "exact", "paraphrase")
 LOGGED_DECIMALS = 10  # pandas' to_json default (double_precision), which mlflow.log_table uses
 
@@ -130,13 +129,13 @@ def _logged_precision(per_case: pd.DataFrame) -> pd.DataFrame:
     that a paired test over hundreds of cases would call significant."""
     out = per_case.copy()
     for col in out.columns:
-        if QUALITY.match(str(col)):
+        if is_quality(col):
             out[col] = out[col].astype(float).round(LOGGED_DECIMALS)
     return out
 
 
 def _quality_metrics(per_case: pd.DataFrame) -> dict[str, float]:
-    names = [c for c in per_case.columns if QUALITY.match(str(c))]
+    names = [c for c in per_case.columns if is_quality(c)]
     out = aggregate(per_case, names)
     out["n_cases"] = float(len(per_case))
     return out
@@ -272,7 +271,7 @@ def gap_markdown(gap: VersionGap, run: RunView | None, metrics: Sequence[str], w
     if not by_kind.empty:
         cols = [m for m in metrics if m in by_kind]
         lines += [f"Cases added since, scored by {who} `{run.id[:12]}` (its version's labels):", "",
-                  "| kind | n | " + " | ".join(m.replace("_at_", "@") for m in cols) + " |",
+                  "| kind | n | " + " | ".join(metric_title(m) for m in cols) + " |",
                   "|---|---:|" + "---:|" * len(cols)]
         for _, row in by_kind.iterrows():
             lines.append(f"| {row['kind']} | {int(row['n'])} | " + " | ".join(_f(row[m]) for m in cols) + " |")
@@ -282,7 +281,7 @@ def gap_markdown(gap: VersionGap, run: RunView | None, metrics: Sequence[str], w
         first = "first_relevant_rank" if "first_relevant_rank" in prod else None
         cols = [m for m in metrics if m in prod][:3]
         lines += [f"New production cases ({len(prod)}):", "",
-                  "| case | query | first relevant rank | " + " | ".join(m.replace("_at_", "@") for m in cols) + " |",
+                  "| case | query | first relevant rank | " + " | ".join(metric_title(m) for m in cols) + " |",
                   "|---|---|---:|" + "---:|" * len(cols)]
         for _, row in prod.head(production_limit).iterrows():
             rank = row[first] if first else None
@@ -311,7 +310,7 @@ def print_gap(gap: VersionGap, runs: Sequence[RunView], metrics: Sequence[str], 
             continue
         cols = [m for m in metrics if m in rows]
         table = Table(title=f"cases added since, run {r.id[:12]} ({r.label}), its version's labels")
-        for h in ["kind", "n", *[m.replace("_at_", "@") for m in cols]]:
+        for h in ["kind", "n", *[metric_title(m) for m in cols]]:
             table.add_column(h, justify="left" if h == "kind" else "right")
         for _, row in added_by_kind(rows, cols).iterrows():
             table.add_row(str(row["kind"]), str(int(row["n"])), *[_f(row[m]) for m in cols])
