@@ -106,6 +106,16 @@ class Decision:
     gap: Any = None
     compared: tuple[RunView, RunView] | None = None
 
+    def to_rich(self, title: str, candidate_label: str = "candidate"):
+        from .compare_render import decision_table
+
+        return decision_table(self, title, candidate_label)
+
+    def to_markdown(self, candidate_label: str = "candidate") -> str:
+        from .compare_render import decision_markdown
+
+        return decision_markdown(self, candidate_label)
+
 
 # -- the champion ---------------------------------------------------------------------------------
 def current_champion(name: str = "default", c=None, record_fallback: bool = True) -> Champion | None:
