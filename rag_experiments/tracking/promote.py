@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sys
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -41,38 +40,16 @@ from typing import Any, Sequence
 
 from ..config import project_root
 from ..errors import UserError
-from ..stats.paired import WinTieLoss, paired_permutation_test, win_tie_loss
 from ..evaluation.metric_key import MEASURES, MetricKey, Segment
+from ..stats.paired import WinTieLoss, paired_permutation_test, win_tie_loss
+from .champion import (ALIAS, PRESET_DROP, PROMOTED_DIR, Champion, model_name, preset_config, preset_name,
+                       read_record, record_path)
 from .compare import paired_values
 from .ownership import KILLED_REASON
 from .runs import RunView, client, get_run, search, sweep_children
 
-MODEL_PREFIX = "rag-retriever-"
-ALIAS = "champion"
 GUARD_SEGMENT = "exact"
-PROMOTED_DIR = Path("experiments/promoted")
 PRESET_DIR = Path("conf/experiment")
-#: keys of the resolved config that describe where/how a run is logged, not the retriever
-PRESET_DROP = ("hydra", "db", "tracking", "run_name", "progress")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-
-
-def model_name(name: str) -> str:
-    if not _NAME.match(name):
-        raise UserError(f"--name {name!r}: use letters, digits, '_' and '-' (at most 64)")
-    return MODEL_PREFIX + name
-
-
-def preset_name(name: str) -> str:
-    return "promoted" if name == "default" else f"promoted_{name}"
-
-
-@dataclass(frozen=True)
-class Champion:
-    run: RunView
-    version: str | None  # registry version, None when read from the committed record
-    source: str  # "registry" | "record"
-    metric: str | None  # the primary metric it was promoted on
 
 
 @dataclass(frozen=True)
@@ -141,27 +118,6 @@ def current_champion(name: str = "default", c=None, record_fallback: bool = True
     if mv is not None and mv.run_id:
         return Champion(get_run(mv.run_id, c=c), str(mv.version), "registry", (mv.tags or {}).get("primary_metric"))
     return record
-
-
-def record_path(name: str) -> Path:
-    return project_root() / PROMOTED_DIR / f"{name}.record.json"
-
-
-def read_record(name: str) -> Champion | None:
-    path = record_path(name)
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text())
-        from .runs import parse_per_case
-
-        run = RunView(id=data["run_id"], name=data.get("run_name", ""), status="FINISHED",
-                      experiment_id=data.get("experiment_id", ""), start_time=int(data.get("start_time", 0)),
-                      tags=data.get("tags", {}), metrics=data.get("metrics", {}), params={},
-                      per_case=parse_per_case(data["per_case"]))
-    except (KeyError, ValueError, TypeError) as exc:
-        raise UserError(f"{path}: not a promotion record ({exc})") from exc
-    return Champion(run, data.get("version"), "record", data.get("primary_metric"))
 
 
 # -- candidates -----------------------------------------------------------------------------------
@@ -314,10 +270,6 @@ def _yaml(obj: Any) -> str:
     import yaml
 
     return yaml.safe_dump(obj, sort_keys=False, allow_unicode=True)
-
-
-def preset_config(config: dict) -> dict:
-    return {k: v for k, v in config.items() if k not in PRESET_DROP}
 
 
 def _metric_line(run: RunView, key: str) -> str | None:
