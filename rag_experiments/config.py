@@ -328,7 +328,7 @@ def settings_from_cfg(cfg: Any) -> Settings:
     if ev["bootstrap_samples"] < 0:
         raise ConfigError(f"eval.bootstrap_samples: must be >= 0, got {ev['bootstrap_samples']}")
     objective = c["objective"]
-    if MetricKey.parse(objective).overall not in eval_params.metric_keys():
+    if MetricKey.parse(objective).on(None) not in eval_params.metric_keys():
         raise ConfigError(f"objective: {objective!r} is not a logged metric; choose one of "
                           f"{', '.join(eval_params.metric_names())} (optionally with a .segment suffix)")
     return Settings(

@@ -60,8 +60,7 @@ def register(subparsers: Any) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from ..tracking.compare import build_comparison, run_labels
-    from ..tracking.compare_log import log_plots
-    from ..tracking.compare_plots import save_plots
+    from ..tracking.compare_plots import log_plots, save_plots
     from ..tracking.configured import comparison_defaults
     from ..tracking.runs import client, get_run, select_runs
     from ..tracking.versioned import align, gap_markdown, newest_runs, print_gap

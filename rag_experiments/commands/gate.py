@@ -120,6 +120,7 @@ def champion_objective(run) -> str:
 def cmd_gate(args: argparse.Namespace) -> int:
     from ..report import console
     from ..tracking.compare import build_comparison
+    from ..tracking.compare_render import decision_markdown, decision_table
     from ..tracking.configured import comparison_defaults
     from ..tracking.promote import GUARD_SEGMENT, current_champion, decide, model_name, record_path
     from ..tracking.runs import client, get_run
@@ -162,7 +163,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     title = (f"gate: run {current.id[:12]} ({current.label}) vs champion {champion.run.id[:12]} "
              f"({where}{', version ' + champion.version if champion.version else ''})")
     if decision.checks:
-        out.print(decision.to_rich(title, candidate_label="current"))
+        out.print(decision_table(decision, title, candidate_label="current"))
     out.print(f"[bold {'green' if passed else 'red'}]gate {verdict.upper()}[/]: {reason}")
     columns = list(dict.fromkeys([metric, *comparison_defaults([champion.run, current])[0]]))
     if decision.gap is not None:
@@ -197,7 +198,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         if not passed:
             md += [f"**Why:** {reason}", ""]
         if decision.checks:
-            md += [decision.to_markdown(candidate_label="current")]
+            md += [decision_markdown(decision, candidate_label="current")]
         if decision.gap is not None:
             md += [gap_markdown(decision.gap, current if current.golden == decision.gap.newer.sha256 else None,
                                 columns)]

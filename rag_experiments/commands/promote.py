@@ -50,6 +50,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
     from rich.panel import Panel
 
     from ..report import console
+    from ..tracking.compare_render import decision_table
     from ..tracking.promote import model_name, preset_name, promote, replaced_summary
 
     if not 0 < args.alpha < 1:
@@ -73,7 +74,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
     for w in d.warnings:
         out.print(Panel(w, title="WARNING", style="bold red"))
     if d.champion is not None and d.checks:
-        out.print(d.to_rich(f"candidate vs champion {d.champion.run.id[:12]} ({d.champion.run.label[:40]})"))
+        out.print(decision_table(d, f"candidate vs champion {d.champion.run.id[:12]} ({d.champion.run.label[:40]})"))
     if d.gap is not None:
         from ..tracking.versioned import print_gap
 

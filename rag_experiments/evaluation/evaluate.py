@@ -17,7 +17,7 @@ from ..errors import ConfigError
 from ..golden.resolve import EvalCase, GoldenSet
 from ..types import RankedList
 from . import metrics as M
-from .metric_key import MetricKey, headline, segment_groups
+from .metric_key import MetricKey, by_segment, headline
 from .relevance import credit
 
 MEASURE_FUNCTIONS = {"recall": M.recall_at_k, "mrr": M.reciprocal_rank, "ndcg": M.ndcg_at_k, "hit": M.hit_at_k}
@@ -91,14 +91,9 @@ def score_case(case: EvalCase, ranked: RankedList, p: EvalParams) -> dict:
 
 
 def aggregate(per_case: pd.DataFrame, names: list[str]) -> dict[str, float]:
-    out: dict[str, float] = {}
     if per_case.empty:
-        return out
-    groups = segment_groups(per_case)
-    for name in names:
-        for seg, grp in groups:
-            out[MetricKey.parse(name).on(seg).mlflow_name] = float(grp[name].mean())
-    return out
+        return {}
+    return {key.mlflow_name: float(values.mean()) for key, values in by_segment(per_case, names)}
 
 
 def evaluate(golden: GoldenSet, results: Mapping[str, RankedList], p: EvalParams = EvalParams(),

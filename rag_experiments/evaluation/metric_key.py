@@ -1,10 +1,8 @@
-"""A metric's identity as a value: measure, cutoff and segment (after ir_measures' ``Measure``).
+"""A metric's identity as a value (after ir_measures' ``Measure``): measure, cutoff, segment.
 
 ``MetricKey.parse("recall_at_5.doc_type.config")`` is ``MetricKey("recall", 5, Segment("doc_type",
-"config"))``; its ``mlflow_name`` gives the string back byte for byte (MLflow names cannot hold
-``@``), ``title`` is the human label (``recall@5 (doc_type=config)``). Keys are frozen and
-hashable. :func:`headline` is the one list of table columns; every place that names a metric
-builds or parses it here.
+"config"))``; ``mlflow_name`` prints it back byte for byte (MLflow names cannot hold ``@``),
+``title`` is the label ``recall@5 (doc_type=config)``. :func:`headline` is the one column list.
 """
 
 from __future__ import annotations
@@ -26,11 +24,9 @@ class Segment:
     value: str
 
     @classmethod
-    def parse(cls, text: str) -> Segment:
-        """``exact`` (a query kind) or ``doc_type.config`` (also ``doc_type=config``)."""
-        if text.startswith(("doc_type.", "doc_type=")):
-            return cls("doc_type", text[len("doc_type."):])
-        return cls("kind", text)
+    def parse(cls, text: str) -> Segment:  # exact, doc_type.config or doc_type=config
+        is_dtype = text.startswith(("doc_type.", "doc_type="))
+        return cls("doc_type", text[len("doc_type."):]) if is_dtype else cls("kind", text)
 
     @property
     def suffix(self) -> str:
@@ -53,11 +49,10 @@ class MetricKey:
         if m is None:
             raise ValueError(f"not a metric name: {name!r}")
         k, seg = m.group("k"), m.group("segment")
-        return cls(m.group("metric"), None if k is None else int(k), None if seg is None else Segment.parse(seg))
+        return cls(m.group("metric"), k and int(k), seg and Segment.parse(seg))
 
     @property
-    def column(self) -> str:
-        """The per-case table column (the overall name): ``recall_at_5``."""
+    def column(self) -> str:  # the overall name, a per-case table column: recall_at_5
         return self.metric if self.k is None else f"{self.metric}_at_{self.k}"
 
     @property
@@ -65,29 +60,11 @@ class MetricKey:
         return self.column if self.segment is None else f"{self.column}.{self.segment.suffix}"
 
     @property
-    def overall(self) -> MetricKey:
-        return replace(self, segment=None)
+    def title(self) -> str:
+        return metric_title(self.column) + ("" if self.segment is None else f" ({self.segment.title})")
 
     def on(self, segment: Segment | None) -> MetricKey:
         return replace(self, segment=segment)
-
-    @property
-    def is_quality(self) -> bool:
-        return self.metric in MEASURES and self.k is not None
-
-    @property
-    def title(self) -> str:
-        base = self.metric if self.k is None else f"{self.metric}@{self.k}"
-        return base if self.segment is None else f"{base} ({self.segment.title})"
-
-    def __str__(self) -> str:
-        return self.mlflow_name
-
-
-def is_quality(name) -> bool:
-    """A quality measure's overall name (``recall_at_5``, ``judged_at_10``): a per-case column."""
-    key = MetricKey.parse(str(name))
-    return key.is_quality and key.segment is None
 
 
 def metric_title(name: str) -> str:
@@ -95,18 +72,15 @@ def metric_title(name: str) -> str:
     return name.replace("_at_", "@")
 
 
+def is_quality(name) -> bool:
+    """An overall quality measure (``recall_at_5``, ``judged_at_10``): a per-case column."""
+    key = MetricKey.parse(str(name))
+    return key.metric in MEASURES and key.k is not None and key.segment is None
+
+
 def headline(ks, mrr_k, ndcg_k) -> list[MetricKey]:
-    """recall@k for each k, then mrr and ndcg at their cutoffs: the columns of summaries, compare,
-    promote and gate."""
+    """recall@k for each k, then mrr and ndcg: the columns of summaries, compare, promote, gate."""
     return [MetricKey("recall", int(k)) for k in ks] + [MetricKey("mrr", int(mrr_k)), MetricKey("ndcg", int(ndcg_k))]
-
-
-def headline_order(names) -> list[str]:
-    """The headline names among ``names`` (logged names, recall/mrr/ndcg with a cutoff, no
-    segment), in table order: recall, mrr, ndcg; by k."""
-    keys = [MetricKey.parse(n) for n in names if "." not in n]
-    keys = [k for k in keys if k.metric in HEADLINE and k.k is not None]
-    return [k.mlflow_name for k in sorted(keys, key=lambda k: (HEADLINE.index(k.metric), k.k))]
 
 
 def segment_groups(per_case) -> list:
@@ -115,3 +89,9 @@ def segment_groups(per_case) -> list:
     for column in ("kind", "doc_type"):
         groups += [(Segment(column, str(v)), g) for v, g in per_case.groupby(column)]
     return groups
+
+
+def by_segment(per_case, names) -> list:
+    """(key, per-case values) of every metric in ``names``, overall then per segment (as logged)."""
+    groups = segment_groups(per_case)
+    return [(MetricKey.parse(n).on(seg), g[n]) for n in names for seg, g in groups]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..evaluation.metric_key import MetricKey, segment_groups
+from ..evaluation.metric_key import by_segment
 
 
 def bootstrap_interval(values: np.ndarray, samples: int = 1000, seed: int = 13,
@@ -33,9 +33,7 @@ def ci_metrics(per_case: pd.DataFrame, names: list[str], samples: int = 1000, se
     out: dict[str, float] = {}
     if per_case.empty or samples <= 0:
         return out
-    groups = segment_groups(per_case)
-    for name in names:
-        for seg, grp in groups:
-            key = MetricKey.parse(name).on(seg).mlflow_name
-            out[f"{key}.ci_low"], out[f"{key}.ci_high"] = bootstrap_interval(grp[name].to_numpy(), samples, seed)
+    for key, values in by_segment(per_case, names):
+        out[f"{key.mlflow_name}.ci_low"], out[f"{key.mlflow_name}.ci_high"] = bootstrap_interval(
+            values.to_numpy(), samples, seed)
     return out

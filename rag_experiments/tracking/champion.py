@@ -1,9 +1,5 @@
-"""The champion's identity and its committed record: registered model name and alias, the
-``experiments/promoted/<name>.record.json`` file and the preset config written beside it.
-
-Shared by :mod:`.promote` and :mod:`rag_experiments.serving.model_logging` (which promote calls),
-so neither imports the other's module for these names.
-"""
+"""The champion's identity (registered model name, alias) and its committed record, shared by
+:mod:`.promote` and :mod:`rag_experiments.serving.model_logging` (which promote calls)."""
 
 from __future__ import annotations
 

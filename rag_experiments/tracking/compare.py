@@ -10,7 +10,7 @@ compared in that column, plus win/tie/loss counts on the primary metric.
 
 This module computes: :func:`build_comparison` returns a :class:`Comparison`, a value that
 renders itself (``to_rich``, ``to_markdown``, ``print``; the formatters are in
-:mod:`.compare_render`). Its plots are in :mod:`.compare_plots`, logging them in :mod:`.compare_log`.
+:mod:`.compare_render`); its plots, saved as files or logged to MLflow, in :mod:`.compare_plots`.
 
 The baseline is the first run given (with ``--sweep``/``--last-sweep``: the first sweep point
 to start), or ``--baseline``. Runs measured on a different golden set (``golden_sha256`` tag)
@@ -122,11 +122,12 @@ def short_labels(runs: Sequence[RunView], max_len: int = 60) -> list[str]:
         common = set.intersection(*token_sets)
         names = [" ".join(t for t in n.split() if t not in common) for n in names]
     names = [n or r.tags.get("variant") or r.id[:8] for n, r in zip(names, runs)]
-    names = [n if len(n) <= max_len else n[: max_len - 1] + "…" for n in names]
-    seen: dict[str, int] = {}
-    for n in names:
-        seen[n] = seen.get(n, 0) + 1
-    return [f"{n} ({r.id[:6]})" if seen[n] > 1 else n for n, r in zip(names, runs)]
+    return _unique([n if len(n) <= max_len else n[: max_len - 1] + "…" for n in names], runs)
+
+
+def _unique(labels: list[str], runs: Sequence[RunView]) -> list[str]:
+    """Labels that occur twice get the run id's first digits."""
+    return [f"{lab} ({r.id[:6]})" if labels.count(lab) > 1 else lab for lab, r in zip(labels, runs)]
 
 
 def run_labels(runs: Sequence[RunView]) -> list[str]:
@@ -140,35 +141,19 @@ def run_labels(runs: Sequence[RunView]) -> list[str]:
     names = {k: (t if tails.count(t) == 1 else k) for k, t in zip(diff, tails)}
     labels = [" ".join(f"{names[k]}={r.params[k]}" for k in diff if k in r.params) for r in runs]
     fallback = short_labels(runs)
-    labels = [lab or fb for lab, fb in zip(labels, fallback)]
-    seen: dict[str, int] = {}
-    for lab in labels:
-        seen[lab] = seen.get(lab, 0) + 1
-    return [f"{lab} ({r.id[:6]})" if seen[lab] > 1 else lab for lab, r in zip(labels, runs)]
+    return _unique([lab or fb for lab, fb in zip(labels, fallback)], runs)
 
 
 # -- segments -------------------------------------------------------------------------------------
-def segment_values(runs: Sequence[RunView], column: str) -> list[str]:
-    found: list[str] = []
-    for r in runs:
-        if r.per_case is not None and column in r.per_case:
-            for v in r.per_case[column].dropna().astype(str):
-                if v not in found:
-                    found.append(v)
-    return found
-
-
-def _logged_segments(runs: Sequence[RunView], primary: str) -> tuple[list[str], list[str]]:
-    kinds, dtypes = [], []
-    for r in runs:
-        for name in r.metrics:
-            key = MetricKey.parse(name)
-            if key.segment is None or key.column != primary or name.endswith((".ci_low", ".ci_high")):
-                continue
-            target = dtypes if key.segment.column == "doc_type" else kinds
-            if key.segment.value not in target:
-                target.append(key.segment.value)
-    return kinds, dtypes
+def known_segments(runs: Sequence[RunView], primary: str | None = None) -> list[Segment]:
+    """The query kinds, then the doc types, of the runs' per-case tables (in order of appearance),
+    then those only in logged names of ``primary`` (``recall_at_5.exact``)."""
+    found = [Segment(col, str(v)) for r in runs if r.per_case is not None for col in ("kind", "doc_type")
+             if col in r.per_case for v in r.per_case[col].dropna()]
+    found = sorted(dict.fromkeys(found), key=lambda s: s.column != "kind")
+    logged = [MetricKey.parse(n) for r in runs for n in r.metrics if not n.endswith((".ci_low", ".ci_high"))]
+    logged = [k.segment for k in logged if k.segment and k.column == primary and k.segment not in found]
+    return found + list(dict.fromkeys(logged))
 
 
 def resolve_segments(names: Sequence[str] | None, runs: Sequence[RunView], primary: str) -> list[Segment]:
@@ -176,11 +161,9 @@ def resolve_segments(names: Sequence[str] | None, runs: Sequence[RunView], prima
 
     ``None``: every query kind the runs have (per-case tables, else logged metric names).
     """
-    kinds = segment_values(runs, "kind")
-    dtypes = segment_values(runs, "doc_type")
-    lk, ld = _logged_segments(runs, primary)
-    kinds += [k for k in lk if k not in kinds]
-    dtypes += [d for d in ld if d not in dtypes]
+    known = known_segments(runs, primary)
+    kinds = [s.value for s in known if s.column == "kind"]
+    dtypes = [s.value for s in known if s.column == "doc_type"]
     if names is None:
         return [Segment("kind", k) for k in sorted(kinds)]
     out = []
@@ -225,20 +208,11 @@ def value_and_interval(run: RunView, key: MetricKey, samples: int = 1000,
 def paired_values(base: pd.DataFrame, other: pd.DataFrame, metric: str,
                   segment: Segment | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per-case values of ``metric`` of two runs on their common cases (inner join on case_id)."""
-    if metric not in base or metric not in other:
-        return np.array([]), np.array([])
-    left = _slice(base, segment)[["case_id", metric]]
-    right = other[["case_id", metric]]
-    for name, df in (("baseline", left), ("candidate", right)):
-        if df["case_id"].duplicated().any():
-            raise UserError(f"{name} per-case table has duplicate case ids; cannot pair cases")
-    joined = left.merge(right, on="case_id", suffixes=("_a", "_b"))
-    return joined[f"{metric}_a"].to_numpy(dtype=float), joined[f"{metric}_b"].to_numpy(dtype=float)
+    return _Pairing(base, other).values(metric, segment)
 
 
 class _Pairing:
-    """:func:`paired_values` for one (baseline, candidate) pair and many columns: the cases are
-    joined once, not once per metric and segment (a 100-point sweep summary made ~700 joins)."""
+    """Two runs' cases joined once for many columns (a 100-point sweep summary made ~700 joins)."""
 
     def __init__(self, base: pd.DataFrame, other: pd.DataFrame) -> None:
         for name, df in (("baseline", base), ("candidate", other)):

@@ -1,4 +1,4 @@
-"""Comparison plots of several runs (PNG artifacts of ``rag-exp compare --log-plots``).
+"""Comparison plots of several runs (PNG files, or MLflow artifacts of ``rag-exp compare --log-plots``).
 
 * recall@k for k = 1..20: the mean of the per-case ``recall_curve`` of every run, one chart;
 * the primary metric per segment (all, each query kind, each doc type), one bar per run, with
@@ -15,9 +15,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..evaluation.metric_key import MetricKey, Segment, metric_title
-from .compare import Comparison, differing_params, segment_values, value_and_interval
+from .compare import Comparison, differing_params, known_segments, value_and_interval
+from .ownership import owner_tags
 from .plots import pyplot
-from .runs import RunView
+from .runs import RunView, client
 
 MAX_PLOTTED = 10
 
@@ -37,10 +38,12 @@ def _legend_below(ax, n: int, offset: float = -0.16) -> None:
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 
 
-def _yerr(value: float, interval: tuple[float, float] | None) -> tuple[float, float]:
-    if interval is None:
-        return (0.0, 0.0)
-    return (max(0.0, value - interval[0]), max(0.0, interval[1] - value))
+def _with_whiskers(pairs) -> tuple[list[float], np.ndarray]:
+    """Values of (run, metric key) pairs (NaN when missing) and their interval's reach below and above."""
+    found = [value_and_interval(run, key) for run, key in pairs]
+    return ([np.nan if v is None else v for v, _ in found],
+            np.array([(0.0, 0.0) if v is None or iv is None else (max(0.0, v - iv[0]), max(0.0, iv[1] - v))
+                      for v, iv in found]).T)
 
 
 def recall_curves_figure(runs: Sequence[RunView], labels: Sequence[str], title: str | None = None):
@@ -88,12 +91,8 @@ def segment_bars_figure(runs: Sequence[RunView], labels: Sequence[str], primary:
     fig, ax = plt.subplots(figsize=(min(18.0, max(7.5, 1.5 + n_groups * (0.22 * n_runs + 0.45))), 5.4))
     x = np.arange(n_groups)
     for i, (run, label, color) in enumerate(zip(runs, labels, _colors(n_runs))):
-        vals, errs = [], []
-        for _, col in groups:
-            v, iv = value_and_interval(run, col)
-            vals.append(np.nan if v is None else v)
-            errs.append(_yerr(v, iv) if v is not None else (0.0, 0.0))
-        ax.bar(x - 0.4 + width * (i + 0.5), vals, width * 0.9, yerr=np.array(errs).T,
+        vals, errs = _with_whiskers([(run, col) for _, col in groups])
+        ax.bar(x - 0.4 + width * (i + 0.5), vals, width * 0.9, yerr=errs,
                capsize=max(1.5, min(4.0, 16 / n_runs)), color=color, label=label,
                error_kw={"elinewidth": 1.0, "ecolor": "#333333"})
     # separators and second-level labels: overall | query kinds | doc types
@@ -134,13 +133,9 @@ def param_figure(runs: Sequence[RunView], param: str, primary: str,
     xs = [numbers[i] for i in order] if numbers is not None else list(range(len(order)))
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     col = MetricKey.parse(primary)
-    vals, errs = [], []
-    for i in order:
-        v, iv = value_and_interval(runs[i], col)
-        vals.append(np.nan if v is None else v)
-        errs.append(_yerr(v, iv) if v is not None else (0.0, 0.0))
+    vals, errs = _with_whiskers([(runs[i], col) for i in order])
     categorical = numbers is None
-    ax.errorbar(xs, vals, yerr=np.array(errs).T, fmt="o" if categorical else "o-", color="black", lw=2,
+    ax.errorbar(xs, vals, yerr=errs, fmt="o" if categorical else "o-", color="black", lw=2,
                 capsize=5, ms=7, label="all cases (95% interval)", zorder=3)
     if kinds is None:
         kinds = sorted({str(k) for r in runs if r.per_case is not None and "kind" in r.per_case
@@ -155,12 +150,11 @@ def param_figure(runs: Sequence[RunView], param: str, primary: str,
         kx = [x + shift for x in xs]
         ax.plot(kx, kv, marker=MARKERS[(j + 1) % len(MARKERS)], ms=6, lw=0 if categorical else 1.2, ls="--",
                 color=color, label=f"{kind} only", alpha=0.9, zorder=4)
+    ax.set_xticks(xs)
     if numbers is None:
-        ax.set_xticks(xs)
         ax.set_xticklabels([str(raw[i]) for i in order], rotation=20 if len(order) > 4 else 0)
         ax.set_xlim(-0.5, len(xs) - 0.5)
     else:
-        ax.set_xticks(xs)
         ax.set_xticklabels([f"{x:g}" for x in xs])
         pad = (max(xs) - min(xs)) * 0.06 or 0.5
         ax.set_xlim(min(xs) - pad, max(xs) + pad)
@@ -230,9 +224,7 @@ def comparison_figures(cmp: Comparison) -> list[tuple[Any, str]]:
     if all(r.per_case is not None and "recall_curve" in r.per_case for r in shown_runs):
         figs.append((recall_curves_figure(shown_runs, labels, title=f"recall@k{note}" if note else None),
                      "comparison/recall_at_k.png"))
-    segs = [Segment("kind", v) for v in segment_values(shown_runs, "kind")]
-    segs += [Segment("doc_type", v) for v in segment_values(shown_runs, "doc_type")]
-    figs.append((segment_bars_figure(shown_runs, labels, cmp.primary, segs,
+    figs.append((segment_bars_figure(shown_runs, labels, cmp.primary, known_segments(shown_runs),
                                      title=f"{metric_title(cmp.primary)} per segment{note}" if note else None),
                  f"comparison/{cmp.primary}_by_segment.png"))
     diff = differing_params(runs)
@@ -273,3 +265,35 @@ def save_plots(cmp: Comparison, folder) -> list[str]:
         plt.close(fig)
         out.append(str(path))
     return out
+
+
+def log_plots(cmp: Comparison, parent: RunView | None = None, c=None) -> tuple[str, list[str]]:
+    """Log the plots (and the Markdown table) to the sweep parent, else to a new comparison run.
+
+    The parent is the named sweep, else the parent every run shares. Returns (run id, paths).
+    """
+    c = c or client()
+    runs = [r.run for r in cmp.rows]
+    if parent is None:
+        parents = {r.parent_id for r in runs}
+        if len(parents) == 1 and None not in parents:
+            parent_id = parents.pop()
+        else:
+            parent_id = None
+    else:
+        parent_id = parent.id
+    if parent_id is None:
+        created = c.create_run(runs[0].experiment_id, run_name=f"compare {len(runs)} runs"[:240], tags={
+            "comparison": "true", "compared_runs": ",".join(r.id for r in runs)[:5000],
+            "baseline_run": runs[0].id, "primary_metric": cmp.primary, **owner_tags()})
+        parent_id = created.info.run_id
+        c.set_terminated(parent_id, status="FINISHED")
+    plt = pyplot()
+    paths = []
+    for fig, name in comparison_figures(cmp):
+        c.log_figure(parent_id, fig, name)
+        plt.close(fig)
+        paths.append(name)
+    c.log_text(parent_id, cmp.to_markdown(), "comparison/table.md")
+    paths.append("comparison/table.md")
+    return parent_id, paths

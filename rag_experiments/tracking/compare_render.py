@@ -1,9 +1,5 @@
-"""Text for comparisons and promotion decisions: rich tables for the terminal, GitHub Markdown
-for job summaries and MLflow artifacts. One set of number formatters for both.
-
-Works on the values of :mod:`.compare` (a ``Comparison``) and :mod:`.promote` (a ``Decision``)
-without importing them: those modules render through this one.
-"""
+"""Comparisons (:mod:`.compare`) and promotion decisions (:mod:`.promote`) as rich tables and
+GitHub Markdown, with one set of number formatters; duck-typed, so neither module is imported."""
 
 from __future__ import annotations
 
@@ -15,20 +11,14 @@ from ..evaluation.metric_key import metric_title
 WARN = "⚠"
 
 
-# -- numbers --------------------------------------------------------------------------------------
-def fmt(v: float | None) -> str:
-    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
-
-
-def signed(v: float) -> str:
-    return f"{v:+.3f}"
+def fmt(v: float | None, signed: bool = False) -> str:
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:+.3f}" if signed else f"{v:.3f}"
 
 
 def p_text(p: float) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-# -- comparisons ----------------------------------------------------------------------------------
 def _fmt_p(p: float | None) -> str:
     if p is None:
         return "p n/a"
@@ -50,7 +40,7 @@ def delta_text(cell, alpha: float) -> tuple[str, int]:
         return "", 0
     sig = cell.p_adj is not None and cell.p_adj < alpha
     direction = (1 if cell.delta > 0 else -1 if cell.delta < 0 else 0) if sig else 0
-    return f"Δ{signed(cell.delta)} {_fmt_p(cell.p_adj)}{'*' if sig else ''}", direction
+    return f"Δ{fmt(cell.delta, True)} {_fmt_p(cell.p_adj)}{'*' if sig else ''}", direction
 
 
 def legend(cmp) -> str:
@@ -198,7 +188,7 @@ CHECK_HEAD = ["check", "champion", "candidate", "Δ", "p (paired)", "W/T/L", "ca
 
 def check_cells(chk) -> list[str]:
     return [chk.title, fmt(chk.champion), fmt(chk.candidate),
-            "—" if chk.delta is None else signed(chk.delta),
+            fmt(chk.delta, True),
             "—" if chk.p is None else p_text(chk.p),
             "—" if chk.wtl is None else str(chk.wtl), str(chk.n),
             ("ok" if chk.passed else "FAIL") + (f" ({chk.note})" if chk.note else "")]

@@ -9,37 +9,28 @@ to the metric names they logged.
 
 from __future__ import annotations
 
-import json
 from typing import Sequence
 
 from ..errors import UserError
-from ..evaluation.metric_key import MetricKey, headline, headline_order
+from ..evaluation.metric_key import HEADLINE, MetricKey, headline
+from ..evaluation.rescore import params_from_flat
 from .runs import RunView
-
-
-def _int_list(text: str | None) -> list[int]:
-    if not text:
-        return []
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return []
-    return [int(v) for v in (value if isinstance(value, list) else [value])]
 
 
 def headline_metrics(run: RunView) -> list[str]:
     """recall@k for the run's ks, then mrr and ndcg at their cutoffs (the table's columns)."""
     p = run.params
-    ks = _int_list(p.get("eval.ks"))
-    if ks and p.get("eval.mrr_k") and p.get("eval.ndcg_k"):
-        names = [m.mlflow_name for m in headline(ks, p["eval.mrr_k"], p["eval.ndcg_k"])]
+    if p.get("eval.ks") and p.get("eval.mrr_k") and p.get("eval.ndcg_k"):
+        ev = params_from_flat(p)
+        names = [m.mlflow_name for m in headline(ev.ks, ev.mrr_k, ev.ndcg_k)]
         return [n for n in names if n in run.metrics] or names
     return headline_names(run.metrics)
 
 
 def headline_names(names) -> list[str]:
     """The recall/mrr/ndcg@k names among ``names``, in table order (recall, mrr, ndcg; by k)."""
-    return headline_order(names)
+    keys = [k for k in map(MetricKey.parse, names) if k.metric in HEADLINE and k.k is not None and not k.segment]
+    return [k.mlflow_name for k in sorted(keys, key=lambda k: (HEADLINE.index(k.metric), k.k))]
 
 
 def objective(run: RunView) -> str | None:

@@ -15,7 +15,6 @@ on the chain, another corpus) restarts the chain at the logged value and says wh
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Sequence
@@ -23,6 +22,7 @@ from typing import Sequence
 import pandas as pd
 
 from ..evaluation.metric_key import metric_title
+from .compare_render import fmt
 from .runs import RunView, client, get_run, search, tag_filter
 
 KIND_NIGHTLY = "nightly"
@@ -56,7 +56,7 @@ def _record_point(name: str) -> tuple[int, str, RunView] | None:
     """The champion of the committed record (experiments/promoted/NAME.record.json) as a promotion."""
     import json
 
-    from .promote import read_record, record_path
+    from .champion import read_record, record_path
 
     champion = read_record(name)
     if champion is None:
@@ -68,7 +68,7 @@ def _record_point(name: str) -> tuple[int, str, RunView] | None:
 
 def collect(name: str, metric: str, last: int | None = None, c=None) -> list[tuple[int, str, RunView]]:
     """(time, kind, run) of the nightly gate runs and the promotions of ``name``, oldest first."""
-    from .promote import model_name
+    from .champion import model_name
 
     c = c or client()
     model = model_name(name)
@@ -142,12 +142,6 @@ def _ts(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
-def _f(v: float | None, signed: bool = False) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "—"
-    return f"{v:+.3f}" if signed else f"{v:.3f}"
-
-
 HEAD = ["when (UTC)", "event", "run", "golden records", "n", "{m}", "shared with prev", "Δ on shared", "chained {m}",
         "note"]
 
@@ -157,7 +151,7 @@ def rows(points: Sequence[Point], metric: str) -> list[list[str]]:
     for p in points:
         event = p.kind + (f" ({p.verdict})" if p.verdict else "")
         out.append([_ts(p.when), event, p.run.id[:8], p.records, "" if p.n_cases is None else str(p.n_cases),
-                    _f(p.value), "" if p.shared is None else str(p.shared), _f(p.delta, True), _f(p.chained), p.note])
+                    fmt(p.value), "" if p.shared is None else str(p.shared), fmt(p.delta, True), fmt(p.chained), p.note])
     return out
 
 
@@ -198,9 +192,9 @@ def trend_markdown(points: Sequence[Point], metric: str, name: str, last: int = 
     trend = (f"{sum(moves):+.3f} over the last {len(recent)} points (chained, on common cases)"
              if moves else "no comparable earlier point")
     lines = [f"### {t} over time (`{name}`)", "",
-             f"**Latest:** {_f(p.value)} ({p.kind}{', ' + p.verdict if p.verdict else ''}, {_ts(p.when)} UTC, run "
+             f"**Latest:** {fmt(p.value)} ({p.kind}{', ' + p.verdict if p.verdict else ''}, {_ts(p.when)} UTC, run "
              f"`{p.run.id[:12]}`, {p.n_cases or '?'} cases, golden {p.records} records)"
-             + (f"; Δ vs previous on {p.shared} shared cases: {_f(p.delta, True)}" if p.delta is not None else ""),
+             + (f"; Δ vs previous on {p.shared} shared cases: {fmt(p.delta, True)}" if p.delta is not None else ""),
              "", f"**Trend:** {trend}.", "", markdown(recent, metric)]
     return "\n".join(lines)
 

@@ -83,16 +83,6 @@ class Decision:
     gap: Any = None
     compared: tuple[RunView, RunView] | None = None
 
-    def to_rich(self, title: str, candidate_label: str = "candidate"):
-        from .compare_render import decision_table
-
-        return decision_table(self, title, candidate_label)
-
-    def to_markdown(self, candidate_label: str = "candidate") -> str:
-        from .compare_render import decision_markdown
-
-        return decision_markdown(self, candidate_label)
-
 
 # -- the champion ---------------------------------------------------------------------------------
 def current_champion(name: str = "default", c=None, record_fallback: bool = True) -> Champion | None:
@@ -137,7 +127,6 @@ def candidate_runs(metric: str, sweep: str | None = None, experiment: str | None
             raise UserError(f"sweep {parent.id} ({parent.name}) was KILLED "
                             f"({parent.tags.get(KILLED_REASON, 'its process died')}): its points are incomplete",
                             hint="rerun the sweep and promote from the complete one")
-    if sweep:
         runs = sweep_children(sweep, per_case=False, c=c)
         say_killed_skipped(runs)
     else:

@@ -79,8 +79,8 @@ def _finite(v: float | None) -> bool:
 
 def best_metrics(best: RunView, objective: str) -> dict[str, float]:
     """The best child's objective and the objective's segments (``recall_at_5.exact``, ...)."""
-    base = MetricKey.parse(objective).overall
-    return {k: v for k, v in best.metrics.items() if MetricKey.parse(k).overall == base and _finite(v)}
+    base = MetricKey.parse(objective).column
+    return {k: v for k, v in best.metrics.items() if MetricKey.parse(k).column == base and _finite(v)}
 
 
 def child_overrides(child: RunView, spec: Mapping[str, str]) -> str:

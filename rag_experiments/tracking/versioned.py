@@ -29,7 +29,7 @@ from typing import Sequence
 import pandas as pd
 
 from ..config import project_root
-from ..errors import GoldenSetError, UserError
+from ..errors import GoldenSetError
 from ..evaluation.evaluate import aggregate
 from ..evaluation.metric_key import is_quality, metric_title
 from ..evaluation.rescore import params_from_flat, rescore
@@ -320,11 +320,6 @@ def print_gap(gap: VersionGap, runs: Sequence[RunView], metrics: Sequence[str], 
             rank = row.get("first_relevant_rank")
             rank_text = "not retrieved" if rank is None or rank != rank else f"rank {int(rank)}"
             out.print(f"  production {row['case_id']}: {row.get('query', '')!r}: {rank_text}")
-
-
-def require_comparable(alignment: Alignment) -> None:
-    if alignment.reason:
-        raise UserError(alignment.reason)
 
 
 def gap_tags(gap: VersionGap | None, run: RunView) -> dict[str, str]:

@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from rag_experiments.evaluation.evaluate import EvalParams, aggregate
-from rag_experiments.evaluation.metric_key import MetricKey, Segment, headline, headline_order, is_quality
+from rag_experiments.evaluation.metric_key import MetricKey, Segment, headline, is_quality
+from rag_experiments.tracking.configured import headline_names
 
 
 @pytest.mark.parametrize("name, key, title", [
@@ -15,12 +16,12 @@ from rag_experiments.evaluation.metric_key import MetricKey, Segment, headline, 
     ("recall_at_5.doc_type.config", MetricKey("recall", 5, Segment("doc_type", "config")),
      "recall@5 (doc_type=config)"),
     ("ndcg_at_10.paraphrase", MetricKey("ndcg", 10, Segment("kind", "paraphrase")), "ndcg@10 (paraphrase)"),
-    ("ann_recall_at_depth", MetricKey("ann_recall_at_depth"), "ann_recall_at_depth"),
+    ("ann_recall_at_depth", MetricKey("ann_recall_at_depth"), "ann_recall@depth"),
     ("n_cases", MetricKey("n_cases"), "n_cases"),
 ])
 def test_parse_and_print_round_trip(name, key, title):
     assert MetricKey.parse(name) == key
-    assert key.mlflow_name == name and str(key) == name
+    assert key.mlflow_name == name
     assert key.title == title
     assert {key: 1}[MetricKey.parse(name)] == 1  # hashable, equal by value
 
@@ -31,7 +32,7 @@ def test_the_headline_list_and_the_eval_names():
         "recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10"]
     assert p.metric_names() == ["recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10", "hit_at_5", "hit_at_20",
                                 "judged_at_10"]
-    assert headline_order(["ndcg_at_10", "hit_at_5", "recall_at_20", "recall_at_5.exact", "mrr_at_10",
+    assert headline_names(["ndcg_at_10", "hit_at_5", "recall_at_20", "recall_at_5.exact", "mrr_at_10",
                            "recall_at_5"]) == ["recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10"]
     assert is_quality("judged_at_10") and not is_quality("recall_at_5.exact") and not is_quality("recall_curve")
 
