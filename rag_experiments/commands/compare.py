@@ -61,6 +61,7 @@ def register(subparsers: Any) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     from ..tracking.compare import build_comparison, run_labels
     from ..tracking.compare_plots import log_plots, save_plots
+    from ..tracking.compare_render import print_comparison
     from ..tracking.configured import comparison_defaults
     from ..tracking.runs import client, get_run, select_runs
     from ..tracking.versioned import align, gap_markdown, newest_runs, print_gap
@@ -89,7 +90,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                            args.seed, labels=run_labels(runs))
     if alignment.reason:
         cmp.warnings.append(alignment.reason)
-    cmp.print(markdown=args.markdown)
+    print_comparison(cmp, markdown=args.markdown)
     if alignment.gap is not None:
         columns = list(dict.fromkeys([primary, *(args.metrics or metrics)]))
         originals = {r.id: r for r in runs_before}

@@ -120,7 +120,7 @@ def champion_objective(run) -> str:
 def cmd_gate(args: argparse.Namespace) -> int:
     from ..report import console
     from ..tracking.compare import build_comparison
-    from ..tracking.compare_render import decision_markdown, decision_table
+    from ..tracking.compare_render import decision_markdown, decision_table, print_comparison
     from ..tracking.configured import comparison_defaults
     from ..tracking.promote import GUARD_SEGMENT, current_champion, decide, model_name, record_path
     from ..tracking.runs import client, get_run
@@ -174,7 +174,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         cmp = build_comparison(pair, comparison_defaults(pair)[0], primary=metric, alpha=args.alpha,
                                n_resamples=args.resamples, seed=args.seed,
                                labels=[f"champion {champion.run.id[:8]}", f"current {current.id[:8]}"])
-        cmp.print(console=out)
+        print_comparison(cmp, console=out)
 
     tags = {"gate": verdict, "gate_reason": reason[:5000], "gate_champion_run": champion.run.id,
             "gate_champion_source": champion.source, "gate_metric": metric, "gate_alpha": f"{args.alpha:g}",

@@ -72,12 +72,6 @@ def metric_title(name: str) -> str:
     return name.replace("_at_", "@")
 
 
-def is_quality(name) -> bool:
-    """An overall quality measure (``recall_at_5``, ``judged_at_10``): a per-case column."""
-    key = MetricKey.parse(str(name))
-    return key.metric in MEASURES and key.k is not None and key.segment is None
-
-
 def headline(ks, mrr_k, ndcg_k) -> list[MetricKey]:
     """recall@k for each k, then mrr and ndcg: the columns of summaries, compare, promote, gate."""
     return [MetricKey("recall", int(k)) for k in ks] + [MetricKey("mrr", int(mrr_k)), MetricKey("ndcg", int(ndcg_k))]

@@ -30,10 +30,7 @@ def bootstrap_interval(values: np.ndarray, samples: int = 1000, seed: int = 13,
 
 def ci_metrics(per_case: pd.DataFrame, names: list[str], samples: int = 1000, seed: int = 13) -> dict[str, float]:
     """``<metric>[.<segment>].ci_low`` / ``.ci_high`` for every metric, overall and per segment."""
-    out: dict[str, float] = {}
     if per_case.empty or samples <= 0:
-        return out
-    for key, values in by_segment(per_case, names):
-        out[f"{key.mlflow_name}.ci_low"], out[f"{key.mlflow_name}.ci_high"] = bootstrap_interval(
-            values.to_numpy(), samples, seed)
-    return out
+        return {}
+    cis = {k.mlflow_name: bootstrap_interval(v.to_numpy(), samples, seed) for k, v in by_segment(per_case, names)}
+    return {f"{name}.{bound}": ci[i] for name, ci in cis.items() for i, bound in enumerate(("ci_low", "ci_high"))}

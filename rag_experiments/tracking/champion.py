@@ -12,7 +12,6 @@ from ..config import project_root
 from ..errors import UserError
 from .runs import RunView, parse_per_case
 
-MODEL_PREFIX = "rag-retriever-"
 ALIAS = "champion"
 PROMOTED_DIR = Path("experiments/promoted")
 #: keys of the resolved config that describe where/how a run is logged, not the retriever
@@ -23,7 +22,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 def model_name(name: str) -> str:
     if not _NAME.match(name):
         raise UserError(f"--name {name!r}: use letters, digits, '_' and '-' (at most 64)")
-    return MODEL_PREFIX + name
+    return "rag-retriever-" + name
 
 
 def preset_name(name: str) -> str:

@@ -8,9 +8,8 @@ baseline, over cases aligned by ``case_id``) and the p-value of the paired rando
 (:func:`rag_experiments.stats.paired.paired_permutation_test`), Holm-corrected across the runs
 compared in that column, plus win/tie/loss counts on the primary metric.
 
-This module computes: :func:`build_comparison` returns a :class:`Comparison`, a value that
-renders itself (``to_rich``, ``to_markdown``, ``print``; the formatters are in
-:mod:`.compare_render`); its plots, saved as files or logged to MLflow, in :mod:`.compare_plots`.
+:func:`build_comparison` returns a :class:`Comparison` that renders itself (``to_rich``, ``to_markdown``:
+:mod:`.compare_render`); its plots, saved or logged to MLflow, are in :mod:`.compare_plots`.
 
 The baseline is the first run given (with ``--sweep``/``--last-sweep``: the first sweep point
 to start), or ``--baseline``. Runs measured on a different golden set (``golden_sha256`` tag)
@@ -21,8 +20,8 @@ than the baseline get no p-value (their cases do not pair); a different golden s
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -41,12 +40,8 @@ IGNORED_PARAM_PREFIXES = ("run_name", "progress", "tracking.", "db.", "hydra.")
 class Column:
     """A table column: the metric (and segment) it shows, under its header."""
 
-    key: MetricKey
+    key: MetricKey  # its mlflow_name keys the row's cells: recall_at_5.exact
     title: str
-
-    @property
-    def name(self) -> str:  # the logged name, which keys the row's cells: recall_at_5.exact
-        return self.key.mlflow_name
 
 
 @dataclass(frozen=True)
@@ -103,12 +98,6 @@ class Comparison:
 
         return markdown_table(self, rows)
 
-    def print(self, markdown: bool = False, console: Any = None) -> None:
-        from .compare_render import print_comparison
-
-        print_comparison(self, markdown, console)
-
-
 # -- labels ---------------------------------------------------------------------------------------
 def short_labels(runs: Sequence[RunView], max_len: int = 60) -> list[str]:
     """Run names without the override tokens every run shares (``corpus.path=... golden.path=...``).
@@ -126,7 +115,6 @@ def short_labels(runs: Sequence[RunView], max_len: int = 60) -> list[str]:
 
 
 def _unique(labels: list[str], runs: Sequence[RunView]) -> list[str]:
-    """Labels that occur twice get the run id's first digits."""
     return [f"{lab} ({r.id[:6]})" if labels.count(lab) > 1 else lab for lab, r in zip(labels, runs)]
 
 
@@ -171,10 +159,8 @@ def resolve_segments(names: Sequence[str] | None, runs: Sequence[RunView], prima
         name = name.strip()
         if not name:
             continue
-        if name.startswith(("doc_type.", "doc_type=")):
+        if name.startswith(("doc_type.", "doc_type=")) or name in kinds:
             out.append(Segment.parse(name))
-        elif name in kinds:
-            out.append(Segment("kind", name))
         elif name in dtypes:
             out.append(Segment("doc_type", name))
         else:
@@ -282,35 +268,31 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
     warnings = _digest_warnings(runs, labels)
     notes: list[str] = []
 
-    raw: dict[str, list[Cell]] = {c.name: [] for c in columns}
+    raw: dict[str, list[Cell]] = {c.key.mlflow_name: [] for c in columns}
     # the baseline's value per column once (it may be a bootstrap from the per-case table), not per run
-    base_values = {c.name: value_and_interval(base, c.key, seed=seed)[0] for c in columns}
-    pairings: dict[str, _Pairing] = {}
+    base_values = {c.key.mlflow_name: value_and_interval(base, c.key, seed=seed)[0] for c in columns}
     for r in runs:
         same_golden = r.golden is not None and r.golden == base.golden
+        pairing = None
         for c in columns:
             value, interval = value_and_interval(r, c.key, seed=seed)
             delta = p = None
             n = 0
             if r is not base and value is not None:
-                bval = base_values[c.name]
+                bval = base_values[c.key.mlflow_name]
                 delta = None if bval is None else value - bval
                 if same_golden and base.per_case is not None and r.per_case is not None:
-                    if r.id not in pairings:
-                        pairings[r.id] = _Pairing(base.per_case, r.per_case)
-                    a, b = pairings[r.id].values(c.key.column, c.key.segment)
+                    pairing = pairing or _Pairing(base.per_case, r.per_case)
+                    a, b = pairing.values(c.key.column, c.key.segment)
                     n = len(a)
                     if n:
                         delta = float(b.mean() - a.mean())
                         p = paired_permutation_test(a, b, n_resamples=n_resamples, seed=seed)
-            raw[c.name].append(Cell(value, interval, delta, p, None, n))
+            raw[c.key.mlflow_name].append(Cell(value, interval, delta, p, None, n))
     # Holm across the runs compared with the baseline, separately for each column
-    for c in columns:
-        cells = raw[c.name]
+    for name, cells in raw.items():
         adj = holm([math.nan if cell.p is None else cell.p for cell in cells[1:]])
-        raw[c.name] = [cells[0]] + [
-            Cell(cell.value, cell.interval, cell.delta, cell.p, None if math.isnan(q) else q, cell.n_paired)
-            for cell, q in zip(cells[1:], adj)]
+        raw[name] = cells[:1] + [replace(cell, p_adj=None if math.isnan(q) else q) for cell, q in zip(cells[1:], adj)]
 
     rows = []
     for i, (r, label) in enumerate(zip(runs, labels)):
@@ -330,7 +312,7 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
         if i and (base.per_case is None or r.per_case is None):
             notes.append(f"{label}: no per-case table (per_case.json) on "
                          f"{'the baseline' if base.per_case is None else 'this run'}: no paired test")
-        rows.append(Row(r, label, i == 0, {c.name: raw[c.name][i] for c in columns}, wtl, tuple(flags)))
+        rows.append(Row(r, label, i == 0, {name: cells[i] for name, cells in raw.items()}, wtl, tuple(flags)))
     return Comparison(rows, columns, primary, alpha, warnings, notes)
 
 

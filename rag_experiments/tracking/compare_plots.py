@@ -77,15 +77,13 @@ def segment_bars_figure(runs: Sequence[RunView], labels: Sequence[str], primary:
     key = MetricKey.parse(primary)
     groups: list[tuple[str, MetricKey]] = [("all", key)] + [(s.value, key.on(s)) for s in segments]
     base = runs[0].per_case
-    names = []
-    for (name, col) in groups:
-        if base is None:
-            names.append(name)
-            continue
-        seg = col.segment
-        n = len(base) if seg is None else int((base[seg.column].astype(str) == seg.value).sum()) \
-            if seg.column in base else None
-        names.append(name if n is None else f"{name}\nn={n}")
+
+    def n_cases(seg: Segment | None) -> int | None:
+        if base is None or (seg is not None and seg.column not in base):
+            return None
+        return len(base) if seg is None else int((base[seg.column].astype(str) == seg.value).sum())
+
+    names = [name if (n := n_cases(col.segment)) is None else f"{name}\nn={n}" for name, col in groups]
     n_runs, n_groups = len(runs), len(groups)
     width = 0.8 / n_runs
     fig, ax = plt.subplots(figsize=(min(18.0, max(7.5, 1.5 + n_groups * (0.22 * n_runs + 0.45))), 5.4))
@@ -96,9 +94,8 @@ def segment_bars_figure(runs: Sequence[RunView], labels: Sequence[str], primary:
                capsize=max(1.5, min(4.0, 16 / n_runs)), color=color, label=label,
                error_kw={"elinewidth": 1.0, "ecolor": "#333333"})
     # separators and second-level labels: overall | query kinds | doc types
-    kinds = [i for i, (_, c) in enumerate(groups) if c.segment is not None and c.segment.column == "kind"]
-    dtypes = [i for i, (_, c) in enumerate(groups) if c.segment is not None and c.segment.column == "doc_type"]
-    for block, text in ((kinds, "query kind"), (dtypes, "doc type")):
+    for column, text in (("kind", "query kind"), ("doc_type", "doc type")):
+        block = [i for i, (_, c) in enumerate(groups) if c.segment is not None and c.segment.column == column]
         if block:
             ax.axvline(block[0] - 0.5, color="#888888", lw=0.8, ls=":")
             ax.annotate(text, xy=((block[0] + block[-1]) / 2, 1.075), xycoords=("data", "data"),
@@ -255,16 +252,23 @@ def runs_to_draw(cmp: Comparison) -> tuple[list, str]:
     return [baseline, *best], f": baseline + best {len(best)} of {len(rows)} runs by {metric_title(cmp.primary)}"
 
 
-def save_plots(cmp: Comparison, folder) -> list[str]:
-    plt = pyplot()
-    out = []
+def _write_figures(cmp: Comparison, write) -> list[str]:
+    """``write(figure, artifact path)`` for every figure (closed afterwards); what it returned."""
+    plt, out = pyplot(), []
     for fig, name in comparison_figures(cmp):
+        out.append(write(fig, name))
+        plt.close(fig)
+    return out
+
+
+def save_plots(cmp: Comparison, folder) -> list[str]:
+    def save(fig, name: str) -> str:
         path = Path(folder) / Path(name).name
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=110)
-        plt.close(fig)
-        out.append(str(path))
-    return out
+        return str(path)
+
+    return _write_figures(cmp, save)
 
 
 def log_plots(cmp: Comparison, parent: RunView | None = None, c=None) -> tuple[str, list[str]]:
@@ -274,26 +278,16 @@ def log_plots(cmp: Comparison, parent: RunView | None = None, c=None) -> tuple[s
     """
     c = c or client()
     runs = [r.run for r in cmp.rows]
-    if parent is None:
-        parents = {r.parent_id for r in runs}
-        if len(parents) == 1 and None not in parents:
-            parent_id = parents.pop()
-        else:
-            parent_id = None
-    else:
-        parent_id = parent.id
+    parents = {r.parent_id for r in runs}
+    shared = parents.pop() if len(parents) == 1 and None not in parents else None
+    parent_id = parent.id if parent is not None else shared
     if parent_id is None:
         created = c.create_run(runs[0].experiment_id, run_name=f"compare {len(runs)} runs"[:240], tags={
             "comparison": "true", "compared_runs": ",".join(r.id for r in runs)[:5000],
             "baseline_run": runs[0].id, "primary_metric": cmp.primary, **owner_tags()})
         parent_id = created.info.run_id
         c.set_terminated(parent_id, status="FINISHED")
-    plt = pyplot()
-    paths = []
-    for fig, name in comparison_figures(cmp):
-        c.log_figure(parent_id, fig, name)
-        plt.close(fig)
-        paths.append(name)
+    paths = _write_figures(cmp, lambda fig, name: c.log_figure(parent_id, fig, name) or name)
     c.log_text(parent_id, cmp.to_markdown(), "comparison/table.md")
     paths.append("comparison/table.md")
     return parent_id, paths

@@ -20,10 +20,7 @@ def p_text(p: float) -> str:
 
 
 def _fmt_p(p: float | None) -> str:
-    if p is None:
-        return "p n/a"
-    text = p_text(p)
-    return "p" + text if text.startswith("<") else "p=" + text
+    return "p n/a" if p is None else "p" + p_text(p) if p < 0.001 else "p=" + p_text(p)
 
 
 def value_text(cell) -> str:
@@ -67,19 +64,17 @@ def rich_tables(cmp, width: int = 180) -> list:
     wide = fixed + n_cols * (_WIDE_CELL + 3) <= width
     cell_w = _WIDE_CELL if wide else _NARROW_CELL
     per_table = max(1, (width - fixed) // (cell_w + 3))
-    keys = [c.name for c in cmp.columns] + ["W/T/L"]
+    keys = [c.key.mlflow_name for c in cmp.columns] + ["W/T/L"]
     chunks = [keys[i:i + per_table] for i in range(0, len(keys), per_table)]
     return [rich_table(cmp, chunk, wide, label_w, first=(i == 0), last=(i == len(chunks) - 1))
             for i, chunk in enumerate(chunks)]
 
 
-def rich_table(cmp, keys: Sequence[str] | None = None, wide: bool = True, label_w: int = _LABEL_MAX,
-               first: bool = True, last: bool = True):
+def rich_table(cmp, keys: Sequence[str], wide: bool, label_w: int, first: bool, last: bool):
     from rich.table import Table
     from rich.text import Text
 
-    keys = list(keys) if keys is not None else [c.name for c in cmp.columns] + ["W/T/L"]
-    columns = [c for c in cmp.columns if c.name in keys]
+    columns = [c for c in cmp.columns if c.key.mlflow_name in keys]
     golden = cmp.baseline.run.golden
     title = (f"{len(cmp.rows)} runs | golden {golden[:12] if golden else 'unknown'} | "
              f"baseline: {cmp.baseline.label}")
@@ -99,11 +94,10 @@ def rich_table(cmp, keys: Sequence[str] | None = None, wide: bool = True, label_
     for row in cmp.rows:
         label = Text(row.label, style="bold" if row.baseline else "")
         if row.flags:
-            label.append(f"\n{WARN} {'+'.join(row.flags)} differ{'s' if len(row.flags) == 1 else ''}",
-                         style="bold red")
+            label.append(f"\n{_flag_text(row)}", style="bold red")
         cells = []
         for c in columns:
-            cell = row.cells[c.name]
+            cell = row.cells[c.key.mlflow_name]
             value = value_text(cell)
             t = Text(value if wide else value.replace(" [", "\n[").replace(", ", ","))
             if row.baseline:
@@ -135,10 +129,10 @@ def markdown_table(cmp, rows: Sequence | None = None) -> str:
     for row in (cmp.rows if rows is None else rows):
         label = f"**{_md_escape(row.label)}** (baseline)" if row.baseline else _md_escape(row.label)
         if row.flags:
-            label += f" {WARN} {'+'.join(row.flags)} differ{'s' if len(row.flags) == 1 else ''}"
+            label += f" {_flag_text(row)}"
         cells = []
         for c in cmp.columns:
-            cell = row.cells[c.name]
+            cell = row.cells[c.key.mlflow_name]
             text = value_text(cell)
             if not row.baseline:
                 dt, direction = delta_text(cell, cmp.alpha)
@@ -152,6 +146,10 @@ def markdown_table(cmp, rows: Sequence | None = None) -> str:
     lines += ["", f"_{_md_escape(legend(cmp))}_", ""]
     lines += [f"- {_md_escape(n)}" for n in cmp.notes]
     return "\n".join(lines) + "\n"
+
+
+def _flag_text(row) -> str:
+    return f"{WARN} {'+'.join(row.flags)} differ{'s' if len(row.flags) == 1 else ''}"
 
 
 def _md_escape(text: str) -> str:

@@ -31,15 +31,12 @@ INTERVALS_ARTIFACT = "intervals.json"
 DIAGNOSTICS_ARTIFACT = "diagnostics.json"
 
 
-def _is_headline(key: str, headline: Sequence[str]) -> bool:
-    return MetricKey.parse(key).column in headline
-
-
 def run_metrics(eval_metrics: Mapping[str, float], headline: Sequence[str], objective: str,
                 intervals: Mapping[str, float], log_intervals: bool = False) -> dict[str, float]:
     """The metrics a run logs: headline metrics with their segments, the result extras, and
     intervals for the objective only (all of them with ``log_intervals``)."""
-    out = {k: float(v) for k, v in eval_metrics.items() if _is_headline(k, headline) or k in RESULT_EXTRAS}
+    out = {k: float(v) for k, v in eval_metrics.items() if MetricKey.parse(k).column in headline
+           or k in RESULT_EXTRAS}
     if log_intervals:
         out.update({k: float(v) for k, v in intervals.items()})
     else:

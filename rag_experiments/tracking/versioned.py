@@ -31,12 +31,13 @@ import pandas as pd
 from ..config import project_root
 from ..errors import GoldenSetError
 from ..evaluation.evaluate import aggregate
-from ..evaluation.metric_key import is_quality, metric_title
+from ..evaluation.metric_key import MEASURES, MetricKey, metric_title
 from ..evaluation.rescore import params_from_flat, rescore
 from ..evaluation.runfile import ARTIFACT as RUN_FILE
 from ..evaluation.runfile import parse_run_file
 from ..golden.resolve import GoldenSet
 from ..golden.versions import GoldenVersion, NotAnAncestor, locate
+from .compare_render import fmt
 from .runs import RunView
 
 KIND_ORDER = ("production", "exact", "paraphrase")
@@ -129,13 +130,13 @@ def _logged_precision(per_case: pd.DataFrame) -> pd.DataFrame:
     that a paired test over hundreds of cases would call significant."""
     out = per_case.copy()
     for col in out.columns:
-        if is_quality(col):
+        if MetricKey.parse(str(col)).metric in MEASURES:
             out[col] = out[col].astype(float).round(LOGGED_DECIMALS)
     return out
 
 
 def _quality_metrics(per_case: pd.DataFrame) -> dict[str, float]:
-    names = [c for c in per_case.columns if is_quality(c)]
+    names = [c for c in per_case.columns if MetricKey.parse(str(c)).metric in MEASURES]
     out = aggregate(per_case, names)
     out["n_cases"] = float(len(per_case))
     return out
@@ -239,13 +240,6 @@ def newest_runs(runs: Sequence[RunView], gap: VersionGap) -> list[RunView]:
 
 
 # -- rendering ------------------------------------------------------------------------------------
-def _f(v) -> str:
-    try:
-        return "—" if v is None or v != v else f"{float(v):.3f}"
-    except (TypeError, ValueError):
-        return str(v)
-
-
 def gap_summary(gap: VersionGap) -> str:
     return (f"compared on the {len(gap.shared)} shared cases of the older golden version "
             f"({gap.older.describe()}) with its labels; the newer version ({gap.newer.describe()}) "
@@ -274,7 +268,7 @@ def gap_markdown(gap: VersionGap, run: RunView | None, metrics: Sequence[str], w
                   "| kind | n | " + " | ".join(metric_title(m) for m in cols) + " |",
                   "|---|---:|" + "---:|" * len(cols)]
         for _, row in by_kind.iterrows():
-            lines.append(f"| {row['kind']} | {int(row['n'])} | " + " | ".join(_f(row[m]) for m in cols) + " |")
+            lines.append(f"| {row['kind']} | {int(row['n'])} | " + " | ".join(fmt(row[m]) for m in cols) + " |")
         lines.append("")
     prod = rows[rows["kind"] == "production"] if "kind" in rows else rows.iloc[0:0]
     if len(prod):
@@ -287,7 +281,7 @@ def gap_markdown(gap: VersionGap, run: RunView | None, metrics: Sequence[str], w
             rank = row[first] if first else None
             rank_text = "not retrieved" if rank is None or rank != rank else str(int(rank))
             query = str(row.get("query", "")).replace("|", "\\|")
-            lines.append(f"| `{row['case_id']}` | {query} | {rank_text} | " + " | ".join(_f(row[m]) for m in cols)
+            lines.append(f"| `{row['case_id']}` | {query} | {rank_text} | " + " | ".join(fmt(row[m]) for m in cols)
                          + " |")
         if len(prod) > production_limit:
             lines.append(f"| … | {len(prod) - production_limit} more | | |")
@@ -313,7 +307,7 @@ def print_gap(gap: VersionGap, runs: Sequence[RunView], metrics: Sequence[str], 
         for h in ["kind", "n", *[metric_title(m) for m in cols]]:
             table.add_column(h, justify="left" if h == "kind" else "right")
         for _, row in added_by_kind(rows, cols).iterrows():
-            table.add_row(str(row["kind"]), str(int(row["n"])), *[_f(row[m]) for m in cols])
+            table.add_row(str(row["kind"]), str(int(row["n"])), *[fmt(row[m]) for m in cols])
         out.print(table)
         prod = rows[rows["kind"] == "production"]
         for _, row in prod.iterrows():

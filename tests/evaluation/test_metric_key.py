@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from rag_experiments.evaluation.evaluate import EvalParams, aggregate
-from rag_experiments.evaluation.metric_key import MetricKey, Segment, headline, is_quality
+from rag_experiments.evaluation.metric_key import MetricKey, Segment, headline
 from rag_experiments.tracking.configured import headline_names
 
 
@@ -34,7 +34,6 @@ def test_the_headline_list_and_the_eval_names():
                                 "judged_at_10"]
     assert headline_names(["ndcg_at_10", "hit_at_5", "recall_at_20", "recall_at_5.exact", "mrr_at_10",
                            "recall_at_5"]) == ["recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10"]
-    assert is_quality("judged_at_10") and not is_quality("recall_at_5.exact") and not is_quality("recall_curve")
 
 
 def test_aggregate_names_every_segment_as_before():
