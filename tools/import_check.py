@@ -34,7 +34,8 @@ def scan() -> tuple[dict[str, set[str]], list[str]]:
     private: list[str] = []
     for mod, path in files.items():
         aliases: dict[str, str] = {}  # local name -> package module it is bound to
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.name in files:
@@ -51,7 +52,7 @@ def scan() -> tuple[dict[str, set[str]], list[str]]:
                         graph[mod].add(target)
                         if a.name.startswith("_") and not a.name.startswith("__") and target != mod:
                             private.append(f"{mod}: from {target} import {a.name}")
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
                     and isinstance(node.value, ast.Name) and aliases.get(node.value.id, mod) != mod):
                 private.append(f"{mod}: {aliases[node.value.id]}.{node.attr}")
