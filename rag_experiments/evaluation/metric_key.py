@@ -45,8 +45,7 @@ class MetricKey:
 
     @classmethod
     def parse(cls, name: str) -> MetricKey:
-        m = _NAME.match(name)
-        if m is None:
+        if (m := _NAME.match(name)) is None:
             raise ValueError(f"not a metric name: {name!r}")
         k, seg = m.group("k"), m.group("segment")
         return cls(m.group("metric"), k and int(k), seg and Segment.parse(seg))

@@ -36,6 +36,7 @@ class Champion:
     source: str  # "registry" | "record"
     metric: str | None  # the primary metric it was promoted on
 
+
 def record_path(name: str) -> Path:
     return project_root() / PROMOTED_DIR / f"{name}.record.json"
 

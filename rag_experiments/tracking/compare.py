@@ -98,6 +98,7 @@ class Comparison:
 
         return markdown_table(self, rows)
 
+
 # -- labels ---------------------------------------------------------------------------------------
 def short_labels(runs: Sequence[RunView], max_len: int = 60) -> list[str]:
     """Run names without the override tokens every run shares (``corpus.path=... golden.path=...``).

@@ -156,8 +156,7 @@ def rows(points: Sequence[Point], metric: str) -> list[list[str]]:
 
 
 def headers(metric: str) -> list[str]:
-    t = metric_title(metric)
-    return [h.format(m=t) for h in HEAD]
+    return [h.format(m=metric_title(metric)) for h in HEAD]
 
 
 def markdown(points: Sequence[Point], metric: str) -> str:
