@@ -20,6 +20,7 @@ from .embedding.options import EmbeddingOptions
 from .embedding.base import check_embedder_name
 from .errors import ConfigError
 from .evaluation.evaluate import EvalParams
+from .evaluation.metric_key import MetricKey
 from .retrieval.filters import Filters
 from .retrieval.fusion import FusionParams
 from .retrieval.legs import KeywordParams
@@ -327,8 +328,7 @@ def settings_from_cfg(cfg: Any) -> Settings:
     if ev["bootstrap_samples"] < 0:
         raise ConfigError(f"eval.bootstrap_samples: must be >= 0, got {ev['bootstrap_samples']}")
     objective = c["objective"]
-    base = objective.split(".")[0]
-    if base not in eval_params.metric_names():
+    if MetricKey.parse(objective).on(None) not in eval_params.metric_keys():
         raise ConfigError(f"objective: {objective!r} is not a logged metric; choose one of "
                           f"{', '.join(eval_params.metric_names())} (optionally with a .segment suffix)")
     return Settings(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from .evaluation.metric_key import segment_groups
+
 
 def short_name(metric: str) -> str:
     """recall_at_5 -> r@5 (column headers that fit a terminal)."""
@@ -32,11 +34,8 @@ def summary_table(result, title: str | None = None) -> Table:
     def row(label: str, grp) -> None:
         table.add_row(label, str(len(grp)), *[f"{grp[n].mean():.3f}" for n in names])
 
-    row("all", pc)
-    for kind, grp in pc.groupby("kind"):
-        row(f"kind={kind}", grp)
-    for dtype, grp in pc.groupby("doc_type"):
-        row(f"doc_type={dtype}", grp)
+    for seg, grp in segment_groups(pc):
+        row("all" if seg is None else f"{seg.column}={seg.value}", grp)
     return table
 
 

@@ -59,7 +59,9 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..tracking.compare import build_comparison, log_plots, print_comparison, run_labels, save_plots
+    from ..tracking.compare import build_comparison, run_labels
+    from ..tracking.compare_plots import log_plots, save_plots
+    from ..tracking.compare_render import print_comparison
     from ..tracking.configured import comparison_defaults
     from ..tracking.runs import client, get_run, select_runs
     from ..tracking.versioned import align, gap_markdown, newest_runs, print_gap

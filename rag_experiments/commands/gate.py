@@ -119,10 +119,10 @@ def champion_objective(run) -> str:
 
 def cmd_gate(args: argparse.Namespace) -> int:
     from ..report import console
-    from ..tracking.compare import build_comparison, markdown_table, print_comparison
+    from ..tracking.compare import build_comparison
+    from ..tracking.compare_render import decision_markdown, decision_table, print_comparison
     from ..tracking.configured import comparison_defaults
-    from ..tracking.promote import (GUARD_SEGMENT, current_champion, decide, decision_markdown, decision_table,
-                                    model_name, record_path)
+    from ..tracking.promote import GUARD_SEGMENT, current_champion, decide, model_name, record_path
     from ..tracking.runs import client, get_run
     from ..tracking.versioned import gap_markdown, gap_tags, print_gap
 
@@ -203,7 +203,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
             md += [gap_markdown(decision.gap, current if current.golden == decision.gap.newer.sha256 else None,
                                 columns)]
         if cmp is not None:
-            md += ["<details><summary>all metrics (champion = baseline)</summary>", "", markdown_table(cmp),
+            md += ["<details><summary>all metrics (champion = baseline)</summary>", "", cmp.to_markdown(),
                    "</details>", ""]
         path = Path(args.markdown_summary)
         with path.open("a", encoding="utf-8") as fh:

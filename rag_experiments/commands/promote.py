@@ -50,7 +50,8 @@ def cmd_promote(args: argparse.Namespace) -> int:
     from rich.panel import Panel
 
     from ..report import console
-    from ..tracking.promote import decision_table, model_name, preset_name, promote, replaced_summary
+    from ..tracking.compare_render import decision_table
+    from ..tracking.promote import model_name, preset_name, promote, replaced_summary
 
     if not 0 < args.alpha < 1:
         raise UserError(f"--alpha must be in (0, 1), got {args.alpha}")

@@ -17,7 +17,10 @@ from ..errors import ConfigError
 from ..golden.resolve import EvalCase, GoldenSet
 from ..types import RankedList
 from . import metrics as M
+from .metric_key import MetricKey, by_segment, headline
 from .relevance import credit
+
+MEASURE_FUNCTIONS = {"recall": M.recall_at_k, "mrr": M.reciprocal_rank, "ndcg": M.ndcg_at_k, "hit": M.hit_at_k}
 
 
 @dataclass(frozen=True)
@@ -44,10 +47,13 @@ class EvalParams:
     def depth_needed(self) -> int:
         return max(*self.ks, self.mrr_k, self.ndcg_k, self.judged_k, self.curve_k)
 
+    def metric_keys(self) -> list[MetricKey]:
+        """The headline columns, then hit@k for the ks and judged@k (the per-case columns, in order)."""
+        tail = [MetricKey("hit", k) for k in self.ks] + [MetricKey("judged", self.judged_k)]
+        return headline(self.ks, self.mrr_k, self.ndcg_k) + tail
+
     def metric_names(self) -> list[str]:
-        names = [f"recall_at_{k}" for k in self.ks] + [f"mrr_at_{self.mrr_k}", f"ndcg_at_{self.ndcg_k}"]
-        names += [f"hit_at_{k}" for k in self.ks] + [f"judged_at_{self.judged_k}"]
-        return names
+        return [m.mlflow_name for m in self.metric_keys()]
 
 
 @dataclass(frozen=True)
@@ -68,13 +74,9 @@ def score_case(case: EvalCase, ranked: RankedList, p: EvalParams) -> dict:
         "n_relevant": len(grades),
         "first_relevant_rank": M.first_relevant_rank(c.gains),
     }
-    for k in p.ks:
-        row[f"recall_at_{k}"] = M.recall_at_k(c.gains, grades, k)
-    row[f"mrr_at_{p.mrr_k}"] = M.reciprocal_rank(c.gains, grades, p.mrr_k)
-    row[f"ndcg_at_{p.ndcg_k}"] = M.ndcg_at_k(c.gains, grades, p.ndcg_k)
-    for k in p.ks:
-        row[f"hit_at_{k}"] = M.hit_at_k(c.gains, grades, k)
-    row[f"judged_at_{p.judged_k}"] = M.judged_at_k(c.judged, p.judged_k)
+    for key in p.metric_keys():
+        row[key.column] = (M.judged_at_k(c.judged, key.k) if key.metric == "judged"
+                           else MEASURE_FUNCTIONS[key.metric](c.gains, grades, key.k))
     row["recall_curve"] = [M.recall_at_k(c.gains, grades, k) for k in range(1, p.curve_k + 1)]
     row["gains"] = list(c.gains)
     row["grades"] = grades
@@ -89,16 +91,9 @@ def score_case(case: EvalCase, ranked: RankedList, p: EvalParams) -> dict:
 
 
 def aggregate(per_case: pd.DataFrame, names: list[str]) -> dict[str, float]:
-    out: dict[str, float] = {}
     if per_case.empty:
-        return out
-    for name in names:
-        out[name] = float(per_case[name].mean())
-        for kind, grp in per_case.groupby("kind"):
-            out[f"{name}.{kind}"] = float(grp[name].mean())
-        for dtype, grp in per_case.groupby("doc_type"):
-            out[f"{name}.doc_type.{dtype}"] = float(grp[name].mean())
-    return out
+        return {}
+    return {key.mlflow_name: float(values.mean()) for key, values in by_segment(per_case, names)}
 
 
 def evaluate(golden: GoldenSet, results: Mapping[str, RankedList], p: EvalParams = EvalParams(),

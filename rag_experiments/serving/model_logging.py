@@ -42,7 +42,7 @@ def package_version() -> str:
 def model_config(config: dict) -> dict:
     """The resolved config minus where/how it was logged: the model connects to DATABASE_URL
     (or the embedded default) wherever it is loaded, and never carries a database password."""
-    from ..tracking.promote import preset_config
+    from ..tracking.champion import preset_config
 
     return preset_config(config)
 
@@ -52,7 +52,7 @@ def manifest(config: dict, tags: dict[str, str], *, name: str, run_id: str, run_
     import mlflow
 
     from ..tracking.configured import headline_names
-    from ..tracking.promote import model_name
+    from ..tracking.champion import model_name
 
     keys = dict.fromkeys([metric, *headline_names(metrics), f"{metric}.exact"])
     return {
@@ -124,7 +124,7 @@ def save_model(path: str | Path, config: dict, info: dict) -> None:
 def _register(model_info, name: str, tags: dict[str, str], description: str, c) -> str:
     from mlflow.exceptions import MlflowException
 
-    from ..tracking.promote import ALIAS, model_name
+    from ..tracking.champion import ALIAS, model_name
 
     model = model_name(name)
     try:
@@ -168,7 +168,7 @@ def _mirrors(mv, record_run_id: str) -> bool:
 def champion_version(name: str, c):
     from mlflow.exceptions import MlflowException
 
-    from ..tracking.promote import ALIAS, model_name
+    from ..tracking.champion import ALIAS, model_name
 
     try:
         return c.get_model_version_by_alias(model_name(name), ALIAS)
@@ -179,7 +179,7 @@ def champion_version(name: str, c):
 def sync_with_record(name: str, c) -> str | None:
     """Make ``@champion`` the committed record's retriever when it is not already; return the
     registry version (None when there is no record)."""
-    from ..tracking.promote import read_record
+    from ..tracking.champion import read_record
 
     record = read_record(name)
     if record is None:
@@ -195,7 +195,7 @@ def register_record(name: str, record, c) -> str:
     import yaml
 
     from ..tracking.mlflow_run import flatten, setup
-    from ..tracking.promote import PROMOTED_DIR, model_name
+    from ..tracking.champion import PROMOTED_DIR, model_name
     from ..config import project_root
 
     path = project_root() / PROMOTED_DIR / f"{name}.yaml"
@@ -235,7 +235,7 @@ def champion_model(name: str = "default", c=None) -> tuple[dict, dict[str, Any]]
     import mlflow
     from mlflow.exceptions import MlflowException
 
-    from ..tracking.promote import ALIAS, model_name, record_path
+    from ..tracking.champion import ALIAS, model_name, record_path
     from ..tracking.runs import client
 
     c = c or client()

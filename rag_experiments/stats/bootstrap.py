@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..evaluation.metric_key import by_segment
+
 
 def bootstrap_interval(values: np.ndarray, samples: int = 1000, seed: int = 13,
                        level: float = 0.95) -> tuple[float, float]:
@@ -28,15 +30,7 @@ def bootstrap_interval(values: np.ndarray, samples: int = 1000, seed: int = 13,
 
 def ci_metrics(per_case: pd.DataFrame, names: list[str], samples: int = 1000, seed: int = 13) -> dict[str, float]:
     """``<metric>[.<segment>].ci_low`` / ``.ci_high`` for every metric, overall and per segment."""
-    out: dict[str, float] = {}
     if per_case.empty or samples <= 0:
-        return out
-    groups: list[tuple[str, pd.DataFrame]] = [("", per_case)]
-    groups += [(f".{k}", g) for k, g in per_case.groupby("kind")]
-    groups += [(f".doc_type.{k}", g) for k, g in per_case.groupby("doc_type")]
-    for name in names:
-        for suffix, grp in groups:
-            lo, hi = bootstrap_interval(grp[name].to_numpy(), samples, seed)
-            out[f"{name}{suffix}.ci_low"] = lo
-            out[f"{name}{suffix}.ci_high"] = hi
-    return out
+        return {}
+    cis = {k.mlflow_name: bootstrap_interval(v.to_numpy(), samples, seed) for k, v in by_segment(per_case, names)}
+    return {f"{name}.{bound}": ci[i] for name, ci in cis.items() for i, bound in enumerate(("ci_low", "ci_high"))}

@@ -8,6 +8,9 @@ baseline, over cases aligned by ``case_id``) and the p-value of the paired rando
 (:func:`rag_experiments.stats.paired.paired_permutation_test`), Holm-corrected across the runs
 compared in that column, plus win/tie/loss counts on the primary metric.
 
+:func:`build_comparison` returns a :class:`Comparison` that renders itself (``to_rich``, ``to_markdown``:
+:mod:`.compare_render`); its plots, saved or logged to MLflow, are in :mod:`.compare_plots`.
+
 The baseline is the first run given (with ``--sweep``/``--last-sweep``: the first sweep point
 to start), or ``--baseline``. Runs measured on a different golden set (``golden_sha256`` tag)
 than the baseline get no p-value (their cases do not pair); a different golden set or corpus
@@ -17,48 +20,27 @@ than the baseline get no p-value (their cases do not pair); a different golden s
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..errors import UserError
+from ..evaluation.metric_key import MetricKey, Segment, metric_title
 from ..stats.bootstrap import bootstrap_interval
 from ..stats.paired import WinTieLoss, holm, paired_permutation_test, win_tie_loss
 from .runs import RunView
 
-WARN = "⚠"
 #: params that never explain a difference in results (where and how a run was logged)
 IGNORED_PARAM_PREFIXES = ("run_name", "progress", "tracking.", "db.", "hydra.")
 
 
-def metric_title(metric: str) -> str:
-    """recall_at_5 -> recall@5 (MLflow names cannot contain '@'; tables can)."""
-    return metric.replace("_at_", "@")
-
-
-@dataclass(frozen=True)
-class Segment:
-    """A slice of the cases: ``column`` (``kind`` or ``doc_type``) equals ``value``."""
-
-    column: str
-    value: str
-
-    @property
-    def suffix(self) -> str:
-        return self.value if self.column == "kind" else f"doc_type.{self.value}"
-
-    @property
-    def title(self) -> str:
-        return self.value if self.column == "kind" else f"doc_type={self.value}"
-
-
 @dataclass(frozen=True)
 class Column:
-    key: str  # the logged metric name: recall_at_5 or recall_at_5.exact
-    metric: str
-    segment: Segment | None
+    """A table column: the metric (and segment) it shows, under its header."""
+
+    key: MetricKey  # its mlflow_name keys the row's cells: recall_at_5.exact
     title: str
 
 
@@ -106,6 +88,16 @@ class Comparison:
     def comparable(self) -> bool:
         return not any(r.flags for r in self.rows)
 
+    def to_rich(self, width: int = 180) -> list:
+        from .compare_render import rich_tables
+
+        return rich_tables(self, width)
+
+    def to_markdown(self, rows: Sequence[Row] | None = None) -> str:
+        from .compare_render import markdown_table
+
+        return markdown_table(self, rows)
+
 
 # -- labels ---------------------------------------------------------------------------------------
 def short_labels(runs: Sequence[RunView], max_len: int = 60) -> list[str]:
@@ -120,11 +112,11 @@ def short_labels(runs: Sequence[RunView], max_len: int = 60) -> list[str]:
         common = set.intersection(*token_sets)
         names = [" ".join(t for t in n.split() if t not in common) for n in names]
     names = [n or r.tags.get("variant") or r.id[:8] for n, r in zip(names, runs)]
-    names = [n if len(n) <= max_len else n[: max_len - 1] + "…" for n in names]
-    seen: dict[str, int] = {}
-    for n in names:
-        seen[n] = seen.get(n, 0) + 1
-    return [f"{n} ({r.id[:6]})" if seen[n] > 1 else n for n, r in zip(names, runs)]
+    return _unique([n if len(n) <= max_len else n[: max_len - 1] + "…" for n in names], runs)
+
+
+def _unique(labels: list[str], runs: Sequence[RunView]) -> list[str]:
+    return [f"{lab} ({r.id[:6]})" if labels.count(lab) > 1 else lab for lab, r in zip(labels, runs)]
 
 
 def run_labels(runs: Sequence[RunView]) -> list[str]:
@@ -138,36 +130,19 @@ def run_labels(runs: Sequence[RunView]) -> list[str]:
     names = {k: (t if tails.count(t) == 1 else k) for k, t in zip(diff, tails)}
     labels = [" ".join(f"{names[k]}={r.params[k]}" for k in diff if k in r.params) for r in runs]
     fallback = short_labels(runs)
-    labels = [lab or fb for lab, fb in zip(labels, fallback)]
-    seen: dict[str, int] = {}
-    for lab in labels:
-        seen[lab] = seen.get(lab, 0) + 1
-    return [f"{lab} ({r.id[:6]})" if seen[lab] > 1 else lab for lab, r in zip(labels, runs)]
+    return _unique([lab or fb for lab, fb in zip(labels, fallback)], runs)
 
 
 # -- segments -------------------------------------------------------------------------------------
-def _segment_values(runs: Sequence[RunView], column: str) -> list[str]:
-    found: list[str] = []
-    for r in runs:
-        if r.per_case is not None and column in r.per_case:
-            for v in r.per_case[column].dropna().astype(str):
-                if v not in found:
-                    found.append(v)
-    return found
-
-
-def _logged_segments(runs: Sequence[RunView], primary: str) -> tuple[list[str], list[str]]:
-    kinds, dtypes = [], []
-    prefix = primary + "."
-    for r in runs:
-        for key in r.metrics:
-            if not key.startswith(prefix) or key.endswith((".ci_low", ".ci_high")):
-                continue
-            rest = key[len(prefix):]
-            target, value = (dtypes, rest[len("doc_type."):]) if rest.startswith("doc_type.") else (kinds, rest)
-            if value not in target:
-                target.append(value)
-    return kinds, dtypes
+def known_segments(runs: Sequence[RunView], primary: str | None = None) -> list[Segment]:
+    """The query kinds, then the doc types, of the runs' per-case tables (in order of appearance),
+    then those only in logged names of ``primary`` (``recall_at_5.exact``)."""
+    found = [Segment(col, str(v)) for r in runs if r.per_case is not None for col in ("kind", "doc_type")
+             if col in r.per_case for v in r.per_case[col].dropna()]
+    found = sorted(dict.fromkeys(found), key=lambda s: s.column != "kind")
+    logged = [MetricKey.parse(n) for r in runs for n in r.metrics if not n.endswith((".ci_low", ".ci_high"))]
+    logged = [k.segment for k in logged if k.segment and k.column == primary and k.segment not in found]
+    return found + list(dict.fromkeys(logged))
 
 
 def resolve_segments(names: Sequence[str] | None, runs: Sequence[RunView], primary: str) -> list[Segment]:
@@ -175,11 +150,9 @@ def resolve_segments(names: Sequence[str] | None, runs: Sequence[RunView], prima
 
     ``None``: every query kind the runs have (per-case tables, else logged metric names).
     """
-    kinds = _segment_values(runs, "kind")
-    dtypes = _segment_values(runs, "doc_type")
-    lk, ld = _logged_segments(runs, primary)
-    kinds += [k for k in lk if k not in kinds]
-    dtypes += [d for d in ld if d not in dtypes]
+    known = known_segments(runs, primary)
+    kinds = [s.value for s in known if s.column == "kind"]
+    dtypes = [s.value for s in known if s.column == "doc_type"]
     if names is None:
         return [Segment("kind", k) for k in sorted(kinds)]
     out = []
@@ -187,10 +160,8 @@ def resolve_segments(names: Sequence[str] | None, runs: Sequence[RunView], prima
         name = name.strip()
         if not name:
             continue
-        if name.startswith("doc_type.") or name.startswith("doc_type="):
-            out.append(Segment("doc_type", name[len("doc_type."):]))
-        elif name in kinds:
-            out.append(Segment("kind", name))
+        if name.startswith(("doc_type.", "doc_type=")) or name in kinds:
+            out.append(Segment.parse(name))
         elif name in dtypes:
             out.append(Segment("doc_type", name))
         else:
@@ -208,13 +179,13 @@ def _slice(per_case: pd.DataFrame, segment: Segment | None) -> pd.DataFrame:
 
 
 # -- values ---------------------------------------------------------------------------------------
-def value_and_interval(run: RunView, column: Column, samples: int = 1000,
+def value_and_interval(run: RunView, key: MetricKey, samples: int = 1000,
                        seed: int = 13) -> tuple[float | None, tuple[float, float] | None]:
     """The logged value and interval; recomputed from the per-case table when not logged."""
-    value = run.metric(column.key)
-    interval = run.interval(column.key)
-    if (value is None or interval is None) and run.per_case is not None and column.metric in run.per_case:
-        vals = _slice(run.per_case, column.segment)[column.metric].to_numpy(dtype=float)
+    value = run.metric(key.mlflow_name)
+    interval = run.interval(key.mlflow_name)
+    if (value is None or interval is None) and run.per_case is not None and key.column in run.per_case:
+        vals = _slice(run.per_case, key.segment)[key.column].to_numpy(dtype=float)
         if len(vals):
             value = float(vals.mean()) if value is None else value
             interval = bootstrap_interval(vals, samples, seed) if interval is None else interval
@@ -224,20 +195,11 @@ def value_and_interval(run: RunView, column: Column, samples: int = 1000,
 def paired_values(base: pd.DataFrame, other: pd.DataFrame, metric: str,
                   segment: Segment | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per-case values of ``metric`` of two runs on their common cases (inner join on case_id)."""
-    if metric not in base or metric not in other:
-        return np.array([]), np.array([])
-    left = _slice(base, segment)[["case_id", metric]]
-    right = other[["case_id", metric]]
-    for name, df in (("baseline", left), ("candidate", right)):
-        if df["case_id"].duplicated().any():
-            raise UserError(f"{name} per-case table has duplicate case ids; cannot pair cases")
-    joined = left.merge(right, on="case_id", suffixes=("_a", "_b"))
-    return joined[f"{metric}_a"].to_numpy(dtype=float), joined[f"{metric}_b"].to_numpy(dtype=float)
+    return _Pairing(base, other).values(metric, segment)
 
 
 class _Pairing:
-    """:func:`paired_values` for one (baseline, candidate) pair and many columns: the cases are
-    joined once, not once per metric and segment (a 100-point sweep summary made ~700 joins)."""
+    """Two runs' cases joined once for many columns (a 100-point sweep summary made ~700 joins)."""
 
     def __init__(self, base: pd.DataFrame, other: pd.DataFrame) -> None:
         for name, df in (("baseline", base), ("candidate", other)):
@@ -298,8 +260,8 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
         raise UserError(f"--metrics: no run logged {', '.join(missing)}",
                         hint="e.g. recall_at_5, recall_at_20, mrr_at_10, ndcg_at_10, hit_at_5")
     segs = resolve_segments(segments, runs, primary)
-    columns = [Column(m, m, None, metric_title(m)) for m in metrics]
-    columns += [Column(f"{primary}.{s.suffix}", primary, s, s.title) for s in segs]
+    columns = [Column(MetricKey.parse(m), metric_title(m)) for m in metrics]
+    columns += [Column(MetricKey.parse(primary).on(s), s.title) for s in segs]
     labels = list(labels) if labels is not None else short_labels(runs)
     if len(labels) != len(runs):
         raise ValueError("one label per run")
@@ -307,35 +269,31 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
     warnings = _digest_warnings(runs, labels)
     notes: list[str] = []
 
-    raw: dict[str, list[Cell]] = {c.key: [] for c in columns}
+    raw: dict[str, list[Cell]] = {c.key.mlflow_name: [] for c in columns}
     # the baseline's value per column once (it may be a bootstrap from the per-case table), not per run
-    base_values = {c.key: value_and_interval(base, c, seed=seed)[0] for c in columns}
-    pairings: dict[str, _Pairing] = {}
+    base_values = {c.key.mlflow_name: value_and_interval(base, c.key, seed=seed)[0] for c in columns}
     for r in runs:
         same_golden = r.golden is not None and r.golden == base.golden
+        pairing = None
         for c in columns:
-            value, interval = value_and_interval(r, c, seed=seed)
+            value, interval = value_and_interval(r, c.key, seed=seed)
             delta = p = None
             n = 0
             if r is not base and value is not None:
-                bval = base_values[c.key]
+                bval = base_values[c.key.mlflow_name]
                 delta = None if bval is None else value - bval
                 if same_golden and base.per_case is not None and r.per_case is not None:
-                    if r.id not in pairings:
-                        pairings[r.id] = _Pairing(base.per_case, r.per_case)
-                    a, b = pairings[r.id].values(c.metric, c.segment)
+                    pairing = pairing or _Pairing(base.per_case, r.per_case)
+                    a, b = pairing.values(c.key.column, c.key.segment)
                     n = len(a)
                     if n:
                         delta = float(b.mean() - a.mean())
                         p = paired_permutation_test(a, b, n_resamples=n_resamples, seed=seed)
-            raw[c.key].append(Cell(value, interval, delta, p, None, n))
+            raw[c.key.mlflow_name].append(Cell(value, interval, delta, p, None, n))
     # Holm across the runs compared with the baseline, separately for each column
-    for c in columns:
-        cells = raw[c.key]
+    for name, cells in raw.items():
         adj = holm([math.nan if cell.p is None else cell.p for cell in cells[1:]])
-        raw[c.key] = [cells[0]] + [
-            Cell(cell.value, cell.interval, cell.delta, cell.p, None if math.isnan(q) else q, cell.n_paired)
-            for cell, q in zip(cells[1:], adj)]
+        raw[name] = cells[:1] + [replace(cell, p_adj=None if math.isnan(q) else q) for cell, q in zip(cells[1:], adj)]
 
     rows = []
     for i, (r, label) in enumerate(zip(runs, labels)):
@@ -355,175 +313,8 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
         if i and (base.per_case is None or r.per_case is None):
             notes.append(f"{label}: no per-case table (per_case.json) on "
                          f"{'the baseline' if base.per_case is None else 'this run'}: no paired test")
-        rows.append(Row(r, label, i == 0, {c.key: raw[c.key][i] for c in columns}, wtl, tuple(flags)))
+        rows.append(Row(r, label, i == 0, {name: cells[i] for name, cells in raw.items()}, wtl, tuple(flags)))
     return Comparison(rows, columns, primary, alpha, warnings, notes)
-
-
-# -- rendering ------------------------------------------------------------------------------------
-def _fmt(v: float | None) -> str:
-    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
-
-
-def _fmt_p(p: float | None) -> str:
-    if p is None:
-        return "p n/a"
-    return "p<0.001" if p < 0.001 else f"p={p:.3f}"
-
-
-def value_text(cell: Cell) -> str:
-    if cell.value is None:
-        return "—"
-    if cell.interval is None:
-        return _fmt(cell.value)
-    return f"{_fmt(cell.value)} [{cell.interval[0]:.2f}, {cell.interval[1]:.2f}]"
-
-
-def delta_text(cell: Cell, alpha: float) -> tuple[str, int]:
-    """'Δ+0.100 p=0.012*' and its sign when significant (+1 better, -1 worse, 0 neither)."""
-    if cell.delta is None:
-        return "", 0
-    sig = cell.p_adj is not None and cell.p_adj < alpha
-    direction = (1 if cell.delta > 0 else -1 if cell.delta < 0 else 0) if sig else 0
-    return f"Δ{cell.delta:+.3f} {_fmt_p(cell.p_adj)}{'*' if sig else ''}", direction
-
-
-def legend(cmp: Comparison) -> str:
-    base = cmp.baseline
-    k = len(cmp.rows) - 1
-    return (f"value [95% bootstrap interval]; Δ = run − baseline ({base.label}) over cases paired by case_id; "
-            f"p = two-sided paired randomization test, Holm-corrected across the {k} run(s) compared in each "
-            f"column; * p < {cmp.alpha:g}; W/T/L = cases won/tied/lost on {metric_title(cmp.primary)}; "
-            f"segment columns show {metric_title(cmp.primary)}.")
-
-
-#: terminal layout: a wide cell is "0.705 [0.65, 0.76]" over "Δ+0.020 p=0.569*"; a narrow one
-#: stacks value, interval, delta and p (11 characters), and columns that do not fit go to a
-#: second table with the run labels repeated, so nothing is cut at 80 columns
-_WIDE_CELL, _NARROW_CELL, _LABEL_MAX = 18, 11, 26
-
-
-def rich_tables(cmp: Comparison, width: int = 180) -> list:
-    """The comparison as rich tables that fit ``width`` columns (one when it fits)."""
-    n_cols = len(cmp.columns) + 1  # + W/T/L
-    flag_w = len(f"{WARN} golden+corpus differ") if any(r.flags for r in cmp.rows) else 0
-    label_w = min(_LABEL_MAX, max(flag_w, *(len(r.label) for r in cmp.rows)) + 2)
-    fixed = label_w + 3 + 5 + 3 + 1  # run, n (with padding and borders)
-    wide = fixed + n_cols * (_WIDE_CELL + 3) <= width
-    cell_w = _WIDE_CELL if wide else _NARROW_CELL
-    per_table = max(1, (width - fixed) // (cell_w + 3))
-    keys = [c.key for c in cmp.columns] + ["W/T/L"]
-    chunks = [keys[i:i + per_table] for i in range(0, len(keys), per_table)]
-    return [rich_table(cmp, chunk, wide, label_w, first=(i == 0), last=(i == len(chunks) - 1))
-            for i, chunk in enumerate(chunks)]
-
-
-def rich_table(cmp: Comparison, keys: Sequence[str] | None = None, wide: bool = True, label_w: int = _LABEL_MAX,
-               first: bool = True, last: bool = True):
-    from rich.table import Table
-    from rich.text import Text
-
-    keys = list(keys) if keys is not None else [c.key for c in cmp.columns] + ["W/T/L"]
-    columns = [c for c in cmp.columns if c.key in keys]
-    golden = cmp.baseline.run.golden
-    title = (f"{len(cmp.rows)} runs | golden {golden[:12] if golden else 'unknown'} | "
-             f"baseline: {cmp.baseline.label}")
-    if not cmp.comparable:
-        title = f"{WARN} NOT COMPARABLE: different golden set or corpus {WARN} | " + title
-    table = Table(title=title if first else None, caption=legend(cmp) if last else None, caption_justify="left",
-                  show_lines=True, title_style="bold red" if not cmp.comparable else "bold")
-    # labels wrap at spaces (fold inside a long word) instead of being cut to "retri…"
-    table.add_column("run", overflow="fold", max_width=label_w)
-    table.add_column("n", justify="right", no_wrap=True)
-    cell_w = _WIDE_CELL if wide else _NARROW_CELL
-    for c in columns:
-        table.add_column(c.title, justify="right", overflow="fold", max_width=cell_w)
-    if "W/T/L" in keys:
-        table.add_column(f"W/T/L {metric_title(cmp.primary)}", justify="right", overflow="fold", max_width=cell_w)
-    sep = " " if wide else "\n"
-    for row in cmp.rows:
-        label = Text(row.label, style="bold" if row.baseline else "")
-        if row.flags:
-            label.append(f"\n{WARN} {'+'.join(row.flags)} differ{'s' if len(row.flags) == 1 else ''}",
-                         style="bold red")
-        cells = []
-        for c in columns:
-            cell = row.cells[c.key]
-            value = value_text(cell)
-            t = Text(value if wide else value.replace(" [", "\n[").replace(", ", ","))
-            if row.baseline:
-                t.append("\nbaseline", style="dim")
-            else:
-                text, direction = delta_text(cell, cmp.alpha)
-                if text:
-                    t.append("\n" + text.replace(" ", sep, 1), style={1: "bold green", -1: "bold red"}.get(direction, "dim"))
-            cells.append(t)
-        if "W/T/L" in keys:
-            cells.append(Text("" if row.wtl is None else str(row.wtl)))
-        n = row.n_cases
-        table.add_row(label, "" if n is None else str(n), *cells)
-    return table
-
-
-def markdown_table(cmp: Comparison, rows: Sequence[Row] | None = None) -> str:
-    """GitHub-flavoured Markdown: warnings as an alert block, then the table and its legend.
-
-    Plain Markdown only (no ``<br>``/``<sub>``: MLflow's viewer shows HTML as text): a cell is
-    ``value [interval] · Δ delta p`` on one line. ``rows``: a subset to show (default: all).
-    """
-    lines: list[str] = []
-    for w in cmp.warnings:
-        lines += ["> [!WARNING]", f"> {_md_escape(w)}", ""]
-    head = ["run", "n"] + [c.title for c in cmp.columns] + [f"W/T/L {metric_title(cmp.primary)}"]
-    lines.append("| " + " | ".join(_md_escape(h) for h in head) + " |")
-    lines.append("|" + "---|" + "---:|" * (len(head) - 1))
-    for row in (cmp.rows if rows is None else rows):
-        label = f"**{_md_escape(row.label)}** (baseline)" if row.baseline else _md_escape(row.label)
-        if row.flags:
-            label += f" {WARN} {'+'.join(row.flags)} differ{'s' if len(row.flags) == 1 else ''}"
-        cells = []
-        for c in cmp.columns:
-            cell = row.cells[c.key]
-            text = value_text(cell)
-            if not row.baseline:
-                dt, direction = delta_text(cell, cmp.alpha)
-                if dt:
-                    dt = _md_escape(dt)
-                    text += f" · {f'**{dt}**' if direction else dt}"
-            cells.append(text)
-        n = row.n_cases
-        lines.append("| " + " | ".join([label, "" if n is None else str(n), *cells,
-                                          "" if row.wtl is None else str(row.wtl)]) + " |")
-    lines += ["", f"_{_md_escape(legend(cmp))}_", ""]
-    lines += [f"- {_md_escape(n)}" for n in cmp.notes]
-    return "\n".join(lines) + "\n"
-
-
-def _md_escape(text: str) -> str:
-    # '*' (the significance mark) would start emphasis ('_' inside words does not); '|' ends a cell
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("<", "&lt;").replace("\n", " ")
-
-
-def print_comparison(cmp: Comparison, markdown: bool = False, console: Any = None) -> None:
-    import sys
-
-    if markdown:
-        sys.stdout.write(markdown_table(cmp))
-        for w in cmp.warnings:  # also where a person watching the job log sees it
-            print(f"WARNING: {w}", file=sys.stderr)
-        return
-    from rich.panel import Panel
-
-    from ..report import console as make_console
-
-    out = console or make_console()
-    for w in cmp.warnings:
-        out.print(Panel(w, title=f"{WARN} WARNING {WARN}", style="bold red"))
-    if not cmp.comparable:  # also in the table title, which a narrow table wraps
-        out.print(f"[bold red]{WARN} NOT COMPARABLE: different golden set or corpus {WARN}[/]")
-    for table in rich_tables(cmp, out.width):
-        out.print(table)
-    for n in cmp.notes:
-        out.print(f"[yellow]note:[/yellow] {n}")
 
 
 # -- the one differing parameter ------------------------------------------------------------------
@@ -534,104 +325,3 @@ def differing_params(runs: Sequence[RunView]) -> list[str]:
     return [k for k in keys if len({r.params.get(k) for r in runs}) > 1]
 
 
-# -- plots ----------------------------------------------------------------------------------------
-def comparison_figures(cmp: Comparison) -> list[tuple[Any, str]]:
-    """(figure, artifact path) for every comparison plot that applies to these runs."""
-    from . import compare_plots as P
-
-    runs = [r.run for r in cmp.rows]
-    figs = []
-    # A hundred curves or bar groups are unreadable: past MAX_PLOTTED runs, the per-run charts
-    # show the baseline and the best of the rest by the primary metric, and say so.
-    shown, note = _runs_to_draw(cmp)
-    shown_runs = [r.run for r in shown]
-    labels = [r.label for r in shown]
-    if all(r.per_case is not None and "recall_curve" in r.per_case for r in shown_runs):
-        figs.append((P.recall_curves_figure(shown_runs, labels, title=f"recall@k{note}" if note else None),
-                     "comparison/recall_at_k.png"))
-    segs = [Segment("kind", v) for v in _segment_values(shown_runs, "kind")]
-    segs += [Segment("doc_type", v) for v in _segment_values(shown_runs, "doc_type")]
-    figs.append((P.segment_bars_figure(shown_runs, labels, cmp.primary, segs, value_and_interval,
-                                       title=f"{metric_title(cmp.primary)} per segment{note}" if note else None),
-                 f"comparison/{cmp.primary}_by_segment.png"))
-    diff = differing_params(runs)
-    if len(runs) > 1 and len(diff) == 1:
-        param = diff[0]
-        figs.append((P.param_figure(runs, param, cmp.primary, value_and_interval),
-                     f"comparison/{cmp.primary}_vs_{param}.png"))
-    elif len(runs) > 2 and len(diff) == 2:
-        a, b = diff
-        figs.append((P.param_heatmap_figure(runs, (a, b), cmp.primary, value_and_interval),
-                     f"comparison/{cmp.primary}_over_{a}_x_{b}.png"))
-    return figs
-
-
-MAX_PLOTTED = 10
-
-
-def _runs_to_draw(cmp: Comparison) -> tuple[list, str]:
-    """The rows the per-run charts draw, and a title suffix saying what was left out."""
-    rows = list(cmp.rows)
-    if len(rows) <= MAX_PLOTTED:
-        return rows, ""
-    baseline, rest = rows[0], rows[1:]
-    col = Column(cmp.primary, cmp.primary, None, "all")
-
-    def score(row) -> float:
-        v = value_and_interval(row.run, col)[0]
-        return float("-inf") if v is None else v
-
-    best = sorted(rest, key=score, reverse=True)[: MAX_PLOTTED - 1]
-    return [baseline, *best], f": baseline + best {len(best)} of {len(rows)} runs by {metric_title(cmp.primary)}"
-
-
-def save_plots(cmp: Comparison, folder) -> list[str]:
-    from pathlib import Path
-
-    from .plots import _plt
-
-    plt = _plt()
-    out = []
-    for fig, name in comparison_figures(cmp):
-        path = Path(folder) / Path(name).name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        out.append(str(path))
-    return out
-
-
-def log_plots(cmp: Comparison, parent: RunView | None = None, c=None) -> tuple[str, list[str]]:
-    """Log the plots (and the Markdown table) to the sweep parent, else to a new comparison run.
-
-    The parent is the named sweep, else the parent every run shares. Returns (run id, paths).
-    """
-    from .plots import _plt
-    from .ownership import owner_tags
-    from .runs import client
-
-    c = c or client()
-    runs = [r.run for r in cmp.rows]
-    if parent is None:
-        parents = {r.parent_id for r in runs}
-        if len(parents) == 1 and None not in parents:
-            parent_id = parents.pop()
-        else:
-            parent_id = None
-    else:
-        parent_id = parent.id
-    if parent_id is None:
-        created = c.create_run(runs[0].experiment_id, run_name=f"compare {len(runs)} runs"[:240], tags={
-            "comparison": "true", "compared_runs": ",".join(r.id for r in runs)[:5000],
-            "baseline_run": runs[0].id, "primary_metric": cmp.primary, **owner_tags()})
-        parent_id = created.info.run_id
-        c.set_terminated(parent_id, status="FINISHED")
-    plt = _plt()
-    paths = []
-    for fig, name in comparison_figures(cmp):
-        c.log_figure(parent_id, fig, name)
-        plt.close(fig)
-        paths.append(name)
-    c.log_text(parent_id, markdown_table(cmp), "comparison/table.md")
-    paths.append("comparison/table.md")
-    return parent_id, paths

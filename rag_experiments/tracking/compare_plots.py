@@ -1,4 +1,4 @@
-"""Comparison plots of several runs (PNG artifacts of ``rag-exp compare --log-plots``).
+"""Comparison plots of several runs (PNG files, or MLflow artifacts of ``rag-exp compare --log-plots``).
 
 * recall@k for k = 1..20: the mean of the per-case ``recall_curve`` of every run, one chart;
 * the primary metric per segment (all, each query kind, each doc type), one bar per run, with
@@ -9,19 +9,22 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from pathlib import Path
+from typing import Any, Sequence
 
 import numpy as np
 
-from .compare import Column, Segment, metric_title
-from .plots import _plt
-from .runs import RunView
+from ..evaluation.metric_key import MetricKey, Segment, metric_title
+from .compare import Comparison, differing_params, known_segments, value_and_interval
+from .ownership import owner_tags
+from .plots import pyplot
+from .runs import RunView, client
 
-ValueFn = Callable[[RunView, Column], tuple[float | None, tuple[float, float] | None]]
+MAX_PLOTTED = 10
 
 
 def _colors(n: int) -> list:
-    plt = _plt()
+    plt = pyplot()
     cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
     return [cmap(i % cmap.N) for i in range(n)]
 
@@ -35,14 +38,16 @@ def _legend_below(ax, n: int, offset: float = -0.16) -> None:
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 
 
-def _yerr(value: float, interval: tuple[float, float] | None) -> tuple[float, float]:
-    if interval is None:
-        return (0.0, 0.0)
-    return (max(0.0, value - interval[0]), max(0.0, interval[1] - value))
+def _with_whiskers(pairs) -> tuple[list[float], np.ndarray]:
+    """Values of (run, metric key) pairs (NaN when missing) and their interval's reach below and above."""
+    found = [value_and_interval(run, key) for run, key in pairs]
+    return ([np.nan if v is None else v for v, _ in found],
+            np.array([(0.0, 0.0) if v is None or iv is None else (max(0.0, v - iv[0]), max(0.0, iv[1] - v))
+                      for v, iv in found]).T)
 
 
 def recall_curves_figure(runs: Sequence[RunView], labels: Sequence[str], title: str | None = None):
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 5.0))
     ks = None
     for i, (run, label, color) in enumerate(zip(runs, labels, _colors(len(runs)))):
@@ -66,39 +71,31 @@ def recall_curves_figure(runs: Sequence[RunView], labels: Sequence[str], title: 
 
 
 def segment_bars_figure(runs: Sequence[RunView], labels: Sequence[str], primary: str,
-                        segments: Sequence[Segment], value_fn: ValueFn, title: str | None = None):
+                        segments: Sequence[Segment], title: str | None = None):
     """Grouped bars: x = segment (all, query kinds, doc types), one bar per run, interval whiskers."""
-    plt = _plt()
-    groups: list[tuple[str, Column]] = [("all", Column(primary, primary, None, "all"))]
-    for s in segments:
-        groups.append((s.value, Column(f"{primary}.{s.suffix}", primary, s, s.title)))
+    plt = pyplot()
+    key = MetricKey.parse(primary)
+    groups: list[tuple[str, MetricKey]] = [("all", key)] + [(s.value, key.on(s)) for s in segments]
     base = runs[0].per_case
-    names = []
-    for (name, col) in groups:
-        if base is None:
-            names.append(name)
-            continue
-        seg = col.segment
-        n = len(base) if seg is None else int((base[seg.column].astype(str) == seg.value).sum()) \
-            if seg.column in base else None
-        names.append(name if n is None else f"{name}\nn={n}")
+
+    def n_cases(seg: Segment | None) -> int | None:
+        if base is None or (seg is not None and seg.column not in base):
+            return None
+        return len(base) if seg is None else int((base[seg.column].astype(str) == seg.value).sum())
+
+    names = [name if (n := n_cases(col.segment)) is None else f"{name}\nn={n}" for name, col in groups]
     n_runs, n_groups = len(runs), len(groups)
     width = 0.8 / n_runs
     fig, ax = plt.subplots(figsize=(min(18.0, max(7.5, 1.5 + n_groups * (0.22 * n_runs + 0.45))), 5.4))
     x = np.arange(n_groups)
     for i, (run, label, color) in enumerate(zip(runs, labels, _colors(n_runs))):
-        vals, errs = [], []
-        for _, col in groups:
-            v, iv = value_fn(run, col)
-            vals.append(np.nan if v is None else v)
-            errs.append(_yerr(v, iv) if v is not None else (0.0, 0.0))
-        ax.bar(x - 0.4 + width * (i + 0.5), vals, width * 0.9, yerr=np.array(errs).T,
+        vals, errs = _with_whiskers([(run, col) for _, col in groups])
+        ax.bar(x - 0.4 + width * (i + 0.5), vals, width * 0.9, yerr=errs,
                capsize=max(1.5, min(4.0, 16 / n_runs)), color=color, label=label,
                error_kw={"elinewidth": 1.0, "ecolor": "#333333"})
     # separators and second-level labels: overall | query kinds | doc types
-    kinds = [i for i, (_, c) in enumerate(groups) if c.segment is not None and c.segment.column == "kind"]
-    dtypes = [i for i, (_, c) in enumerate(groups) if c.segment is not None and c.segment.column == "doc_type"]
-    for block, text in ((kinds, "query kind"), (dtypes, "doc type")):
+    for column, text in (("kind", "query kind"), ("doc_type", "doc type")):
+        block = [i for i, (_, c) in enumerate(groups) if c.segment is not None and c.segment.column == column]
         if block:
             ax.axvline(block[0] - 0.5, color="#888888", lw=0.8, ls=":")
             ax.annotate(text, xy=((block[0] + block[-1]) / 2, 1.075), xycoords=("data", "data"),
@@ -123,44 +120,38 @@ def _as_numbers(values: Sequence[str | None]) -> list[float] | None:
         return None
 
 
-def param_figure(runs: Sequence[RunView], param: str, primary: str, value_fn: ValueFn,
+def param_figure(runs: Sequence[RunView], param: str, primary: str,
                  kinds: Sequence[str] | None = None, title: str | None = None):
     """The primary metric (with interval) against the one parameter that differs between runs."""
-    plt = _plt()
+    plt = pyplot()
     raw = [r.params.get(param) for r in runs]
     numbers = _as_numbers(raw)
     order = sorted(range(len(runs)), key=lambda i: numbers[i]) if numbers is not None else list(range(len(runs)))
     xs = [numbers[i] for i in order] if numbers is not None else list(range(len(order)))
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    col = Column(primary, primary, None, "all")
-    vals, errs = [], []
-    for i in order:
-        v, iv = value_fn(runs[i], col)
-        vals.append(np.nan if v is None else v)
-        errs.append(_yerr(v, iv) if v is not None else (0.0, 0.0))
+    col = MetricKey.parse(primary)
+    vals, errs = _with_whiskers([(runs[i], col) for i in order])
     categorical = numbers is None
-    ax.errorbar(xs, vals, yerr=np.array(errs).T, fmt="o" if categorical else "o-", color="black", lw=2,
+    ax.errorbar(xs, vals, yerr=errs, fmt="o" if categorical else "o-", color="black", lw=2,
                 capsize=5, ms=7, label="all cases (95% interval)", zorder=3)
     if kinds is None:
         kinds = sorted({str(k) for r in runs if r.per_case is not None and "kind" in r.per_case
                         for k in r.per_case["kind"].dropna()})
     span = (max(xs) - min(xs)) if len(xs) > 1 else 1.0
     for j, (kind, color) in enumerate(zip(kinds, _colors(len(kinds)))):
-        seg = Segment("kind", kind)
-        kc = Column(f"{primary}.{seg.suffix}", primary, seg, kind)
-        kv = [np.nan if v is None else v for v in (value_fn(runs[i], kc)[0] for i in order)]
+        kc = col.on(Segment("kind", kind))
+        kv = [np.nan if v is None else v for v in (value_and_interval(runs[i], kc)[0] for i in order)]
         # a small horizontal offset keeps equal values of different kinds visible
         step = 0.12 if categorical else 0.02 * (span or 1.0)
         shift = (j - (len(kinds) - 1) / 2) * step
         kx = [x + shift for x in xs]
         ax.plot(kx, kv, marker=MARKERS[(j + 1) % len(MARKERS)], ms=6, lw=0 if categorical else 1.2, ls="--",
                 color=color, label=f"{kind} only", alpha=0.9, zorder=4)
+    ax.set_xticks(xs)
     if numbers is None:
-        ax.set_xticks(xs)
         ax.set_xticklabels([str(raw[i]) for i in order], rotation=20 if len(order) > 4 else 0)
         ax.set_xlim(-0.5, len(xs) - 0.5)
     else:
-        ax.set_xticks(xs)
         ax.set_xticklabels([f"{x:g}" for x in xs])
         pad = (max(xs) - min(xs)) * 0.06 or 0.5
         ax.set_xlim(min(xs) - pad, max(xs) + pad)
@@ -174,11 +165,10 @@ def param_figure(runs: Sequence[RunView], param: str, primary: str, value_fn: Va
     return fig
 
 
-def param_heatmap_figure(runs: Sequence[RunView], params: tuple[str, str], primary: str, value_fn: ValueFn,
-                         title: str | None = None):
+def param_heatmap_figure(runs: Sequence[RunView], params: tuple[str, str], primary: str, title: str | None = None):
     """The primary metric over a two-parameter grid (e.g. rrf_k x keyword_weight), one cell per
     run, the value written in each cell and the best cell outlined. Missing cells stay blank."""
-    plt = _plt()
+    plt = pyplot()
     p_rows, p_cols = params
 
     def axis(param: str) -> list[str]:
@@ -188,9 +178,9 @@ def param_heatmap_figure(runs: Sequence[RunView], params: tuple[str, str], prima
 
     rows, cols = axis(p_rows), axis(p_cols)
     grid = np.full((len(rows), len(cols)), np.nan)
-    col = Column(primary, primary, None, "all")
+    col = MetricKey.parse(primary)
     for r in runs:
-        v = value_fn(r, col)[0]
+        v = value_and_interval(r, col)[0]
         if v is not None:
             grid[rows.index(r.params.get(p_rows)), cols.index(r.params.get(p_cols))] = v
     fig, ax = plt.subplots(figsize=(min(14.0, 2.0 + 0.9 * len(cols)), min(12.0, 1.6 + 0.42 * len(rows))))
@@ -216,3 +206,88 @@ def param_heatmap_figure(runs: Sequence[RunView], params: tuple[str, str], prima
     ax.set_title(title or f"{metric_title(primary)} over {p_rows} x {p_cols} (best outlined)")
     fig.tight_layout()
     return fig
+
+
+# -- which plots --------------------------------------------------------------------------------
+def comparison_figures(cmp: Comparison) -> list[tuple[Any, str]]:
+    """(figure, artifact path) for every comparison plot that applies to these runs."""
+    runs = [r.run for r in cmp.rows]
+    figs = []
+    # A hundred curves or bar groups are unreadable: past MAX_PLOTTED runs, the per-run charts
+    # show the baseline and the best of the rest by the primary metric, and say so.
+    shown, note = runs_to_draw(cmp)
+    shown_runs = [r.run for r in shown]
+    labels = [r.label for r in shown]
+    if all(r.per_case is not None and "recall_curve" in r.per_case for r in shown_runs):
+        figs.append((recall_curves_figure(shown_runs, labels, title=f"recall@k{note}" if note else None),
+                     "comparison/recall_at_k.png"))
+    figs.append((segment_bars_figure(shown_runs, labels, cmp.primary, known_segments(shown_runs),
+                                     title=f"{metric_title(cmp.primary)} per segment{note}" if note else None),
+                 f"comparison/{cmp.primary}_by_segment.png"))
+    diff = differing_params(runs)
+    if len(runs) > 1 and len(diff) == 1:
+        param = diff[0]
+        figs.append((param_figure(runs, param, cmp.primary),
+                     f"comparison/{cmp.primary}_vs_{param}.png"))
+    elif len(runs) > 2 and len(diff) == 2:
+        a, b = diff
+        figs.append((param_heatmap_figure(runs, (a, b), cmp.primary),
+                     f"comparison/{cmp.primary}_over_{a}_x_{b}.png"))
+    return figs
+
+
+def runs_to_draw(cmp: Comparison) -> tuple[list, str]:
+    """The rows the per-run charts draw, and a title suffix saying what was left out."""
+    rows = list(cmp.rows)
+    if len(rows) <= MAX_PLOTTED:
+        return rows, ""
+    baseline, rest = rows[0], rows[1:]
+    col = MetricKey.parse(cmp.primary)
+
+    def score(row) -> float:
+        v = value_and_interval(row.run, col)[0]
+        return float("-inf") if v is None else v
+
+    best = sorted(rest, key=score, reverse=True)[: MAX_PLOTTED - 1]
+    return [baseline, *best], f": baseline + best {len(best)} of {len(rows)} runs by {metric_title(cmp.primary)}"
+
+
+def _write_figures(cmp: Comparison, write) -> list[str]:
+    """``write(figure, artifact path)`` for every figure (closed afterwards); what it returned."""
+    plt, out = pyplot(), []
+    for fig, name in comparison_figures(cmp):
+        out.append(write(fig, name))
+        plt.close(fig)
+    return out
+
+
+def save_plots(cmp: Comparison, folder) -> list[str]:
+    def save(fig, name: str) -> str:
+        path = Path(folder) / Path(name).name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110)
+        return str(path)
+
+    return _write_figures(cmp, save)
+
+
+def log_plots(cmp: Comparison, parent: RunView | None = None, c=None) -> tuple[str, list[str]]:
+    """Log the plots (and the Markdown table) to the sweep parent, else to a new comparison run.
+
+    The parent is the named sweep, else the parent every run shares. Returns (run id, paths).
+    """
+    c = c or client()
+    runs = [r.run for r in cmp.rows]
+    parents = {r.parent_id for r in runs}
+    shared = parents.pop() if len(parents) == 1 and None not in parents else None
+    parent_id = parent.id if parent is not None else shared
+    if parent_id is None:
+        created = c.create_run(runs[0].experiment_id, run_name=f"compare {len(runs)} runs"[:240], tags={
+            "comparison": "true", "compared_runs": ",".join(r.id for r in runs)[:5000],
+            "baseline_run": runs[0].id, "primary_metric": cmp.primary, **owner_tags()})
+        parent_id = created.info.run_id
+        c.set_terminated(parent_id, status="FINISHED")
+    paths = _write_figures(cmp, lambda fig, name: c.log_figure(parent_id, fig, name) or name)
+    c.log_text(parent_id, cmp.to_markdown(), "comparison/table.md")
+    paths.append("comparison/table.md")
+    return parent_id, paths

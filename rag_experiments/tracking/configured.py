@@ -9,41 +9,28 @@ to the metric names they logged.
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Sequence
 
 from ..errors import UserError
+from ..evaluation.metric_key import HEADLINE, MetricKey, headline
+from ..evaluation.rescore import params_from_flat
 from .runs import RunView
-
-_HEADLINE = re.compile(r"^(recall|mrr|ndcg)_at_\d+$")
-
-
-def _int_list(text: str | None) -> list[int]:
-    if not text:
-        return []
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return []
-    return [int(v) for v in (value if isinstance(value, list) else [value])]
 
 
 def headline_metrics(run: RunView) -> list[str]:
     """recall@k for the run's ks, then mrr and ndcg at their cutoffs (the table's columns)."""
     p = run.params
-    ks = _int_list(p.get("eval.ks"))
-    if ks and p.get("eval.mrr_k") and p.get("eval.ndcg_k"):
-        names = [f"recall_at_{k}" for k in ks] + [f"mrr_at_{p['eval.mrr_k']}", f"ndcg_at_{p['eval.ndcg_k']}"]
+    if p.get("eval.ks") and p.get("eval.mrr_k") and p.get("eval.ndcg_k"):
+        ev = params_from_flat(p)
+        names = [m.mlflow_name for m in headline(ev.ks, ev.mrr_k, ev.ndcg_k)]
         return [n for n in names if n in run.metrics] or names
     return headline_names(run.metrics)
 
 
 def headline_names(names) -> list[str]:
     """The recall/mrr/ndcg@k names among ``names``, in table order (recall, mrr, ndcg; by k)."""
-    order = {"recall": 0, "mrr": 1, "ndcg": 2}
-    logged = [m for m in names if _HEADLINE.match(m)]
-    return sorted(logged, key=lambda m: (order[m.split("_")[0]], int(m.rsplit("_", 1)[1])))
+    keys = [k for k in map(MetricKey.parse, names) if k.metric in HEADLINE and k.k is not None and not k.segment]
+    return [k.mlflow_name for k in sorted(keys, key=lambda k: (HEADLINE.index(k.metric), k.k))]
 
 
 def objective(run: RunView) -> str | None:
@@ -58,7 +45,7 @@ def comparison_defaults(runs: Sequence[RunView]) -> tuple[list[str], str]:
         raise UserError("no runs to compare")
     base = runs[0]
     metrics = [m for m in headline_metrics(base) if all(m in r.metrics or _in_table(r, m) for r in runs)]
-    primary = (objective(base) or "").split(".")[0] or (metrics[0] if metrics else None)
+    primary = MetricKey.parse(objective(base)).column if objective(base) else (metrics[0] if metrics else None)
     if not primary:
         raise UserError(f"run {base.id} states no objective and logged no recall/mrr/ndcg metric",
                         hint="give --primary and --metrics")

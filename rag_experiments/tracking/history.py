@@ -15,13 +15,14 @@ on the chain, another corpus) restarts the chain at the logged value and says wh
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Sequence
 
 import pandas as pd
 
+from ..evaluation.metric_key import metric_title
+from .compare_render import fmt
 from .runs import RunView, client, get_run, search, tag_filter
 
 KIND_NIGHTLY = "nightly"
@@ -55,7 +56,7 @@ def _record_point(name: str) -> tuple[int, str, RunView] | None:
     """The champion of the committed record (experiments/promoted/NAME.record.json) as a promotion."""
     import json
 
-    from .promote import read_record, record_path
+    from .champion import read_record, record_path
 
     champion = read_record(name)
     if champion is None:
@@ -67,7 +68,7 @@ def _record_point(name: str) -> tuple[int, str, RunView] | None:
 
 def collect(name: str, metric: str, last: int | None = None, c=None) -> list[tuple[int, str, RunView]]:
     """(time, kind, run) of the nightly gate runs and the promotions of ``name``, oldest first."""
-    from .promote import model_name
+    from .champion import model_name
 
     c = c or client()
     model = model_name(name)
@@ -141,12 +142,6 @@ def _ts(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
-def _f(v: float | None, signed: bool = False) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "—"
-    return f"{v:+.3f}" if signed else f"{v:.3f}"
-
-
 HEAD = ["when (UTC)", "event", "run", "golden records", "n", "{m}", "shared with prev", "Δ on shared", "chained {m}",
         "note"]
 
@@ -156,13 +151,12 @@ def rows(points: Sequence[Point], metric: str) -> list[list[str]]:
     for p in points:
         event = p.kind + (f" ({p.verdict})" if p.verdict else "")
         out.append([_ts(p.when), event, p.run.id[:8], p.records, "" if p.n_cases is None else str(p.n_cases),
-                    _f(p.value), "" if p.shared is None else str(p.shared), _f(p.delta, True), _f(p.chained), p.note])
+                    fmt(p.value), "" if p.shared is None else str(p.shared), fmt(p.delta, True), fmt(p.chained), p.note])
     return out
 
 
 def headers(metric: str) -> list[str]:
-    t = metric.replace("_at_", "@")
-    return [h.format(m=t) for h in HEAD]
+    return [h.format(m=metric_title(metric)) for h in HEAD]
 
 
 def markdown(points: Sequence[Point], metric: str) -> str:
@@ -188,7 +182,7 @@ def rich_table(points: Sequence[Point], metric: str, title: str):
 
 def trend_markdown(points: Sequence[Point], metric: str, name: str, last: int = 10) -> str:
     """For a job summary: the latest point, the trend over the last points, and the table."""
-    t = metric.replace("_at_", "@")
+    t = metric_title(metric)
     if not points:
         return f"### {t} over time ({name})\n\nNo nightly gate run or promotion yet.\n"
     p = points[-1]
@@ -197,19 +191,19 @@ def trend_markdown(points: Sequence[Point], metric: str, name: str, last: int = 
     trend = (f"{sum(moves):+.3f} over the last {len(recent)} points (chained, on common cases)"
              if moves else "no comparable earlier point")
     lines = [f"### {t} over time (`{name}`)", "",
-             f"**Latest:** {_f(p.value)} ({p.kind}{', ' + p.verdict if p.verdict else ''}, {_ts(p.when)} UTC, run "
+             f"**Latest:** {fmt(p.value)} ({p.kind}{', ' + p.verdict if p.verdict else ''}, {_ts(p.when)} UTC, run "
              f"`{p.run.id[:12]}`, {p.n_cases or '?'} cases, golden {p.records} records)"
-             + (f"; Δ vs previous on {p.shared} shared cases: {_f(p.delta, True)}" if p.delta is not None else ""),
+             + (f"; Δ vs previous on {p.shared} shared cases: {fmt(p.delta, True)}" if p.delta is not None else ""),
              "", f"**Trend:** {trend}.", "", markdown(recent, metric)]
     return "\n".join(lines)
 
 
 def figure(points: Sequence[Point], metric: str, name: str):
-    from .plots import _plt
+    from .plots import pyplot
 
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.2))
-    t = metric.replace("_at_", "@")
+    t = metric_title(metric)
     xs = [datetime.fromtimestamp(p.when / 1000, timezone.utc) for p in points]
     for kind, verdict, marker, color, label in (
             (KIND_NIGHTLY, "pass", "o", "tab:blue", "nightly, gate passed"),
@@ -243,7 +237,7 @@ def log_history(points: Sequence[Point], metric: str, name: str, c=None) -> str:
     run named ``history <name>`` (tag ``history=true``); return its id."""
     from mlflow.entities import Metric
 
-    from .plots import _plt
+    from .plots import pyplot
     from .runs import experiment_ids
 
     c = c or client()
@@ -263,7 +257,7 @@ def log_history(points: Sequence[Point], metric: str, name: str, c=None) -> str:
     frame = pd.DataFrame([dict(zip(headers(metric), r)) for r in rows(points, metric)])
     c.log_text(rid, frame.to_csv(index=False), "history/points.csv")
     if points:
-        plt = _plt()
+        plt = pyplot()
         fig = figure(points, metric, name)
         c.log_figure(rid, fig, f"history/{metric}.png")
         plt.close(fig)

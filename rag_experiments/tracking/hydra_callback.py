@@ -128,11 +128,7 @@ class MlflowSweepCallback(Callback):
             extra.append("Optuna best: " + ", ".join(f"`{k}={v}`" for k, v in optuna["best_params"].items())
                          + f" → {float(optuna['best_value']):.4f}")
         cmp = self._comparison(client, finished, objective) if self.summary and len(finished) >= 2 else None
-        table = None
-        if cmp is not None:
-            from .compare import markdown_table
-
-            table = markdown_table(cmp)
+        table = cmp.to_markdown() if cmp is not None else None
         tags["mlflow.note.content"] = S.note(self.name, objective, best, tags.get("best_run_overrides", ""),
                                              len(children), n_failed, table, extra)
         # the name, overrides and labels quote what was swept: a swept db.url carries its password
@@ -174,7 +170,7 @@ class MlflowSweepCallback(Callback):
     def _log_summary(self, cmp, parent_id: str, client) -> None:
         """The sweep's comparison plots and full table as artifacts of the parent. Never fails the sweep."""
         try:
-            from .compare import log_plots
+            from .compare_plots import log_plots
             from .runs import get_run
 
             _, paths = log_plots(cmp, get_run(parent_id, per_case=False, c=client), client)

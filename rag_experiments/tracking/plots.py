@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 
-def _plt():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -20,7 +20,7 @@ def _plt():
 
 
 def recall_curve_figure(per_case: pd.DataFrame, title: str = "recall@k"):
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     curves = np.array(per_case["recall_curve"].tolist())
     ks = np.arange(1, curves.shape[1] + 1)
@@ -40,7 +40,7 @@ def recall_curve_figure(per_case: pd.DataFrame, title: str = "recall@k"):
 
 
 def first_relevant_histogram(per_case: pd.DataFrame, max_rank: int = 20, title: str = "rank of first relevant hit"):
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     ranks = per_case["first_relevant_rank"]
     found = ranks.dropna().astype(int)
@@ -63,7 +63,7 @@ def log_run_plots(per_case: pd.DataFrame, client=None, run_id: str | None = None
     """Log both plots to ``run_id`` through ``client`` (else to the active run)."""
     import mlflow
 
-    plt = _plt()
+    plt = pyplot()
     paths = []
     for fig, name in ((recall_curve_figure(per_case), "plots/recall_at_k.png"),
                       (first_relevant_histogram(per_case), "plots/first_relevant_rank.png")):

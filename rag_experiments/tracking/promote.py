@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sys
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -41,37 +40,16 @@ from typing import Any, Sequence
 
 from ..config import project_root
 from ..errors import UserError
+from ..evaluation.metric_key import MEASURES, MetricKey, Segment
 from ..stats.paired import WinTieLoss, paired_permutation_test, win_tie_loss
-from .compare import Segment, metric_title, paired_values
+from .champion import (ALIAS, PRESET_DROP, PROMOTED_DIR, Champion, model_name, preset_config, preset_name,
+                       read_record, record_path)
+from .compare import paired_values
 from .ownership import KILLED_REASON
 from .runs import RunView, client, get_run, search, sweep_children
 
-MODEL_PREFIX = "rag-retriever-"
-ALIAS = "champion"
 GUARD_SEGMENT = "exact"
-PROMOTED_DIR = Path("experiments/promoted")
 PRESET_DIR = Path("conf/experiment")
-#: keys of the resolved config that describe where/how a run is logged, not the retriever
-PRESET_DROP = ("hydra", "db", "tracking", "run_name", "progress")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-
-
-def model_name(name: str) -> str:
-    if not _NAME.match(name):
-        raise UserError(f"--name {name!r}: use letters, digits, '_' and '-' (at most 64)")
-    return MODEL_PREFIX + name
-
-
-def preset_name(name: str) -> str:
-    return "promoted" if name == "default" else f"promoted_{name}"
-
-
-@dataclass(frozen=True)
-class Champion:
-    run: RunView
-    version: str | None  # registry version, None when read from the committed record
-    source: str  # "registry" | "record"
-    metric: str | None  # the primary metric it was promoted on
 
 
 @dataclass(frozen=True)
@@ -132,27 +110,6 @@ def current_champion(name: str = "default", c=None, record_fallback: bool = True
     return record
 
 
-def record_path(name: str) -> Path:
-    return project_root() / PROMOTED_DIR / f"{name}.record.json"
-
-
-def read_record(name: str) -> Champion | None:
-    path = record_path(name)
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text())
-        from .runs import parse_per_case
-
-        run = RunView(id=data["run_id"], name=data.get("run_name", ""), status="FINISHED",
-                      experiment_id=data.get("experiment_id", ""), start_time=int(data.get("start_time", 0)),
-                      tags=data.get("tags", {}), metrics=data.get("metrics", {}), params={},
-                      per_case=parse_per_case(data["per_case"]))
-    except (KeyError, ValueError, TypeError) as exc:
-        raise UserError(f"{path}: not a promotion record ({exc})") from exc
-    return Champion(run, data.get("version"), "record", data.get("primary_metric"))
-
-
 # -- candidates -----------------------------------------------------------------------------------
 def eligible(run: RunView, metric: str) -> bool:
     t = run.tags
@@ -170,7 +127,6 @@ def candidate_runs(metric: str, sweep: str | None = None, experiment: str | None
             raise UserError(f"sweep {parent.id} ({parent.name}) was KILLED "
                             f"({parent.tags.get(KILLED_REASON, 'its process died')}): its points are incomplete",
                             hint="rerun the sweep and promote from the complete one")
-    if sweep:
         runs = sweep_children(sweep, per_case=False, c=c)
         say_killed_skipped(runs)
     else:
@@ -207,12 +163,13 @@ def pick_best(runs: Sequence[RunView], metric: str) -> RunView:
 def paired_check(champion: RunView, candidate: RunView, metric: str, segment: Segment | None, alpha: float,
                  mode: str, n_resamples: int = 10000, seed: int = 13) -> Check:
     """``mode='beat'``: pass when significantly better; ``mode='no_loss'``: pass unless significantly worse."""
-    key = metric if segment is None else f"{metric}.{segment.suffix}"
-    title = metric_title(metric) + ("" if segment is None else f" ({segment.title})")
+    mk = MetricKey.parse(metric)
+    mk = mk if segment is None else mk.on(segment)
+    key, title = mk.mlflow_name, mk.title
     a_val, b_val = champion.metric(key), candidate.metric(key)
     if champion.per_case is None or candidate.per_case is None:
         return Check(key, title, a_val, b_val, None, None, 0, None, False, "no per-case table: no paired test")
-    a, b = paired_values(champion.per_case, candidate.per_case, metric, segment)
+    a, b = paired_values(champion.per_case, candidate.per_case, mk.column, mk.segment)
     if len(a) == 0:
         if segment is not None:
             return Check(key, title, a_val, b_val, None, None, 0, None, True, "no cases in this segment: skipped")
@@ -304,10 +261,6 @@ def _yaml(obj: Any) -> str:
     return yaml.safe_dump(obj, sort_keys=False, allow_unicode=True)
 
 
-def preset_config(config: dict) -> dict:
-    return {k: v for k, v in config.items() if k not in PRESET_DROP}
-
-
 def _metric_line(run: RunView, key: str) -> str | None:
     v = run.metric(key)
     if v is None:
@@ -346,7 +299,8 @@ def header(decision: Decision, name: str, version: str | None, forced: bool, whe
              "metrics:"]
     from .configured import headline_metrics
 
-    keys = list(dict.fromkeys([decision.metric, *headline_metrics(run), f"{decision.metric}.{GUARD_SEGMENT}"]))
+    guard = MetricKey.parse(decision.metric).on(Segment("kind", GUARD_SEGMENT)).mlflow_name
+    keys = list(dict.fromkeys([decision.metric, *headline_metrics(run), guard]))
     lines += [f"  {line}" for k in keys if (line := _metric_line(run, k))]
     lines += replaced_summary(decision)
     if forced:
@@ -384,8 +338,7 @@ def write_files(decision: Decision, name: str, config_text: str, version: str | 
     record = record_path(name)
     pc = decision.candidate.per_case
     keep = [c for c in (pc.columns if pc is not None else [])
-            if c in ("case_id", "kind", "doc_type", "n_relevant") or c.split("_at_")[0] in
-            ("recall", "mrr", "ndcg", "hit", "judged")]
+            if c in ("case_id", "kind", "doc_type", "n_relevant") or MetricKey.parse(c).metric in MEASURES]
     record.write_text(json.dumps({
         "name": name, "model": model_name(name), "version": version, "run_id": decision.candidate.id,
         "run_name": decision.candidate.name, "experiment_id": decision.candidate.experiment_id,
@@ -454,44 +407,3 @@ def promote(metric: str, sweep: str | None = None, name: str = "default", force:
         c.set_tag(champion.run.id, "replaced_by", best.id)
     files = write_files(decision, name, config_text, version, forced, when)
     return Promotion(decision, True, forced, version, files)
-
-
-# -- rendering ------------------------------------------------------------------------------------
-def _v(x: float | None) -> str:
-    return "—" if x is None else f"{x:.3f}"
-
-
-def _check_cells(chk: Check) -> list[str]:
-    return [chk.title, _v(chk.champion), _v(chk.candidate),
-            "—" if chk.delta is None else f"{chk.delta:+.3f}",
-            "—" if chk.p is None else ("<0.001" if chk.p < 0.001 else f"{chk.p:.3f}"),
-            "—" if chk.wtl is None else str(chk.wtl), str(chk.n),
-            ("ok" if chk.passed else "FAIL") + (f" ({chk.note})" if chk.note else "")]
-
-
-CHECK_HEAD = ["check", "champion", "candidate", "Δ", "p (paired)", "W/T/L", "cases", "result"]
-
-
-def decision_table(decision: Decision, title: str, candidate_label: str = "candidate"):
-    from rich.table import Table
-
-    table = Table(title=title, caption=f"two-sided paired randomization test over cases, alpha {decision.alpha:g}; "
-                  f"W/T/L = cases the {candidate_label} won/tied/lost", caption_justify="left")
-    for h in CHECK_HEAD:
-        table.add_column(h.replace("candidate", candidate_label),
-                         justify="left" if h in ("check", "result") else "right")
-    for chk in decision.checks:
-        cells = _check_cells(chk)
-        style = "green" if chk.passed else "bold red"
-        table.add_row(*cells[:-1], f"[{style}]{cells[-1]}[/{style}]")
-    return table
-
-
-def decision_markdown(decision: Decision, candidate_label: str = "candidate") -> str:
-    head = [h.replace("candidate", candidate_label) for h in CHECK_HEAD]
-    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * 6 + "---|"]
-    for chk in decision.checks:
-        cells = _check_cells(chk)
-        cells[-1] = ("✅ " if chk.passed else "❌ **") + cells[-1] + ("" if chk.passed else "**")
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    return "\n".join(lines) + "\n"

@@ -21,6 +21,8 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from ..evaluation.metric_key import MetricKey
+
 #: result measures that are not retrieval-quality metrics but belong next to them
 RESULT_EXTRAS = ("n_cases", "latency_ms_p50", "latency_ms_p95")
 #: eval.metrics entries that are diagnostics, not results
@@ -29,16 +31,12 @@ INTERVALS_ARTIFACT = "intervals.json"
 DIAGNOSTICS_ARTIFACT = "diagnostics.json"
 
 
-def _is_headline(key: str, headline: Sequence[str]) -> bool:
-    base = key.split(".", 1)[0]
-    return base in headline
-
-
 def run_metrics(eval_metrics: Mapping[str, float], headline: Sequence[str], objective: str,
                 intervals: Mapping[str, float], log_intervals: bool = False) -> dict[str, float]:
     """The metrics a run logs: headline metrics with their segments, the result extras, and
     intervals for the objective only (all of them with ``log_intervals``)."""
-    out = {k: float(v) for k, v in eval_metrics.items() if _is_headline(k, headline) or k in RESULT_EXTRAS}
+    out = {k: float(v) for k, v in eval_metrics.items() if MetricKey.parse(k).column in headline
+           or k in RESULT_EXTRAS}
     if log_intervals:
         out.update({k: float(v) for k, v in intervals.items()})
     else:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
+from ..evaluation.metric_key import MetricKey
 from .runs import RunView
 
 #: MLflow's limit on a tag value (the run description is a tag)
@@ -78,8 +79,8 @@ def _finite(v: float | None) -> bool:
 
 def best_metrics(best: RunView, objective: str) -> dict[str, float]:
     """The best child's objective and the objective's segments (``recall_at_5.exact``, ...)."""
-    base = objective.split(".")[0]
-    return {k: v for k, v in best.metrics.items() if (k == base or k.startswith(base + ".")) and _finite(v)}
+    base = MetricKey.parse(objective).column
+    return {k: v for k, v in best.metrics.items() if MetricKey.parse(k).column == base and _finite(v)}
 
 
 def child_overrides(child: RunView, spec: Mapping[str, str]) -> str:

@@ -21,7 +21,6 @@ not on one chain (another file, a rewritten history) stay not comparable, with t
 
 from __future__ import annotations
 
-import re
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,17 +29,18 @@ from typing import Sequence
 import pandas as pd
 
 from ..config import project_root
-from ..errors import GoldenSetError, UserError
+from ..errors import GoldenSetError
 from ..evaluation.evaluate import aggregate
+from ..evaluation.metric_key import MEASURES, MetricKey, metric_title
 from ..evaluation.rescore import params_from_flat, rescore
 from ..evaluation.runfile import ARTIFACT as RUN_FILE
 from ..evaluation.runfile import parse_run_file
 from ..golden.records import Anchor, Case, Judgement, Retire
 from ..golden.resolve import GoldenSet
 from ..golden.versions import GoldenVersion, NotAnAncestor, locate
+from .compare_render import fmt
 from .runs import RunView
 
-QUALITY = re.compile(r"^(recall|mrr|ndcg|hit|judged)_at_\d+$")
 KIND_ORDER = ("production", "exact", "paraphrase")
 LOGGED_DECIMALS = 10  # pandas' to_json default (double_precision), which mlflow.log_table uses
 
@@ -131,13 +131,13 @@ def _logged_precision(per_case: pd.DataFrame) -> pd.DataFrame:
     that a paired test over hundreds of cases would call significant."""
     out = per_case.copy()
     for col in out.columns:
-        if QUALITY.match(str(col)):
+        if MetricKey.parse(str(col)).metric in MEASURES:
             out[col] = out[col].astype(float).round(LOGGED_DECIMALS)
     return out
 
 
 def _quality_metrics(per_case: pd.DataFrame) -> dict[str, float]:
-    names = [c for c in per_case.columns if QUALITY.match(str(c))]
+    names = [c for c in per_case.columns if MetricKey.parse(str(c)).metric in MEASURES]
     out = aggregate(per_case, names)
     out["n_cases"] = float(len(per_case))
     return out
@@ -240,13 +240,6 @@ def newest_runs(runs: Sequence[RunView], gap: VersionGap) -> list[RunView]:
 
 
 # -- rendering ------------------------------------------------------------------------------------
-def _f(v) -> str:
-    try:
-        return "—" if v is None or v != v else f"{float(v):.3f}"
-    except (TypeError, ValueError):
-        return str(v)
-
-
 def gap_summary(gap: VersionGap) -> str:
     return (f"compared on the {len(gap.shared)} shared cases of the older golden version "
             f"({gap.older.describe()}) with its labels; the newer version ({gap.newer.describe()}) "
@@ -272,23 +265,23 @@ def gap_markdown(gap: VersionGap, run: RunView | None, metrics: Sequence[str], w
     if not by_kind.empty:
         cols = [m for m in metrics if m in by_kind]
         lines += [f"Cases added since, scored by {who} `{run.id[:12]}` (its version's labels):", "",
-                  "| kind | n | " + " | ".join(m.replace("_at_", "@") for m in cols) + " |",
+                  "| kind | n | " + " | ".join(metric_title(m) for m in cols) + " |",
                   "|---|---:|" + "---:|" * len(cols)]
         for _, row in by_kind.iterrows():
-            lines.append(f"| {row['kind']} | {int(row['n'])} | " + " | ".join(_f(row[m]) for m in cols) + " |")
+            lines.append(f"| {row['kind']} | {int(row['n'])} | " + " | ".join(fmt(row[m]) for m in cols) + " |")
         lines.append("")
     prod = rows[rows["kind"] == "production"] if "kind" in rows else rows.iloc[0:0]
     if len(prod):
         first = "first_relevant_rank" if "first_relevant_rank" in prod else None
         cols = [m for m in metrics if m in prod][:3]
         lines += [f"New production cases ({len(prod)}):", "",
-                  "| case | query | first relevant rank | " + " | ".join(m.replace("_at_", "@") for m in cols) + " |",
+                  "| case | query | first relevant rank | " + " | ".join(metric_title(m) for m in cols) + " |",
                   "|---|---|---:|" + "---:|" * len(cols)]
         for _, row in prod.head(production_limit).iterrows():
             rank = row[first] if first else None
             rank_text = "not retrieved" if rank is None or rank != rank else str(int(rank))
             query = str(row.get("query", "")).replace("|", "\\|")
-            lines.append(f"| `{row['case_id']}` | {query} | {rank_text} | " + " | ".join(_f(row[m]) for m in cols)
+            lines.append(f"| `{row['case_id']}` | {query} | {rank_text} | " + " | ".join(fmt(row[m]) for m in cols)
                          + " |")
         if len(prod) > production_limit:
             lines.append(f"| … | {len(prod) - production_limit} more | | |")
@@ -311,21 +304,16 @@ def print_gap(gap: VersionGap, runs: Sequence[RunView], metrics: Sequence[str], 
             continue
         cols = [m for m in metrics if m in rows]
         table = Table(title=f"cases added since, run {r.id[:12]} ({r.label}), its version's labels")
-        for h in ["kind", "n", *[m.replace("_at_", "@") for m in cols]]:
+        for h in ["kind", "n", *[metric_title(m) for m in cols]]:
             table.add_column(h, justify="left" if h == "kind" else "right")
         for _, row in added_by_kind(rows, cols).iterrows():
-            table.add_row(str(row["kind"]), str(int(row["n"])), *[_f(row[m]) for m in cols])
+            table.add_row(str(row["kind"]), str(int(row["n"])), *[fmt(row[m]) for m in cols])
         out.print(table)
         prod = rows[rows["kind"] == "production"]
         for _, row in prod.iterrows():
             rank = row.get("first_relevant_rank")
             rank_text = "not retrieved" if rank is None or rank != rank else f"rank {int(rank)}"
             out.print(f"  production {row['case_id']}: {row.get('query', '')!r}: {rank_text}")
-
-
-def require_comparable(alignment: Alignment) -> None:
-    if alignment.reason:
-        raise UserError(alignment.reason)
 
 
 def gap_tags(gap: VersionGap | None, run: RunView) -> dict[str, str]:

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
 
-from rag_experiments.tracking.compare import build_comparison, differing_params, markdown_table, short_labels
+from rag_experiments.tracking.compare import build_comparison, differing_params, short_labels
+from rag_experiments.tracking.compare_render import markdown_table
 from rag_experiments.tracking.runs import get_run
 
 from .conftest import base_config, cli, per_case_frame
@@ -142,7 +143,7 @@ def test_a_two_parameter_grid_gets_a_heatmap(make_run, make_parent, tmp_path):
     ids = [make_run(per_case_frame(_values(0.3 + 0.1 * i, 20 + i)), name=f"fusion.rrf_k={k} fusion.keyword_weight={w}",
                     config=base_config(**{"fusion.rrf_k": k, "fusion.keyword_weight": w}), parent=parent)
            for i, (k, w) in enumerate((k, w) for k in (10, 60) for w in (0.5, 1.0))]
-    from rag_experiments.tracking.compare import save_plots
+    from rag_experiments.tracking.compare_plots import save_plots
 
     cmp = build_comparison([get_run(i) for i in ids])
     names = sorted(p.rsplit("/", 1)[-1] for p in save_plots(cmp, tmp_path))
@@ -151,14 +152,14 @@ def test_a_two_parameter_grid_gets_a_heatmap(make_run, make_parent, tmp_path):
 
 
 def test_a_large_sweep_draws_the_baseline_and_the_best_runs_only(make_run, make_parent):
-    from rag_experiments.tracking.compare import MAX_PLOTTED, _runs_to_draw
+    from rag_experiments.tracking.compare_plots import MAX_PLOTTED, runs_to_draw
 
     parent = make_parent("sweep fusion.rrf_k")
     p_hits = [0.5, 0.2, 0.9, 0.3, 0.8, 0.1, 0.7, 0.4, 0.6, 0.35, 0.85, 0.15, 0.75]
     ids = [make_run(per_case_frame(_values(p, 40 + i)), name=f"fusion.rrf_k={i + 1}",
                     config=base_config(**{"fusion.rrf_k": i + 1}), parent=parent) for i, p in enumerate(p_hits)]
     cmp = build_comparison([get_run(i) for i in ids])
-    rows, note = _runs_to_draw(cmp)
+    rows, note = runs_to_draw(cmp)
     assert len(rows) == MAX_PLOTTED and rows[0] is cmp.rows[0]
     drawn = {r.label for r in rows[1:]}
     values = {r.label: r.run.per_case["recall_at_5"].mean() for r in cmp.rows[1:]}
@@ -173,7 +174,7 @@ def test_compare_fits_narrow_terminals_without_cutting(three_runs, width):
     column (W/T/L too) is printed, in a second table when one does not fit."""
     from rich.console import Console
 
-    from rag_experiments.tracking.compare import print_comparison
+    from rag_experiments.tracking.compare_render import print_comparison
     from rag_experiments.tracking.runs import sweep_children
 
     parent, _ = three_runs

@@ -1,0 +1,217 @@
+"""Comparisons (:mod:`.compare`) and promotion decisions (:mod:`.promote`) as rich tables and
+GitHub Markdown, with one set of number formatters; duck-typed, so neither module is imported."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from ..evaluation.metric_key import metric_title
+
+WARN = "⚠"
+
+
+def fmt(v: float | None, signed: bool = False) -> str:
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:+.3f}" if signed else f"{v:.3f}"
+
+
+def p_text(p: float) -> str:
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _fmt_p(p: float | None) -> str:
+    return "p n/a" if p is None else "p" + p_text(p) if p < 0.001 else "p=" + p_text(p)
+
+
+def value_text(cell) -> str:
+    if cell.value is None:
+        return "—"
+    if cell.interval is None:
+        return fmt(cell.value)
+    return f"{fmt(cell.value)} [{cell.interval[0]:.2f}, {cell.interval[1]:.2f}]"
+
+
+def delta_text(cell, alpha: float) -> tuple[str, int]:
+    """'Δ+0.100 p=0.012*' and its sign when significant (+1 better, -1 worse, 0 neither)."""
+    if cell.delta is None:
+        return "", 0
+    sig = cell.p_adj is not None and cell.p_adj < alpha
+    direction = (1 if cell.delta > 0 else -1 if cell.delta < 0 else 0) if sig else 0
+    return f"Δ{fmt(cell.delta, True)} {_fmt_p(cell.p_adj)}{'*' if sig else ''}", direction
+
+
+def legend(cmp) -> str:
+    base = cmp.baseline
+    k = len(cmp.rows) - 1
+    return (f"value [95% bootstrap interval]; Δ = run − baseline ({base.label}) over cases paired by case_id; "
+            f"p = two-sided paired randomization test, Holm-corrected across the {k} run(s) compared in each "
+            f"column; * p < {cmp.alpha:g}; W/T/L = cases won/tied/lost on {metric_title(cmp.primary)}; "
+            f"segment columns show {metric_title(cmp.primary)}.")
+
+
+#: terminal layout: a wide cell is "0.705 [0.65, 0.76]" over "Δ+0.020 p=0.569*"; a narrow one
+#: stacks value, interval, delta and p (11 characters), and columns that do not fit go to a
+#: second table with the run labels repeated, so nothing is cut at 80 columns
+_WIDE_CELL, _NARROW_CELL, _LABEL_MAX = 18, 11, 26
+
+
+def rich_tables(cmp, width: int = 180) -> list:
+    """The comparison as rich tables that fit ``width`` columns (one when it fits)."""
+    n_cols = len(cmp.columns) + 1  # + W/T/L
+    flag_w = len(f"{WARN} golden+corpus differ") if any(r.flags for r in cmp.rows) else 0
+    label_w = min(_LABEL_MAX, max(flag_w, *(len(r.label) for r in cmp.rows)) + 2)
+    fixed = label_w + 3 + 5 + 3 + 1  # run, n (with padding and borders)
+    wide = fixed + n_cols * (_WIDE_CELL + 3) <= width
+    cell_w = _WIDE_CELL if wide else _NARROW_CELL
+    per_table = max(1, (width - fixed) // (cell_w + 3))
+    keys = [c.key.mlflow_name for c in cmp.columns] + ["W/T/L"]
+    chunks = [keys[i:i + per_table] for i in range(0, len(keys), per_table)]
+    return [rich_table(cmp, chunk, wide, label_w, first=(i == 0), last=(i == len(chunks) - 1))
+            for i, chunk in enumerate(chunks)]
+
+
+def rich_table(cmp, keys: Sequence[str], wide: bool, label_w: int, first: bool, last: bool):
+    from rich.table import Table
+    from rich.text import Text
+
+    columns = [c for c in cmp.columns if c.key.mlflow_name in keys]
+    golden = cmp.baseline.run.golden
+    title = (f"{len(cmp.rows)} runs | golden {golden[:12] if golden else 'unknown'} | "
+             f"baseline: {cmp.baseline.label}")
+    if not cmp.comparable:
+        title = f"{WARN} NOT COMPARABLE: different golden set or corpus {WARN} | " + title
+    table = Table(title=title if first else None, caption=legend(cmp) if last else None, caption_justify="left",
+                  show_lines=True, title_style="bold red" if not cmp.comparable else "bold")
+    # labels wrap at spaces (fold inside a long word) instead of being cut to "retri…"
+    table.add_column("run", overflow="fold", max_width=label_w)
+    table.add_column("n", justify="right", no_wrap=True)
+    cell_w = _WIDE_CELL if wide else _NARROW_CELL
+    for c in columns:
+        table.add_column(c.title, justify="right", overflow="fold", max_width=cell_w)
+    if "W/T/L" in keys:
+        table.add_column(f"W/T/L {metric_title(cmp.primary)}", justify="right", overflow="fold", max_width=cell_w)
+    sep = " " if wide else "\n"
+    for row in cmp.rows:
+        label = Text(row.label, style="bold" if row.baseline else "")
+        if row.flags:
+            label.append(f"\n{_flag_text(row)}", style="bold red")
+        cells = []
+        for c in columns:
+            cell = row.cells[c.key.mlflow_name]
+            value = value_text(cell)
+            t = Text(value if wide else value.replace(" [", "\n[").replace(", ", ","))
+            if row.baseline:
+                t.append("\nbaseline", style="dim")
+            else:
+                text, direction = delta_text(cell, cmp.alpha)
+                if text:
+                    t.append("\n" + text.replace(" ", sep, 1), style={1: "bold green", -1: "bold red"}.get(direction, "dim"))
+            cells.append(t)
+        if "W/T/L" in keys:
+            cells.append(Text("" if row.wtl is None else str(row.wtl)))
+        n = row.n_cases
+        table.add_row(label, "" if n is None else str(n), *cells)
+    return table
+
+
+def markdown_table(cmp, rows: Sequence | None = None) -> str:
+    """GitHub-flavoured Markdown: warnings as an alert block, then the table and its legend.
+
+    Plain Markdown only (no ``<br>``/``<sub>``: MLflow's viewer shows HTML as text): a cell is
+    ``value [interval] · Δ delta p`` on one line. ``rows``: a subset to show (default: all).
+    """
+    lines: list[str] = []
+    for w in cmp.warnings:
+        lines += ["> [!WARNING]", f"> {_md_escape(w)}", ""]
+    head = ["run", "n"] + [c.title for c in cmp.columns] + [f"W/T/L {metric_title(cmp.primary)}"]
+    lines.append("| " + " | ".join(_md_escape(h) for h in head) + " |")
+    lines.append("|" + "---|" + "---:|" * (len(head) - 1))
+    for row in (cmp.rows if rows is None else rows):
+        label = f"**{_md_escape(row.label)}** (baseline)" if row.baseline else _md_escape(row.label)
+        if row.flags:
+            label += f" {_flag_text(row)}"
+        cells = []
+        for c in cmp.columns:
+            cell = row.cells[c.key.mlflow_name]
+            text = value_text(cell)
+            if not row.baseline:
+                dt, direction = delta_text(cell, cmp.alpha)
+                if dt:
+                    dt = _md_escape(dt)
+                    text += f" · {f'**{dt}**' if direction else dt}"
+            cells.append(text)
+        n = row.n_cases
+        lines.append("| " + " | ".join([label, "" if n is None else str(n), *cells,
+                                          "" if row.wtl is None else str(row.wtl)]) + " |")
+    lines += ["", f"_{_md_escape(legend(cmp))}_", ""]
+    lines += [f"- {_md_escape(n)}" for n in cmp.notes]
+    return "\n".join(lines) + "\n"
+
+
+def _flag_text(row) -> str:
+    return f"{WARN} {'+'.join(row.flags)} differ{'s' if len(row.flags) == 1 else ''}"
+
+
+def _md_escape(text: str) -> str:
+    # '*' (the significance mark) would start emphasis ('_' inside words does not); '|' ends a cell
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("<", "&lt;").replace("\n", " ")
+
+
+def print_comparison(cmp, markdown: bool = False, console: Any = None) -> None:
+    import sys
+
+    if markdown:
+        sys.stdout.write(markdown_table(cmp))
+        for w in cmp.warnings:  # also where a person watching the job log sees it
+            print(f"WARNING: {w}", file=sys.stderr)
+        return
+    from rich.panel import Panel
+
+    from ..report import console as make_console
+
+    out = console or make_console()
+    for w in cmp.warnings:
+        out.print(Panel(w, title=f"{WARN} WARNING {WARN}", style="bold red"))
+    if not cmp.comparable:  # also in the table title, which a narrow table wraps
+        out.print(f"[bold red]{WARN} NOT COMPARABLE: different golden set or corpus {WARN}[/]")
+    for table in rich_tables(cmp, out.width):
+        out.print(table)
+    for n in cmp.notes:
+        out.print(f"[yellow]note:[/yellow] {n}")
+
+
+# -- promotion decisions --------------------------------------------------------------------------
+CHECK_HEAD = ["check", "champion", "candidate", "Δ", "p (paired)", "W/T/L", "cases", "result"]
+
+
+def check_cells(chk) -> list[str]:
+    return [chk.title, fmt(chk.champion), fmt(chk.candidate),
+            fmt(chk.delta, True),
+            "—" if chk.p is None else p_text(chk.p),
+            "—" if chk.wtl is None else str(chk.wtl), str(chk.n),
+            ("ok" if chk.passed else "FAIL") + (f" ({chk.note})" if chk.note else "")]
+
+
+def decision_table(decision, title: str, candidate_label: str = "candidate"):
+    from rich.table import Table
+
+    table = Table(title=title, caption=f"two-sided paired randomization test over cases, alpha {decision.alpha:g}; "
+                  f"W/T/L = cases the {candidate_label} won/tied/lost", caption_justify="left")
+    for h in CHECK_HEAD:
+        table.add_column(h.replace("candidate", candidate_label),
+                         justify="left" if h in ("check", "result") else "right")
+    for chk in decision.checks:
+        cells = check_cells(chk)
+        style = "green" if chk.passed else "bold red"
+        table.add_row(*cells[:-1], f"[{style}]{cells[-1]}[/{style}]")
+    return table
+
+
+def decision_markdown(decision, candidate_label: str = "candidate") -> str:
+    head = [h.replace("candidate", candidate_label) for h in CHECK_HEAD]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * 6 + "---|"]
+    for chk in decision.checks:
+        cells = check_cells(chk)
+        cells[-1] = ("✅ " if chk.passed else "❌ **") + cells[-1] + ("" if chk.passed else "**")
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
