@@ -89,11 +89,9 @@ class RetrieverSession:
 
     def search(self, query: str, k: int = 20) -> list[dict]:
         """The configured retriever's hits as records with their text and document hash."""
-        out = []
-        for h in self.retriever.search(query, k).hits:
-            doc = self._docs[h.doc_id]
-            out.append({**asdict(h), "text": doc.text[h.start:h.end], "doc_hash": doc.content_hash})
-        return out
+        docs = self._docs
+        return [{**asdict(h), "text": docs[h.doc_id].text[h.start:h.end], "doc_hash": docs[h.doc_id].content_hash}
+                for h in self.retriever.search(query, k).hits]
 
     def close(self) -> None:
         self.conn.close()

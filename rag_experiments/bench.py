@@ -311,9 +311,9 @@ class _Rollback(Exception):
 
 def _forget_in_process_caches() -> None:
     """Cold means cold: also drop the in-process memos a previous variant filled."""
-    from .retrieval import retriever
+    from .retrieval.retriever import MEMO
 
-    retriever.forget_memos()
+    MEMO.clear()
 
 
 def bench_evaluation(url: str, settings, table: Table) -> None:

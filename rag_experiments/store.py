@@ -293,8 +293,8 @@ def _ensure_hnsw_index(conn: psycopg.Connection, key: str, dim: int, hnsw: HnswP
 
 @dataclass(frozen=True)
 class StrategyInfo:
-    """One row of ``strategies`` (a chunking strategy of a corpus under one embedding model), plus
-    the HNSW index its vector leg searches when known (part of the vector leg's cache keys)."""
+    """A row of ``strategies`` (:func:`strategy_info`), plus the HNSW index the vector leg searches
+    when known (part of that leg's cache keys)."""
 
     strategy_id: str
     corpus: str
@@ -306,15 +306,11 @@ class StrategyInfo:
     n_chunks: int
     hnsw_index: str | None = None
 
-    @classmethod
-    def from_row(cls, row: Sequence, hnsw_index: str | None = None) -> "StrategyInfo":
-        return cls(*row, hnsw_index=hnsw_index)
-
 
 def strategy_info(conn: psycopg.Connection, strategy_id: str, hnsw: HnswParams | None = None) -> StrategyInfo | None:
-    """The strategy's row (None when it is not built); ``hnsw``: the index the vector leg will search."""
+    """The strategy (None when it is not built); ``hnsw``: the index the vector leg will search."""
     row = conn.execute(
         "SELECT strategy_id, corpus, chunker, params, embedding_model, dim, content_digest, n_chunks"
         " FROM strategies WHERE strategy_id = %s", (strategy_id,),
     ).fetchone()
-    return None if row is None else StrategyInfo.from_row(row, hnsw and hnsw_index_name(strategy_id, hnsw))
+    return None if row is None else StrategyInfo(*row, hnsw_index=hnsw and hnsw_index_name(strategy_id, hnsw))

@@ -64,8 +64,4 @@ def rrf(legs: Mapping[str, Sequence[Hit]], params: FusionParams, limit: int | No
             score = score + (weights[leg] / (k + pos) if pos is not None else 0.0)
         fused.append((-score, cid))
     fused.sort()
-    out = []
-    for i, (neg, cid) in enumerate(fused[:limit] if limit else fused, 1):
-        h = meta[cid]
-        out.append(Hit(cid, h.doc_id, h.source_uri, h.doc_type, h.start, h.end, -neg, i, ranks[cid]))
-    return out
+    return [meta[cid].ranked(-neg, i, ranks[cid]) for i, (neg, cid) in enumerate(fused[:limit] if limit else fused, 1)]

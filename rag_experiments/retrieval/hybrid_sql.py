@@ -48,6 +48,5 @@ def hybrid_sql_search(conn: psycopg.Connection, strategy_id: str, query: str, qv
             set_vector_session(conn, fusion.depth, not filters.is_empty(), ef_search)
             cur = conn.execute(stmt, bind)
         rows = cur.fetchall()
-    return [Hit(r[0], r[1], r[2], r[3], int(r[4]), int(r[5]), float(r[6]), i,
-                {"fused": i, **{leg: int(rank) for leg, rank in (("vector", r[7]), ("keyword", r[8])) if rank is not None}})
-            for i, r in enumerate(rows, 1)]
+    return [Hit(*r[:4], int(r[4]), int(r[5]), float(r[6]), i, {"fused": i, **{
+        leg: int(rank) for leg, rank in (("vector", r[7]), ("keyword", r[8])) if rank is not None}}) for i, r in enumerate(rows, 1)]

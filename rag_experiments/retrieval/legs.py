@@ -16,6 +16,7 @@ from psycopg import sql
 from ..cache_key import cache_key
 from ..errors import ConfigError, DatabaseError
 from ..identifiers import extract_identifiers
+from ..store import StrategyInfo
 from ..types import Hit
 from ..vector_types import cast_sql
 from .filters import Filters
@@ -42,11 +43,6 @@ def leg_hits(rows, leg: str) -> list[Hit]:
     """A leg's candidates from rows ``(chunk_id, doc_id, source_uri, doc_type, start, end, score)``
     (SQL rows, or the candidate cache's JSON lists): rank = position, ``leg_ranks = {leg: rank}``."""
     return [Hit(*r[:6], float(r[6]), i, {leg: i}) for i, r in enumerate(rows, 1)]
-
-
-def hit_row(h: Hit) -> list:
-    """The candidate cache's JSON form of a leg's hit (the row :func:`leg_hits` reads back)."""
-    return [h.chunk_id, h.doc_id, h.source_uri, h.doc_type, h.start, h.end, h.score]
 
 
 @dataclass(frozen=True)
@@ -211,9 +207,8 @@ def vector_search(conn: psycopg.Connection, strategy_id: str, qvec: np.ndarray, 
 
 
 class Leg(Protocol):
-    """One first-stage leg of one strategy under fixed parameters (BEIR's search contract): a new
-    leg is a new class. ``key_parts`` is what, besides the strategy, query, depth and filters,
-    can change its candidates (part of the candidate-cache key)."""
+    """A first-stage leg (BEIR's search contract: a new leg is a new class). ``key_parts``: what
+    besides strategy, query, depth and filters can change its candidates (part of their cache key)."""
 
     name: ClassVar[str]
 
@@ -226,28 +221,27 @@ class Leg(Protocol):
 class VectorLeg:
     name: ClassVar[str] = "vector"
     conn: psycopg.Connection
-    strategy_id: str
-    dim: int
+    strategy: StrategyInfo
     depth: int
     filters: Filters
     ef_search: int | None
     model_id: str
-    index: str | None  # the HNSW index: a sweep over its m / ef_construction rebuilds it under the same strategy
     query_vector: Callable[[str], np.ndarray]
 
     def key_parts(self) -> dict:
-        return {"model": self.model_id, "ef": self.ef_search, "index": self.index}
+        # the HNSW index too: a sweep over its m / ef_construction rebuilds it under the same strategy
+        return {"model": self.model_id, "ef": self.ef_search, "index": self.strategy.hnsw_index}
 
     def search(self, query: str) -> list[Hit]:
-        return vector_search(self.conn, self.strategy_id, self.query_vector(query), self.depth, self.dim,
-                             self.filters, ef_search=self.ef_search)
+        return vector_search(self.conn, self.strategy.strategy_id, self.query_vector(query), self.depth,
+                             self.strategy.dim, self.filters, ef_search=self.ef_search)
 
 
 @dataclass(frozen=True)
 class KeywordLeg:
     name: ClassVar[str] = "keyword"
     conn: psycopg.Connection
-    strategy_id: str
+    strategy: StrategyInfo
     depth: int
     filters: Filters
     params: KeywordParams
@@ -256,4 +250,4 @@ class KeywordLeg:
         return {"kw": self.params.key()}
 
     def search(self, query: str) -> list[Hit]:
-        return keyword_search(self.conn, self.strategy_id, query, self.depth, self.params, self.filters)
+        return keyword_search(self.conn, self.strategy.strategy_id, query, self.depth, self.params, self.filters)

@@ -31,22 +31,19 @@ from ..types import Hit, RankedList
 from .filters import Filters
 from .fusion import FusionParams, rrf
 from .hybrid_sql import hybrid_sql_search
-from .legs import LEGS_VERSION, KeywordLeg, KeywordParams, Leg, VectorLeg, hit_row, leg_hits, vector_search
+from .legs import LEGS_VERSION, KeywordLeg, KeywordParams, Leg, VectorLeg, leg_hits, vector_search
 from .rerank import RerankParams, Reranker, cached_scores, load_reranker, rerank_order
 
 #: the first-stage legs (:class:`.legs.Leg`) each variant fuses; one leg is served as it is
-VARIANT_LEGS = {"vector": ("vector",), "keyword": ("keyword",), "hybrid": ("vector", "keyword"),
-                "hybrid_rerank": ("vector", "keyword")}
+VARIANT_LEGS = {"vector": ("vector",), "keyword": ("keyword",), "hybrid": ("vector", "keyword"), "hybrid_rerank": ("vector", "keyword")}
 VARIANTS = tuple(VARIANT_LEGS)
 
 
 class SearchMemo:
-    """The in-process memo of a process's retrievers: candidate lists by cache key, query vectors
-    by (embedding space, query), ANN recall by its key. Sweep points that run in one process
-    (Hydra's basic launcher) skip even the cache round trip. Keys already encode everything that
-    can change a value, so entries never go stale; the size bounds keep memory flat on huge
-    golden sets. ``clear()``: the next search is what a new process would see (benchmarks'
-    "cold", tests of the persisted caches)."""
+    """The in-process memo of candidate lists, query vectors and ANN recall by key: sweep points
+    that run in one process (Hydra's basic launcher) skip even the cache round trip. Keys encode
+    everything that can change a value, so entries never go stale; the bounds keep memory flat.
+    ``clear()``: the next search is what a new process would see (benchmarks' "cold", tests)."""
 
     MAX_LISTS = 200_000
     MAX_VECTORS = 100_000
@@ -56,28 +53,17 @@ class SearchMemo:
         self.vectors: dict[tuple[str, str], np.ndarray] = {}
         self.ann_recall: dict[str, float] = {}
 
-    def remember_list(self, key: str, value: tuple[list[Hit], float]) -> None:
-        if len(self.lists) >= self.MAX_LISTS:
-            self.lists.clear()
-        self.lists[key] = value
-
-    def remember_vectors(self, model: str, items: dict[str, np.ndarray]) -> None:
-        if len(self.vectors) > self.MAX_VECTORS:
-            self.vectors.clear()
-        self.vectors.update(((model, q), v) for q, v in items.items())
+    def remember(self, table: dict, items: dict) -> None:
+        if len(table) >= (self.MAX_VECTORS if table is self.vectors else self.MAX_LISTS):
+            table.clear()
+        table.update(items)
 
     def clear(self) -> None:
-        self.lists.clear()
-        self.vectors.clear()
-        self.ann_recall.clear()
+        for table in (self.lists, self.vectors, self.ann_recall):
+            table.clear()
 
 
 MEMO = SearchMemo()  # the process's memo; every Retriever uses it unless given another
-
-
-def forget_memos() -> None:
-    """Drop the in-process memos (the persisted caches stay)."""
-    MEMO.clear()
 
 
 @dataclass(frozen=True)
@@ -120,20 +106,16 @@ class Retriever:
         self.reranker: Reranker | None = None  # loaded by the first reranked search
         self._qvec: dict[str, np.ndarray] = {}
         p = self.params
-        self.legs: dict[str, Leg] = {
-            "vector": VectorLeg(conn, strategy.strategy_id, strategy.dim, p.fusion.depth, p.filters, p.ef_search,
-                                embedder.model_id, strategy.hnsw_index, self.query_vector),
-            "keyword": KeywordLeg(conn, strategy.strategy_id, p.fusion.depth, p.filters, p.keyword),
-        }
+        self.legs: dict[str, Leg] = {leg.name: leg for leg in (
+            VectorLeg(conn, strategy, p.fusion.depth, p.filters, p.ef_search, embedder.model_id, self.query_vector),
+            KeywordLeg(conn, strategy, p.fusion.depth, p.filters, p.keyword))}
 
     # -- caches ---------------------------------------------------------------------------------
     def leg_key(self, leg: str, query: str) -> str:
         p = self.params
-        parts = {
-            "leg": leg, "sid": self.strategy.strategy_id, "digest": self.strategy.content_digest,
-            "q": query, "depth": p.fusion.depth, "filters": p.filters.key(), "code": LEGS_VERSION,
-        }
-        return cache_key("leg-candidates", **parts, **self.legs[leg].key_parts())
+        return cache_key("leg-candidates", leg=leg, sid=self.strategy.strategy_id, digest=self.strategy.content_digest,
+                         q=query, depth=p.fusion.depth, filters=p.filters.key(), code=LEGS_VERSION,
+                         **self.legs[leg].key_parts())
 
     def embed_queries(self, queries: Sequence[str]) -> None:
         model = embedding_space_key(self.embedder, "query")  # query vectors differ from documents' for API models
@@ -146,7 +128,7 @@ class Retriever:
         vecs, hits = embed_with_cache(self.conn, self.embedder, todo, input_type="query")
         self.stats.query_embeddings_computed += len(todo) - hits
         self._qvec.update(zip(todo, vecs))
-        self.memo.remember_vectors(model, dict(zip(todo, vecs)))
+        self.memo.remember(self.memo.vectors, {(model, q): v for q, v in zip(todo, vecs)})
 
     def query_vector(self, query: str) -> np.ndarray:
         self.embed_queries([query])
@@ -165,7 +147,7 @@ class Retriever:
                 ).fetchall()
                 for k, leg, v in rows:
                     found[k] = (leg_hits(v["hits"], leg), float(v["ms"]))
-                    self.memo.remember_list(k, found[k])
+                    self.memo.remember(self.memo.lists, {k: found[k]})
         out = {}
         fresh = []
         for (leg, q), key in keys.items():
@@ -179,8 +161,9 @@ class Retriever:
             out[(leg, q)] = (hits, ms)
             found[key] = (hits, ms)
             if self.params.use_cache:
-                self.memo.remember_list(key, (hits, ms))
-            fresh.append((key, leg, {"hits": [hit_row(h) for h in hits], "ms": ms}))
+                self.memo.remember(self.memo.lists, {key: (hits, ms)})
+            fresh.append((key, leg, {"hits": [[h.chunk_id, h.doc_id, h.source_uri, h.doc_type, h.start, h.end, h.score]
+                                              for h in hits], "ms": ms}))
             self.stats.leg_lists_computed += 1
         if fresh and self.params.use_cache:
             with self.conn.transaction():
@@ -220,18 +203,16 @@ class Retriever:
         for q in queries:
             ms = sum(lists[(leg, q)][1] for leg in legs)
             if len(legs) == 1:  # a leg's hits are already ranked (rank, leg_ranks) as that leg
-                results.append(RankedList(q, tuple(lists[(legs[0], q)][0][:limit]), ms))
-                done(1)
-                continue
-            rerank = p.variant == "hybrid_rerank"
-            fused = rrf({leg: lists[(leg, q)][0] for leg in legs}, p.fusion,
-                        max(limit, p.rerank.cutoff) if rerank and limit else limit)
-            order: list[int] = []
-            if rerank:
+                hits = lists[(legs[0], q)][0][:limit]
+            else:
+                rerank = p.variant == "hybrid_rerank"
+                fused = rrf({leg: lists[(leg, q)][0] for leg in legs}, p.fusion,
+                            max(limit, p.rerank.cutoff) if rerank and limit else limit)
                 t0 = time.perf_counter()
-                order = self._rerank(q, fused)
-                ms += (time.perf_counter() - t0) * 1000
-            results.append(RankedList(q, tuple(_final(fused, order, limit)), ms))
+                order = self._rerank(q, fused) if rerank else []
+                ms += (time.perf_counter() - t0) * 1000 if rerank else 0
+                hits = _final(fused, order, limit)
+            results.append(RankedList(q, tuple(hits), ms))
             done(1)
         return results
 
@@ -280,24 +261,21 @@ class Retriever:
         self.embed_queries(queries)
         shares = []
         for q in queries:
-            qvec = self._qvec[q]
-            approx = vector_search(self.conn, s.strategy_id, qvec, p.fusion.depth, s.dim, p.filters,
-                                   ef_search=p.ef_search)
-            exact = vector_search(self.conn, s.strategy_id, qvec, p.fusion.depth, s.dim, p.filters, exact=True)
+            approx = self.legs["vector"].search(q)
+            exact = vector_search(self.conn, s.strategy_id, self._qvec[q], p.fusion.depth, s.dim, p.filters, exact=True)
             if exact:
                 shares.append(len({h.chunk_id for h in approx} & {h.chunk_id for h in exact}) / len(exact))
         value = sum(shares) / len(shares) if shares else float("nan")
-        self.memo.ann_recall[key] = value
+        self.memo.remember(self.memo.ann_recall, {key: value})
         return value
 
 
 def _final(fused: list[Hit], order: list[int], limit: int) -> list[Hit]:
-    """The first ``limit`` hits: the reranked head (``order``: positions in ``fused``), then the
-    rest in fused order; ``leg_ranks`` gains the fused rank and, in the head, the rerank rank.
-    The score stays the fused one."""
+    """The first ``limit`` hits: the reranked head (``order``: positions in ``fused``), then the rest
+    in fused order, with the fused score; ``leg_ranks`` gain the fused and (head) rerank ranks."""
     out = []
     for pos, i in enumerate((order + list(range(len(order), len(fused))))[:limit], 1):
         f = fused[i]
         ranks = {**f.leg_ranks, "fused": f.rank, "rerank": pos} if i < len(order) else {**f.leg_ranks, "fused": f.rank}
-        out.append(Hit(f.chunk_id, f.doc_id, f.source_uri, f.doc_type, f.start, f.end, f.score, pos, ranks))
+        out.append(f.ranked(f.score, pos, ranks))
     return out

@@ -130,13 +130,13 @@ def test_ann_recall_memo_key_covers_the_index(monkeypatch):
     r1 = _retriever("s", "d", "m", "hnsw_s_m16_ef64", p)
     r2 = _retriever("s", "d", "m", "hnsw_s_m8_ef64", p)
     assert r1.ann_recall_key(["q"]) != r2.ann_recall_key(["q"])
-    retriever_module.forget_memos()
+    retriever_module.MEMO.clear()
 
 
 def test_comma_filter_does_not_serve_the_two_type_filter_its_empty_lists(conn, mini_strategy, embedder):
     """End to end on the real caches: the one-type filter matches nothing; the two-type filter
     run after it must compute its own lists, not reuse the empty ones."""
-    retriever_module.forget_memos()
+    retriever_module.MEMO.clear()
     queries = ["work_mem", "What does SQLSTATE 23505 mean?"]
     one = Retriever(conn, mini_strategy, embedder, RetrievalParams(filters=Filters(doc_types=("config,errcodes",))))
     assert all(not r.hits for r in one.search_many(queries, 5))
@@ -169,7 +169,7 @@ def test_rebuilding_the_hnsw_index_with_other_parameters_recomputes_the_vector_l
         r.search_many(["work_mem", "deadlock error code"], 5)
         return r
 
-    retriever_module.forget_memos()
+    retriever_module.MEMO.clear()
     search(HnswParams(m=16, ef_construction=64))
     again = search(HnswParams(m=4, ef_construction=8))
     assert again.stats.leg_lists_computed == 2 and again.stats.leg_lists_cached == 0

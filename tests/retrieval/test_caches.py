@@ -30,7 +30,7 @@ def db(fresh_db_url):
 
 def counts(conn, strategy, embedder, params=RetrievalParams(variant="hybrid")) -> tuple[int, int, int]:
     """(query embeddings computed, leg lists computed, leg lists from the cache) for one new run."""
-    retriever_module.forget_memos()
+    retriever_module.MEMO.clear()
     r = Retriever(conn, strategy, embedder, params)
     r.search_many(QUERIES, 20)
     return r.stats.query_embeddings_computed, r.stats.leg_lists_computed, r.stats.leg_lists_cached
