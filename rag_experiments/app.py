@@ -7,14 +7,17 @@ label / add, triage, bench).
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
+
+from psycopg.rows import dict_row
 
 from .config import Settings, check_override_keys, project_root, settings_from_cfg
 from .corpus.loader import load_corpus
 from .embedding.cost import CostGate
 from .experiment import check_credentials, corpus_path, load_settings_embedder, open_database
 from .retrieval.retriever import Retriever
-from .store import hnsw_index_name, ingest, strategy_info
+from .store import ingest, strategy_info
 
 
 def conf_dir() -> Path:
@@ -57,30 +60,25 @@ class RetrieverSession:
         except BaseException:
             self.conn.close()
             raise
-        self.strategy = {**strategy_info(self.conn, self.ingest_report.strategy_id),
-                         "hnsw_index": hnsw_index_name(self.ingest_report.strategy_id, settings.hnsw)}
+        self.strategy = strategy_info(self.conn, self.ingest_report.strategy_id, settings.hnsw)
         self.retriever = Retriever(self.conn, self.strategy, self.embedder, settings.retrieval)
 
     @property
     def strategy_id(self) -> str:
-        return self.strategy["strategy_id"]
+        return self.strategy.strategy_id
 
-    def _row(self, r) -> dict:
-        doc = self._docs[r[1]]
-        return {"chunk_id": r[0], "doc_id": r[1], "source_uri": r[2], "doc_type": r[3], "start": r[4],
-                "end": r[5], "text": r[6], "n_tokens": r[7], "doc_hash": doc.content_hash}
-
-    _COLS = "chunk_id, doc_id, source_uri, doc_type, start_char, end_char, text, n_tokens"
+    def _chunk_rows(self, where: str, *params) -> list[dict]:
+        """Chunk records (the span, its text and token count, the document's hash) by column name."""
+        rows = self.conn.cursor(row_factory=dict_row).execute(
+            'SELECT chunk_id, doc_id, source_uri, doc_type, start_char AS start, end_char AS "end", text, n_tokens'
+            f" FROM chunks WHERE strategy_id = %s {where}", (self.strategy_id, *params)).fetchall()
+        return [{**r, "doc_hash": self._docs[r["doc_id"]].content_hash} for r in rows]
 
     def chunks(self) -> list[dict]:
-        rows = self.conn.execute(f"SELECT {self._COLS} FROM chunks WHERE strategy_id = %s ORDER BY doc_id, ordinal",
-                                 (self.strategy_id,)).fetchall()
-        return [self._row(r) for r in rows]
+        return self._chunk_rows("ORDER BY doc_id, ordinal")
 
     def chunk(self, chunk_id: str) -> dict | None:
-        r = self.conn.execute(f"SELECT {self._COLS} FROM chunks WHERE strategy_id = %s AND chunk_id = %s",
-                              (self.strategy_id, chunk_id)).fetchone()
-        return self._row(r) if r else None
+        return next(iter(self._chunk_rows("AND chunk_id = %s", chunk_id)), None)
 
     def document(self, key: str) -> dict | None:
         d = self._docs.get(key) or self._by_uri.get(key)
@@ -90,14 +88,10 @@ class RetrieverSession:
                 "text": d.text, "content_hash": d.content_hash}
 
     def search(self, query: str, k: int = 20) -> list[dict]:
-        ranked = self.retriever.search(query, k)
-        out = []
-        for h in ranked.hits:
-            doc = self._docs[h.doc_id]
-            out.append({"chunk_id": h.chunk_id, "doc_id": h.doc_id, "source_uri": h.source_uri,
-                        "doc_type": h.doc_type, "start": h.start, "end": h.end, "text": doc.text[h.start:h.end],
-                        "doc_hash": doc.content_hash, "rank": h.rank, "score": h.score, "leg_ranks": h.leg_ranks})
-        return out
+        """The configured retriever's hits as records with their text and document hash."""
+        docs = self._docs
+        return [{**asdict(h), "text": docs[h.doc_id].text[h.start:h.end], "doc_hash": docs[h.doc_id].content_hash}
+                for h in self.retriever.search(query, k).hits]
 
     def close(self) -> None:
         self.conn.close()

@@ -109,7 +109,7 @@ def bench_latency(conn, strategy, embedder, queries, table: Table) -> None:
 
     qvecs = embedder.embed(queries)
     knn = (f"SELECT chunk_id FROM chunks WHERE strategy_id = %(sid)s "
-           f"ORDER BY embedding::vector({strategy['dim']}) <=> %(q)s::vector({strategy['dim']}) LIMIT 50")
+           f"ORDER BY embedding::vector({strategy.dim}) <=> %(q)s::vector({strategy.dim}) LIMIT 50")
     fts = ("SELECT chunk_id FROM chunks WHERE strategy_id = %(sid)s AND tsv @@ plainto_tsquery('english', %(t)s) "
            "ORDER BY ts_rank(tsv, plainto_tsquery('english', %(t)s)) DESC LIMIT 50")
     bare: dict[str, float] = {}
@@ -119,7 +119,7 @@ def bench_latency(conn, strategy, embedder, queries, table: Table) -> None:
             t = time.perf_counter()
             with conn.transaction():
                 set_vector_session(conn, 50, False)
-                conn.execute(sql_text, {"sid": strategy["strategy_id"], "q": v, "t": q}).fetchall()
+                conn.execute(sql_text, {"sid": strategy.strategy_id, "q": v, "t": q}).fetchall()
             times.append((time.perf_counter() - t) * 1000)
         table.add("latency", f"{label} p50 / p95 ms", f"{_pct(times, .5):.1f} / {_pct(times, .95):.1f}")
         bare[label.split(" (")[0]] = _pct(times, .5)
@@ -163,8 +163,8 @@ def bench_serving(url: str, queries: list[str], table: Table, overrides: list[st
         _, cfg = compose_settings(["progress=false", "tracking.enabled=false", *overrides])
         config = model_config(OmegaConf.to_container(cfg, resolve=True))
         r = Retriever.from_config(config)
-        digest = r.strategy["content_digest"]
-        info = manifest(config, {"corpus_digest": digest, "strategy": r.strategy["strategy_id"]}, name="bench",
+        digest = r.strategy.content_digest
+        info = manifest(config, {"corpus_digest": digest, "strategy": r.strategy.strategy_id}, name="bench",
                         run_id="", run_name="bench", metric="recall_at_5", metrics={}, forced=False, source="bench")
 
         def warm_times(fn) -> list[float]:
@@ -261,7 +261,7 @@ def bench_keyword_ranks(conn, strategy, embedder, queries, table: Table, bare: d
         times = []
         for q in queries:
             t = time.perf_counter()
-            keyword_search(conn, strategy["strategy_id"], q, 50, kw)
+            keyword_search(conn, strategy.strategy_id, q, 50, kw)
             times.append((time.perf_counter() - t) * 1000)
         table.add("latency", f"keyword leg, rank={rank} (OR, depth 50) p50 / p95 ms",
                   f"{_pct(times, .5):.1f} / {_pct(times, .95):.1f}")
@@ -288,20 +288,20 @@ def bench_bm25_statistics(conn, strategy, ingest_seconds: float | None, table: T
               f"{size / 2**20 * 10_000 / max(n_chunks, 1):.1f}")
     tsv_size = conn.execute("SELECT pg_total_relation_size('chunks_tsv_gin')").fetchone()[0]
     table.add("bm25", "for scale: the tsvector GIN index, MB per 10k chunks", f"{tsv_size / 2**20 * 10_000 / max(n_chunks, 1):.1f}")
-    sid = strategy["strategy_id"]
+    sid = strategy.strategy_id
     docs = [r[0] for r in conn.execute("SELECT DISTINCT doc_id FROM chunks WHERE strategy_id = %s", (sid,))]
     t = time.perf_counter()
     try:
         with conn.transaction():
             removed = bm25_stats.remove_documents(conn, sid, docs)
             added = bm25_stats.add_documents(conn, sid, docs)
-            bm25_stats.update_totals(conn, sid, strategy["n_chunks"], removed, added)
+            bm25_stats.update_totals(conn, sid, strategy.n_chunks, removed, added)
             raise _Rollback
     except _Rollback:
         pass
     seconds = time.perf_counter() - t
     share = f" ({100 * seconds / ingest_seconds:.1f}% of its cold ingest)" if ingest_seconds else ""
-    table.add("bm25", f"statistics of the default strategy written from scratch ({strategy['n_chunks']} chunks), s",
+    table.add("bm25", f"statistics of the default strategy written from scratch ({strategy.n_chunks} chunks), s",
               f"{seconds:.2f}{share}")
 
 
@@ -311,11 +311,9 @@ class _Rollback(Exception):
 
 def _forget_in_process_caches() -> None:
     """Cold means cold: also drop the in-process memos a previous variant filled."""
-    from . import experiment
-    from .retrieval import retriever
+    from .retrieval.retriever import MEMO
 
-    retriever.forget_memos()
-    experiment._ANN_MEMO.clear()
+    MEMO.clear()
 
 
 def bench_evaluation(url: str, settings, table: Table) -> None:
@@ -462,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
         if "ingest" not in skip:
             bench_ingest(conn, docs, embedder, [s for s in args.strategies.split(",") if s], table)
         rep = ingest(conn, docs, settings.chunking, embedder, settings.hnsw)
-        strategy = {**strategy_info(conn, rep.strategy_id), "hnsw_index": hnsw_index_name(rep.strategy_id, settings.hnsw)}
+        strategy = strategy_info(conn, rep.strategy_id, settings.hnsw)
         if "bm25" not in skip:
             bench_bm25_statistics(conn, strategy, None if rep.unchanged else rep.seconds, table)
         hnsw_size = conn.execute("SELECT pg_size_pretty(pg_relation_size(%s::regclass))",

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import psycopg
 
-from .cache_key import cache_key
 from .config import Settings, project_root
 from .corpus.loader import DEMO, corpus_manifest, load_corpus
 from .db.connect import connect, resolve_database_url
@@ -27,7 +26,7 @@ from .golden.resolve import GoldenSet, load_golden
 from .retrieval.failures import SearchOutcome, search_degrading
 from .retrieval.retriever import Retriever
 from .scale.executors import embedding_executor
-from .store import IngestReport, hnsw_index_name, ingest, strategy_info
+from .store import IngestReport, StrategyInfo, ingest, strategy_info
 from .types import Hit, RankedList
 
 
@@ -37,7 +36,7 @@ class ExperimentResult:
     eval: EvalResult
     golden: GoldenSet
     ingest: IngestReport
-    strategy: dict
+    strategy: StrategyInfo
     embedding_model: str
     corpus_manifest: dict
     timings: dict[str, float] = field(default_factory=dict)
@@ -129,8 +128,7 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
                         model_batch_size=settings.embedding_batch_size, before_paying=gate, executor=executor)
         timings["ingest_s"] = time.perf_counter() - t
         # the index the vector leg searches is part of its cache keys (a sweep over hnsw.m rebuilds it)
-        strategy = {**strategy_info(conn, report.strategy_id),
-                    "hnsw_index": hnsw_index_name(report.strategy_id, settings.hnsw)}
+        strategy = strategy_info(conn, report.strategy_id, settings.hnsw)
 
         retriever = Retriever(conn, strategy, embedder, settings.retrieval)
         cases = golden.scorable
@@ -152,13 +150,12 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
         timings["evaluate_s"] = time.perf_counter() - t
         if settings.ann_recall_queries > 0 and settings.retrieval.variant != "keyword":
             t = time.perf_counter()
-            ev.metrics["ann_recall_at_depth"] = ann_recall(
-                conn, strategy, retriever,
+            ev.metrics["ann_recall_at_depth"] = retriever.ann_recall(
                 [c.query for c in cases if c.case_id not in failed][: settings.ann_recall_queries])
             timings["ann_recall_s"] = time.perf_counter() - t
         timings["total_s"] = time.perf_counter() - t0
         usage = {**gate.metrics(), **usage_metrics(embedder, usage_before)}
-        reranker_usage = getattr(retriever._reranker, "usage", None)
+        reranker_usage = getattr(retriever.reranker, "usage", None)
         if callable(reranker_usage):
             usage.update(reranker_usage())
         return ExperimentResult(
@@ -175,42 +172,6 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
     finally:
         if own_conn:
             conn.close()
-
-
-_ANN_MEMO: dict[str, float] = {}
-
-
-def ann_recall_key(retriever: Retriever, queries: list[str]) -> str:
-    """Everything the ANN recall depends on: the strategy, its HNSW index, model, depth, ef_search,
-    filters and the queries."""
-    p, s = retriever.params, retriever.strategy
-    return cache_key("ann-recall", sid=s["strategy_id"], digest=s["content_digest"], index=s.get("hnsw_index"),
-                     model=retriever.embedder.model_id, depth=p.fusion.depth, ef=p.ef_search,
-                     filters=p.filters.key(), queries=list(queries))
-
-
-def ann_recall(conn: psycopg.Connection, strategy: dict, retriever: Retriever, queries: list[str]) -> float:
-    """Mean share of the exact top-``depth`` neighbours that the HNSW index returns, so a too-low
-    ``ef_search`` (or ``m``/``ef_construction``) shows up in MLflow next to the metrics."""
-    from .retrieval.legs import vector_search
-
-    p = retriever.params
-    key = ann_recall_key(retriever, queries)
-    if key in _ANN_MEMO:
-        return _ANN_MEMO[key]
-    retriever.embed_queries(queries)
-    shares = []
-    for q in queries:
-        qvec = retriever._qvec[q]
-        approx = vector_search(conn, strategy["strategy_id"], qvec, p.fusion.depth, strategy["dim"], p.filters,
-                               ef_search=p.ef_search)
-        exact = vector_search(conn, strategy["strategy_id"], qvec, p.fusion.depth, strategy["dim"], p.filters,
-                              exact=True)
-        if exact:
-            shares.append(len({h.chunk_id for h in approx} & {h.chunk_id for h in exact}) / len(exact))
-    value = sum(shares) / len(shares) if shares else float("nan")
-    _ANN_MEMO[key] = value
-    return value
 
 
 def _search_with_progress(retriever: Retriever, queries: list[str], limit: int, progress: bool) -> SearchOutcome:

@@ -23,7 +23,7 @@ def summary_table(result, title: str | None = None) -> Table:
     ev = result.eval
     names = list(ev.headline)
     table = Table(title=title or (
-        f"{result.settings.retrieval.variant} | {result.strategy['strategy_id']} | "
+        f"{result.settings.retrieval.variant} | {result.strategy.strategy_id} | "
         f"golden {result.golden.digest[:12]} ({ev.n_cases} cases)"))
     table.add_column("segment")
     table.add_column("n", justify="right")

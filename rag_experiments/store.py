@@ -291,12 +291,26 @@ def _ensure_hnsw_index(conn: psycopg.Connection, key: str, dim: int, hnsw: HnswP
     )
 
 
-def strategy_info(conn: psycopg.Connection, strategy_id: str) -> dict:
+@dataclass(frozen=True)
+class StrategyInfo:
+    """A row of ``strategies`` (:func:`strategy_info`), plus the HNSW index the vector leg searches
+    when known (part of that leg's cache keys)."""
+
+    strategy_id: str
+    corpus: str
+    chunker: str
+    params: dict
+    embedding_model: str
+    dim: int
+    content_digest: str
+    n_chunks: int
+    hnsw_index: str | None = None
+
+
+def strategy_info(conn: psycopg.Connection, strategy_id: str, hnsw: HnswParams | None = None) -> StrategyInfo | None:
+    """The strategy (None when it is not built); ``hnsw``: the index the vector leg will search."""
     row = conn.execute(
         "SELECT strategy_id, corpus, chunker, params, embedding_model, dim, content_digest, n_chunks"
         " FROM strategies WHERE strategy_id = %s", (strategy_id,),
     ).fetchone()
-    if row is None:
-        return {}
-    keys = ["strategy_id", "corpus", "chunker", "params", "embedding_model", "dim", "content_digest", "n_chunks"]
-    return dict(zip(keys, row))
+    return None if row is None else StrategyInfo(*row, hnsw_index=hnsw and hnsw_index_name(strategy_id, hnsw))

@@ -201,7 +201,7 @@ def test_database_connection_lost_mid_run_is_one_line(project, mini_golden, pg_u
         return original(self, queries, limit, **kwargs)
 
     monkeypatch.setattr(R.Retriever, "search_many", killed_first)
-    R.forget_memos()
+    R.MEMO.clear()
     settings = settings_from_cfg(_compose(_mini_overrides(mini_golden, "retrieval.use_cache=false")))
     with pytest.raises(DatabaseError, match="database connection was lost during retrieval"):
         run_experiment(settings)

@@ -89,5 +89,5 @@ def cmd_search(args: argparse.Namespace) -> int:
             print(json.dumps(h.to_dict(), ensure_ascii=False))
         return 0
     out = console()
-    out.print(hits_table(args.query, hits, f"{r.label} — {r.strategy['strategy_id']} ({r.settings.retrieval.variant})"))
+    out.print(hits_table(args.query, hits, f"{r.label} — {r.strategy.strategy_id} ({r.settings.retrieval.variant})"))
     return 0

@@ -45,7 +45,7 @@ class SentenceTransformerEmbedder:
         self.max_tokens = int(self._model.max_seq_length)
         # The weights, not only the name: a model retrained in place (same folder, same hub name at
         # another revision) must not be served the embeddings, chunks and lists of the old one.
-        self.model_id = f"st:{name_or_path}@{_weights_digest(self._model)[:12]}"
+        self.model_id = f"st:{name_or_path}@{weights_digest(self._model)[:12]}"
         if query_prefix or document_prefix:
             from ..cache_key import digest
 
@@ -76,7 +76,7 @@ class SentenceTransformerEmbedder:
         return np.asarray(vecs, dtype=np.float32)
 
 
-def _weights_digest(model) -> str:
+def weights_digest(model) -> str:
     """sha256 over every parameter and buffer (name, dtype, shape, raw bytes), in name order."""
     import hashlib
 

@@ -72,8 +72,7 @@ def is_query_failure(exc: BaseException) -> bool:
 
 
 def search_degrading(search: Callable[[Sequence[str]], list[RankedList]], queries: Sequence[str],
-                     conn: psycopg.Connection | None, batch: int = 50,
-                     on_batch: Callable[[int], None] | None = None) -> SearchOutcome:
+                     conn: psycopg.Connection | None, batch: int = 50) -> SearchOutcome:
     """``search`` over ``queries`` in batches; a failing batch is retried query by query so
     that only the failing queries are lost. Fatal errors (see :func:`fatal_error`) propagate as
     one-line :class:`UserError`; programming errors propagate unchanged."""
@@ -83,8 +82,6 @@ def search_degrading(search: Callable[[Sequence[str]], list[RankedList]], querie
         if problem:
             out.failed[i] = f"the query {problem}"
     todo = [i for i in range(len(queries)) if i not in out.failed]
-    if on_batch is not None and out.failed:
-        on_batch(len(out.failed))
 
     def attempt(idx: list[int]) -> None:
         try:
@@ -106,8 +103,6 @@ def search_degrading(search: Callable[[Sequence[str]], list[RankedList]], querie
 
     for lo in range(0, len(todo), batch):
         attempt(todo[lo : lo + batch])
-        if on_batch is not None:
-            on_batch(min(batch, len(todo) - lo))
         check_failed_share(out.failed, len(queries), done=False)
     check_failed_share(out.failed, len(queries), done=True)
     return out

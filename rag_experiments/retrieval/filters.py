@@ -24,16 +24,15 @@ class Filters:
         empty prefix is no prefix), different otherwise: a doc type holding a comma is one type."""
         return cache_key("filters", doc_types=sorted(set(self.doc_types)), prefix=self.source_uri_prefix or None)
 
-    def where(self, alias: str = "") -> tuple[sql.Composable, dict]:
+    def where(self) -> tuple[sql.Composable, dict]:
         """``AND ...`` clauses plus their bind parameters (named, prefixed ``f_``)."""
-        col = (lambda c: sql.Identifier(alias, c)) if alias else sql.Identifier
         parts: list[sql.Composable] = []
         params: dict = {}
         if self.doc_types:
-            parts.append(sql.SQL(" AND {} = ANY(%(f_doc_types)s)").format(col("doc_type")))
+            parts.append(sql.SQL(" AND {} = ANY(%(f_doc_types)s)").format(sql.Identifier("doc_type")))
             params["f_doc_types"] = list(self.doc_types)
         if self.source_uri_prefix:
             # starts_with() instead of LIKE: no wildcard escaping, a '%' in the prefix is data.
-            parts.append(sql.SQL(" AND starts_with({}, %(f_prefix)s)").format(col("source_uri")))
+            parts.append(sql.SQL(" AND starts_with({}, %(f_prefix)s)").format(sql.Identifier("source_uri")))
             params["f_prefix"] = self.source_uri_prefix
         return sql.Composed(parts), params

@@ -10,10 +10,10 @@ the SQL version's bit for bit. Ties are broken by ``chunk_id`` ascending, as in 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, NamedTuple, Sequence
+from typing import Mapping, Sequence
 
 from ..errors import ConfigError
-from .legs import LegHit
+from ..types import Hit
 
 LEG_ORDER = ("vector", "keyword")
 
@@ -41,19 +41,13 @@ class FusionParams:
         return {"vector": self.vector_weight, "keyword": self.keyword_weight}
 
 
-class Fused(NamedTuple):
-    """A fused candidate (a NamedTuple for the same speed reason as LegHit)."""
-
-    hit: LegHit
-    score: float
-    leg_ranks: dict[str, int]
-
-
-def rrf(legs: Mapping[str, Sequence[LegHit]], params: FusionParams, limit: int | None = None) -> list[Fused]:
+def rrf(legs: Mapping[str, Sequence[Hit]], params: FusionParams, limit: int | None = None) -> list[Hit]:
+    """The fused list (its first ``limit``): score = the RRF score, rank = the fused position,
+    ``leg_ranks`` = each leg's rank. Only the returned hits are built (sweep points fuse often)."""
     weights = params.weights()
     k = params.rrf_k
     ranks: dict[str, dict[str, int]] = {}
-    meta: dict[str, LegHit] = {}
+    meta: dict[str, Hit] = {}
     for leg in LEG_ORDER:
         for pos, h in enumerate(legs.get(leg, ())[: params.depth], start=1):
             r = ranks.get(h.chunk_id)
@@ -68,6 +62,6 @@ def rrf(legs: Mapping[str, Sequence[LegHit]], params: FusionParams, limit: int |
         for leg in LEG_ORDER:  # same summation order as SQL (a missing leg adds 0.0 there too)
             pos = leg_ranks.get(leg)
             score = score + (weights[leg] / (k + pos) if pos is not None else 0.0)
-        fused.append(Fused(meta[cid], score, leg_ranks))
-    fused.sort(key=lambda f: (-f.score, f.hit.chunk_id))
-    return fused[:limit] if limit else fused
+        fused.append((-score, cid))
+    fused.sort()
+    return [meta[cid].ranked(-neg, i, ranks[cid]) for i, (neg, cid) in enumerate(fused[:limit] if limit else fused, 1)]

@@ -13,6 +13,7 @@ import psycopg
 from psycopg import sql
 
 from ..identifiers import extract_identifiers
+from ..types import Hit
 from .filters import Filters
 from .fusion import FusionParams
 from .legs import KeywordParams, keyword_sql, set_vector_session, vector_sql
@@ -21,8 +22,9 @@ from .legs import KeywordParams, keyword_sql, set_vector_session, vector_sql
 def hybrid_sql_search(conn: psycopg.Connection, strategy_id: str, query: str, qvec: np.ndarray, dim: int,
                       fusion: FusionParams, keyword: KeywordParams = KeywordParams(),
                       filters: Filters = Filters(), limit: int = 20,
-                      ef_search: int | None = None) -> list[tuple]:
-    """Rows ``(chunk_id, doc_id, source_uri, doc_type, start, end, score, vector_rank, keyword_rank)``."""
+                      ef_search: int | None = None) -> list[Hit]:
+    """The fused hits, as :func:`.fusion.rrf` and the retriever rank them (``leg_ranks``: each
+    leg's rank and the fused rank)."""
     kw_stmt, kw_bind = keyword_sql(keyword, filters)
     vec_stmt, vec_bind = vector_sql(dim, filters)
     stmt = sql.SQL(
@@ -46,5 +48,5 @@ def hybrid_sql_search(conn: psycopg.Connection, strategy_id: str, query: str, qv
             set_vector_session(conn, fusion.depth, not filters.is_empty(), ef_search)
             cur = conn.execute(stmt, bind)
         rows = cur.fetchall()
-    return [(r[0], r[1], r[2], r[3], int(r[4]), int(r[5]), float(r[6]),
-             int(r[7]) if r[7] is not None else None, int(r[8]) if r[8] is not None else None) for r in rows]
+    return [Hit(*r[:4], int(r[4]), int(r[5]), float(r[6]), i, {"fused": i, **{
+        leg: int(rank) for leg, rank in (("vector", r[7]), ("keyword", r[8])) if rank is not None}}) for i, r in enumerate(rows, 1)]

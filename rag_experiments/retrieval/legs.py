@@ -7,7 +7,7 @@ Python fusion uses the same key.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Callable, ClassVar, Protocol
 
 import numpy as np
 import psycopg
@@ -16,6 +16,8 @@ from psycopg import sql
 from ..cache_key import cache_key
 from ..errors import ConfigError, DatabaseError
 from ..identifiers import extract_identifiers
+from ..store import StrategyInfo
+from ..types import Hit
 from ..vector_types import cast_sql
 from .filters import Filters
 
@@ -37,25 +39,10 @@ RANK_FUNCTIONS = ("ts_rank", "ts_rank_cd", "bm25")
 LEGS_VERSION = 1
 
 
-class LegHit(NamedTuple):
-    """One candidate of one leg. A NamedTuple (immutable, like the frozen dataclasses elsewhere)
-    because sweep points rebuild tens of thousands of these from the candidate cache, and tuple
-    construction is several times cheaper than a frozen dataclass's."""
-
-    chunk_id: str
-    doc_id: str
-    source_uri: str
-    doc_type: str
-    start: int
-    end: int
-    score: float
-
-    def to_json(self) -> list:
-        return list(self)
-
-    @classmethod
-    def from_json(cls, row: list) -> "LegHit":
-        return cls._make(row)
+def leg_hits(rows, leg: str) -> list[Hit]:
+    """A leg's candidates from rows ``(chunk_id, doc_id, source_uri, doc_type, start, end, score)``
+    (SQL rows, or the candidate cache's JSON lists): rank = position, ``leg_ranks = {leg: rank}``."""
+    return [Hit(*r[:6], float(r[6]), i, {leg: i}) for i, r in enumerate(rows, 1)]
 
 
 @dataclass(frozen=True)
@@ -166,7 +153,7 @@ def bm25_sql(params: KeywordParams, filters: Filters) -> tuple[sql.Composable, d
 
 
 def keyword_search(conn: psycopg.Connection, strategy_id: str, query: str, depth: int,
-                   params: KeywordParams = KeywordParams(), filters: Filters = Filters()) -> list[LegHit]:
+                   params: KeywordParams = KeywordParams(), filters: Filters = Filters()) -> list[Hit]:
     stmt, bind = keyword_sql(params, filters)
     bind.update({"q": query, "idents": extract_identifiers(query), "sid": strategy_id, "depth": depth})
     rows = conn.execute(stmt, bind).fetchall()
@@ -175,7 +162,7 @@ def keyword_search(conn: psycopg.Connection, strategy_id: str, query: str, depth
         # without N and avgdl the leg would return nothing, silently: say why instead
         raise DatabaseError(f"strategy {strategy_id} has no BM25 statistics (bm25_stats)",
                             hint="re-run the ingest of this strategy, or use retrieval.keyword.rank=ts_rank")
-    return [LegHit(*r[:6], float(r[6])) for r in rows]
+    return leg_hits(rows, "keyword")
 
 
 def vector_sql(dim: int, filters: Filters) -> tuple[sql.Composable, dict]:
@@ -206,7 +193,7 @@ def set_vector_session(conn: psycopg.Connection, depth: int, filtered: bool, ef_
 
 
 def vector_search(conn: psycopg.Connection, strategy_id: str, qvec: np.ndarray, depth: int, dim: int,
-                  filters: Filters = Filters(), *, ef_search: int | None = None, exact: bool = False) -> list[LegHit]:
+                  filters: Filters = Filters(), *, ef_search: int | None = None, exact: bool = False) -> list[Hit]:
     """KNN over the strategy's partial HNSW index; ``exact=True`` forces an exact scan (for ANN recall)."""
     stmt, bind = vector_sql(dim, filters)
     bind.update({"qvec": qvec, "sid": strategy_id, "depth": depth})
@@ -216,4 +203,51 @@ def vector_search(conn: psycopg.Connection, strategy_id: str, qvec: np.ndarray, 
             conn.execute("SET LOCAL enable_indexscan = off")
         # prepare=False: a cached plan would ignore enable_indexscan changes between calls
         rows = conn.execute(stmt, bind, prepare=False if exact else None).fetchall()
-    return [LegHit(*r[:6], float(r[6])) for r in rows]
+    return leg_hits(rows, "vector")
+
+
+class Leg(Protocol):
+    """A first-stage leg (BEIR's search contract: a new leg is a new class). ``key_parts``: what
+    besides strategy, query, depth and filters can change its candidates (part of their cache key)."""
+
+    name: ClassVar[str]
+
+    def key_parts(self) -> dict: ...
+
+    def search(self, query: str) -> list[Hit]: ...
+
+
+@dataclass(frozen=True)
+class VectorLeg:
+    name: ClassVar[str] = "vector"
+    conn: psycopg.Connection
+    strategy: StrategyInfo
+    depth: int
+    filters: Filters
+    ef_search: int | None
+    model_id: str
+    query_vector: Callable[[str], np.ndarray]
+
+    def key_parts(self) -> dict:
+        # the HNSW index too: a sweep over its m / ef_construction rebuilds it under the same strategy
+        return {"model": self.model_id, "ef": self.ef_search, "index": self.strategy.hnsw_index}
+
+    def search(self, query: str) -> list[Hit]:
+        return vector_search(self.conn, self.strategy.strategy_id, self.query_vector(query), self.depth,
+                             self.strategy.dim, self.filters, ef_search=self.ef_search)
+
+
+@dataclass(frozen=True)
+class KeywordLeg:
+    name: ClassVar[str] = "keyword"
+    conn: psycopg.Connection
+    strategy: StrategyInfo
+    depth: int
+    filters: Filters
+    params: KeywordParams
+
+    def key_parts(self) -> dict:
+        return {"kw": self.params.key()}
+
+    def search(self, query: str) -> list[Hit]:
+        return keyword_search(self.conn, self.strategy.strategy_id, query, self.depth, self.params, self.filters)

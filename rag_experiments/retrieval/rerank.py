@@ -98,11 +98,11 @@ class CrossEncoderReranker:
                 hint="no cross-encoder weights ship with this package: pass a local folder saved with "
                 "CrossEncoder.save(), or a hub name on a machine with network (HF_HUB_OFFLINE must be unset)",
             ) from None
-        from ..embedding.sentence_transformers_embedder import _weights_digest
+        from ..embedding.sentence_transformers_embedder import weights_digest
 
         # name + weights: the score cache must not serve a model retrained into the same folder
         module = self._model if hasattr(self._model, "state_dict") else self._model.model
-        self.model_id = f"cross-encoder:{model}@{_weights_digest(module)[:12]}"
+        self.model_id = f"cross-encoder:{model}@{weights_digest(module)[:12]}"
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         return [float(s) for s in self._model.predict([(query, t) for t in texts], show_progress_bar=False)]

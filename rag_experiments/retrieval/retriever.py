@@ -26,29 +26,44 @@ from psycopg.types.json import Jsonb
 
 from ..errors import ConfigError
 from ..cache_key import cache_key
-from ..store import embed_with_cache, embedding_space_key
+from ..store import StrategyInfo, embed_with_cache, embedding_space_key
 from ..types import Hit, RankedList
 from .filters import Filters
 from .fusion import FusionParams, rrf
 from .hybrid_sql import hybrid_sql_search
-from .legs import LEGS_VERSION, KeywordParams, LegHit, keyword_search, vector_search
+from .legs import LEGS_VERSION, KeywordLeg, KeywordParams, Leg, VectorLeg, leg_hits, vector_search
 from .rerank import RerankParams, Reranker, cached_scores, load_reranker, rerank_order
 
-VARIANTS = ("vector", "keyword", "hybrid", "hybrid_rerank")
-
-# In-process memo of candidate lists by cache key: sweep points that run in one process (Hydra's
-# basic launcher) skip even the cache round trip. Keys already encode everything that can change
-# a list, so entries never go stale; the size bound keeps memory flat on huge golden sets.
-_LEG_MEMO: dict[str, tuple[list[LegHit], float]] = {}
-_LEG_MEMO_MAX = 200_000
-_QVEC_MEMO: dict[tuple[str, str], np.ndarray] = {}  # (model id, query) -> vector, same reasoning
+#: the first-stage legs (:class:`.legs.Leg`) each variant fuses; one leg is served as it is
+VARIANT_LEGS = {"vector": ("vector",), "keyword": ("keyword",), "hybrid": ("vector", "keyword"), "hybrid_rerank": ("vector", "keyword")}
+VARIANTS = tuple(VARIANT_LEGS)
 
 
-def forget_memos() -> None:
-    """Drop the in-process memos (the persisted caches stay): the next search is what a new
-    process would see. For benchmarks ("cold") and tests of the persisted caches."""
-    _LEG_MEMO.clear()
-    _QVEC_MEMO.clear()
+class SearchMemo:
+    """The in-process memo of candidate lists, query vectors and ANN recall by key: sweep points
+    that run in one process (Hydra's basic launcher) skip even the cache round trip. Keys encode
+    everything that can change a value, so entries never go stale; the bounds keep memory flat.
+    ``clear()``: the next search is what a new process would see (benchmarks' "cold", tests)."""
+
+    MAX_LISTS = 200_000
+    MAX_VECTORS = 100_000
+
+    def __init__(self) -> None:
+        self.lists: dict[str, tuple[list[Hit], float]] = {}
+        self.vectors: dict[tuple[str, str], np.ndarray] = {}
+        self.ann_recall: dict[str, float] = {}
+
+    def remember(self, table: dict, items: dict) -> None:
+        if len(table) >= (self.MAX_VECTORS if table is self.vectors else self.MAX_LISTS):
+            table.clear()
+        table.update(items)
+
+    def clear(self) -> None:
+        for table in (self.lists, self.vectors, self.ann_recall):
+            table.clear()
+
+
+MEMO = SearchMemo()  # the process's memo; every Retriever uses it unless given another
 
 
 @dataclass(frozen=True)
@@ -80,58 +95,59 @@ class CacheStats:
 
 
 class Retriever:
-    def __init__(self, conn: psycopg.Connection, strategy: dict, embedder, params: RetrievalParams) -> None:
+    def __init__(self, conn: psycopg.Connection, strategy: StrategyInfo, embedder, params: RetrievalParams,
+                 memo: SearchMemo = MEMO) -> None:
         self.conn = conn
         self.strategy = strategy
         self.embedder = embedder
         self.params = params
+        self.memo = memo
         self.stats = CacheStats()
-        self._reranker: Reranker | None = None
+        self.reranker: Reranker | None = None  # loaded by the first reranked search
         self._qvec: dict[str, np.ndarray] = {}
+        p = self.params
+        self.legs: dict[str, Leg] = {leg.name: leg for leg in (
+            VectorLeg(conn, strategy, p.fusion.depth, p.filters, p.ef_search, embedder.model_id, self.query_vector),
+            KeywordLeg(conn, strategy, p.fusion.depth, p.filters, p.keyword))}
 
     # -- caches ---------------------------------------------------------------------------------
-    def _leg_key(self, leg: str, query: str) -> str:
+    def leg_key(self, leg: str, query: str) -> str:
         p = self.params
-        parts = {
-            "leg": leg, "sid": self.strategy["strategy_id"], "digest": self.strategy["content_digest"],
-            "q": query, "depth": p.fusion.depth, "filters": p.filters.key(), "code": LEGS_VERSION,
-        }
-        if leg == "vector":
-            # the HNSW index too: a sweep over its m / ef_construction rebuilds it under the same strategy
-            parts.update(model=self.embedder.model_id, ef=p.ef_search, index=self.strategy.get("hnsw_index"))
-        else:
-            parts.update(kw=p.keyword.key())
-        return cache_key("leg-candidates", **parts)
+        return cache_key("leg-candidates", leg=leg, sid=self.strategy.strategy_id, digest=self.strategy.content_digest,
+                         q=query, depth=p.fusion.depth, filters=p.filters.key(), code=LEGS_VERSION,
+                         **self.legs[leg].key_parts())
 
     def embed_queries(self, queries: Sequence[str]) -> None:
         model = embedding_space_key(self.embedder, "query")  # query vectors differ from documents' for API models
         for q in dict.fromkeys(queries):
-            if q not in self._qvec and (model, q) in _QVEC_MEMO:
-                self._qvec[q] = _QVEC_MEMO[(model, q)]
+            if q not in self._qvec and (model, q) in self.memo.vectors:
+                self._qvec[q] = self.memo.vectors[(model, q)]
         todo = [q for q in dict.fromkeys(queries) if q not in self._qvec]
         if not todo:
             return
         vecs, hits = embed_with_cache(self.conn, self.embedder, todo, input_type="query")
         self.stats.query_embeddings_computed += len(todo) - hits
         self._qvec.update(zip(todo, vecs))
-        if len(_QVEC_MEMO) > 100_000:
-            _QVEC_MEMO.clear()
-        _QVEC_MEMO.update(((model, q), v) for q, v in zip(todo, vecs))
+        self.memo.remember(self.memo.vectors, {(model, q): v for q, v in zip(todo, vecs)})
 
-    def _legs_for(self, queries: Sequence[str], legs: Sequence[str]) -> dict[tuple[str, str], tuple[list[LegHit], float]]:
+    def query_vector(self, query: str) -> np.ndarray:
+        self.embed_queries([query])
+        return self._qvec[query]
+
+    def _legs_for(self, queries: Sequence[str], legs: Sequence[str]) -> dict[tuple[str, str], tuple[list[Hit], float]]:
         """Candidate lists (and the latency measured when each was computed) per (leg, query)."""
-        keys = {(leg, q): self._leg_key(leg, q) for leg in legs for q in queries}
-        found: dict[str, tuple[list[LegHit], float]] = {}
+        keys = {(leg, q): self.leg_key(leg, q) for leg in legs for q in queries}
+        found: dict[str, tuple[list[Hit], float]] = {}
         if self.params.use_cache:
-            found = {k: _LEG_MEMO[k] for k in keys.values() if k in _LEG_MEMO}
+            found = {k: self.memo.lists[k] for k in keys.values() if k in self.memo.lists}
             wanted = list(set(keys.values()) - set(found))
             if wanted:
                 rows = self.conn.execute(
-                    "SELECT cache_key, hits FROM candidate_cache WHERE cache_key = ANY(%s)", (wanted,)
+                    "SELECT cache_key, leg, hits FROM candidate_cache WHERE cache_key = ANY(%s)", (wanted,)
                 ).fetchall()
-                for k, v in rows:
-                    found[k] = ([LegHit._make(r) for r in v["hits"]], float(v["ms"]))
-                    _remember(k, found[k])
+                for k, leg, v in rows:
+                    found[k] = (leg_hits(v["hits"], leg), float(v["ms"]))
+                    self.memo.remember(self.memo.lists, {k: found[k]})
         out = {}
         fresh = []
         for (leg, q), key in keys.items():
@@ -140,19 +156,14 @@ class Retriever:
                 self.stats.leg_lists_cached += 1
                 continue
             t0 = time.perf_counter()
-            if leg == "vector":
-                self.embed_queries([q])
-                hits = vector_search(self.conn, self.strategy["strategy_id"], self._qvec[q], self.params.fusion.depth,
-                                     self.strategy["dim"], self.params.filters, ef_search=self.params.ef_search)
-            else:
-                hits = keyword_search(self.conn, self.strategy["strategy_id"], q, self.params.fusion.depth,
-                                      self.params.keyword, self.params.filters)
+            hits = self.legs[leg].search(q)
             ms = (time.perf_counter() - t0) * 1000
             out[(leg, q)] = (hits, ms)
             found[key] = (hits, ms)
             if self.params.use_cache:
-                _remember(key, (hits, ms))
-            fresh.append((key, leg, {"hits": [h.to_json() for h in hits], "ms": ms}))
+                self.memo.remember(self.memo.lists, {key: (hits, ms)})
+            fresh.append((key, leg, {"hits": [[h.chunk_id, h.doc_id, h.source_uri, h.doc_type, h.start, h.end, h.score]
+                                              for h in hits], "ms": ms}))
             self.stats.leg_lists_computed += 1
         if fresh and self.params.use_cache:
             with self.conn.transaction():
@@ -160,14 +171,14 @@ class Retriever:
                     cur.executemany(
                         "INSERT INTO candidate_cache (cache_key, leg, strategy_id, hits) VALUES (%s, %s, %s, %s)"
                         " ON CONFLICT (cache_key) DO NOTHING",
-                        [(k, leg, self.strategy["strategy_id"], Jsonb(v)) for k, leg, v in fresh],
+                        [(k, leg, self.strategy.strategy_id, Jsonb(v)) for k, leg, v in fresh],
                     )
         return out
 
     def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
         rows = self.conn.execute(
             "SELECT chunk_id, text FROM chunks WHERE strategy_id = %s AND chunk_id = ANY(%s)",
-            (self.strategy["strategy_id"], list(set(chunk_ids))),
+            (self.strategy.strategy_id, list(set(chunk_ids))),
         ).fetchall()
         return dict(rows)
 
@@ -186,29 +197,21 @@ class Retriever:
                 out.append(self._search_sql(q, limit))
                 done(1)
             return out
-        legs = {"vector": ["vector"], "keyword": ["keyword"]}.get(p.variant, ["vector", "keyword"])
+        legs = VARIANT_LEGS[p.variant]
         lists = self._legs_for(queries, legs)
         results = []
         for q in queries:
             ms = sum(lists[(leg, q)][1] for leg in legs)
-            if p.variant in ("vector", "keyword"):
-                hits = [_hit(h, h.score, i, {legs[0]: i}) for i, h in enumerate(lists[(legs[0], q)][0][:limit], 1)]
-                results.append(RankedList(q, tuple(hits), ms))
-                done(1)
-                continue
-            fused = rrf({leg: lists[(leg, q)][0] for leg in legs}, p.fusion)
-            if p.variant == "hybrid_rerank":
-                t0 = time.perf_counter()
-                fused, rerank_ranks = self._rerank(q, fused)
-                ms += (time.perf_counter() - t0) * 1000
+            if len(legs) == 1:  # a leg's hits are already ranked (rank, leg_ranks) as that leg
+                hits = lists[(legs[0], q)][0][:limit]
             else:
-                rerank_ranks = {}
-            hits = []
-            for i, f in enumerate(fused[:limit], 1):
-                ranks = {**f.leg_ranks, "fused": f.fused_rank if hasattr(f, "fused_rank") else i}
-                if f.hit.chunk_id in rerank_ranks:
-                    ranks["rerank"] = rerank_ranks[f.hit.chunk_id]
-                hits.append(_hit(f.hit, f.score, i, ranks))
+                rerank = p.variant == "hybrid_rerank"
+                fused = rrf({leg: lists[(leg, q)][0] for leg in legs}, p.fusion,
+                            max(limit, p.rerank.cutoff) if rerank and limit else limit)
+                t0 = time.perf_counter()
+                order = self._rerank(q, fused) if rerank else []
+                ms += (time.perf_counter() - t0) * 1000 if rerank else 0
+                hits = _final(fused, order, limit)
             results.append(RankedList(q, tuple(hits), ms))
             done(1)
         return results
@@ -219,61 +222,60 @@ class Retriever:
     def _count_rerank_scored(self, n: int) -> None:
         self.stats.rerank_scored += n
 
-    def _rerank(self, query: str, fused: list) -> tuple[list, dict[str, int]]:
-        if self._reranker is None:
-            self._reranker = load_reranker(self.params.rerank)
+    def _rerank(self, query: str, fused: list[Hit]) -> list[int]:
+        """The reranked order of the top ``cutoff`` fused positions (0-based)."""
+        if self.reranker is None:
+            self.reranker = load_reranker(self.params.rerank)
         cutoff = self.params.rerank.cutoff
         head = fused[:cutoff]
-        texts = self.chunk_texts([f.hit.chunk_id for f in head])
-        scores = cached_scores(self.conn if self.params.use_cache else None, self._reranker, query,
-                               [texts[f.hit.chunk_id] for f in head], on_scored=self._count_rerank_scored)
-        order = rerank_order(scores, cutoff)
-        reordered = [_WithFusedRank(fused[i], i + 1) for i in order] + [
-            _WithFusedRank(f, i + 1) for i, f in enumerate(fused) if i >= len(order)]
-        rerank_ranks = {fused[i].hit.chunk_id: pos for pos, i in enumerate(order, 1)}
-        return reordered, rerank_ranks
+        texts = self.chunk_texts([f.chunk_id for f in head])
+        scores = cached_scores(self.conn if self.params.use_cache else None, self.reranker, query,
+                               [texts[f.chunk_id] for f in head], on_scored=self._count_rerank_scored)
+        return rerank_order(scores, cutoff)
 
     def _search_sql(self, query: str, limit: int) -> RankedList:
         t0 = time.perf_counter()
-        rows = hybrid_sql_search(self.conn, self.strategy["strategy_id"], query, self._qvec[query],
-                                 self.strategy["dim"], self.params.fusion, self.params.keyword,
+        hits = hybrid_sql_search(self.conn, self.strategy.strategy_id, query, self._qvec[query],
+                                 self.strategy.dim, self.params.fusion, self.params.keyword,
                                  self.params.filters, limit=max(limit, self.params.rerank.cutoff),
                                  ef_search=self.params.ef_search)
         ms = (time.perf_counter() - t0) * 1000
-        hits = []
-        for i, r in enumerate(rows[:limit], 1):
-            ranks = {"fused": i}
-            if r[7] is not None:
-                ranks["vector"] = r[7]
-            if r[8] is not None:
-                ranks["keyword"] = r[8]
-            hits.append(Hit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], i, ranks))
-        return RankedList(query, tuple(hits), ms)
+        return RankedList(query, tuple(hits[:limit]), ms)
+
+    # -- ANN recall -----------------------------------------------------------------------------
+    def ann_recall_key(self, queries: list[str]) -> str:
+        """Everything the ANN recall depends on: the strategy, its HNSW index, model, depth,
+        ef_search, filters and the queries."""
+        p, s = self.params, self.strategy
+        return cache_key("ann-recall", sid=s.strategy_id, digest=s.content_digest, index=s.hnsw_index,
+                         model=self.embedder.model_id, depth=p.fusion.depth, ef=p.ef_search,
+                         filters=p.filters.key(), queries=list(queries))
+
+    def ann_recall(self, queries: list[str]) -> float:
+        """Mean share of the exact top-``depth`` neighbours that the HNSW index returns, so a too-low
+        ``ef_search`` (or ``m``/``ef_construction``) shows up in MLflow next to the metrics."""
+        p, s = self.params, self.strategy
+        key = self.ann_recall_key(queries)
+        if key in self.memo.ann_recall:
+            return self.memo.ann_recall[key]
+        self.embed_queries(queries)
+        shares = []
+        for q in queries:
+            approx = self.legs["vector"].search(q)
+            exact = vector_search(self.conn, s.strategy_id, self._qvec[q], p.fusion.depth, s.dim, p.filters, exact=True)
+            if exact:
+                shares.append(len({h.chunk_id for h in approx} & {h.chunk_id for h in exact}) / len(exact))
+        value = sum(shares) / len(shares) if shares else float("nan")
+        self.memo.remember(self.memo.ann_recall, {key: value})
+        return value
 
 
-@dataclass(frozen=True)
-class _WithFusedRank:
-    inner: object
-    fused_rank: int
-
-    @property
-    def hit(self):
-        return self.inner.hit
-
-    @property
-    def score(self):
-        return self.inner.score
-
-    @property
-    def leg_ranks(self):
-        return self.inner.leg_ranks
-
-
-def _remember(key: str, value: tuple[list[LegHit], float]) -> None:
-    if len(_LEG_MEMO) >= _LEG_MEMO_MAX:
-        _LEG_MEMO.clear()
-    _LEG_MEMO[key] = value
-
-
-def _hit(h: LegHit, score: float, rank: int, leg_ranks: dict[str, int]) -> Hit:
-    return Hit(h.chunk_id, h.doc_id, h.source_uri, h.doc_type, h.start, h.end, score, rank, dict(leg_ranks))
+def _final(fused: list[Hit], order: list[int], limit: int) -> list[Hit]:
+    """The first ``limit`` hits: the reranked head (``order``: positions in ``fused``), then the rest
+    in fused order, with the fused score; ``leg_ranks`` gain the fused and (head) rerank ranks."""
+    out = []
+    for pos, i in enumerate((order + list(range(len(order), len(fused))))[:limit], 1):
+        f = fused[i]
+        ranks = {**f.leg_ranks, "fused": f.rank, "rerank": pos} if i < len(order) else {**f.leg_ranks, "fused": f.rank}
+        out.append(f.ranked(f.score, pos, ranks))
+    return out

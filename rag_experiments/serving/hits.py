@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
+from ..types import Hit
+
 #: the stages that rank a chunk, in pipeline order (see ``types.Hit.leg_ranks``)
 LEGS = ("vector", "keyword", "fused", "rerank")
 
@@ -29,6 +31,12 @@ class SearchHit:
     keyword_rank: int | None = None
     fused_rank: int | None = None
     rerank_rank: int | None = None
+
+    @classmethod
+    def from_hit(cls, h: Hit, text: str, heading: str) -> "SearchHit":
+        r = h.leg_ranks
+        return cls(h.rank, h.chunk_id, h.doc_id, h.source_uri, h.start, h.end, float(h.score), text, heading,
+                   *(r.get(leg) for leg in LEGS))
 
     def to_dict(self) -> dict:
         return asdict(self)

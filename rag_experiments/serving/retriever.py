@@ -21,11 +21,14 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..config import Settings, settings_from_cfg
 from ..errors import ConfigError, UserError
 from .hits import SearchHit
+
+if TYPE_CHECKING:
+    from ..store import StrategyInfo
 
 MAX_QUERY_CHARS = 4000  # a question, not a document: the embedder reads 256 tokens at most
 MAX_QUERIES = 100  # per call (one HTTP request)
@@ -142,7 +145,7 @@ class Retriever:
                    label=f"champion {manifest.get('model', name)} v{manifest.get('version', '?')}")
 
     # -- the corpus check -----------------------------------------------------------------------
-    def _strategy(self, ingest: bool) -> dict:
+    def _strategy(self, ingest: bool) -> StrategyInfo:
         from ..chunking import strategy_key
         from ..store import strategy_info
 
@@ -151,7 +154,7 @@ class Retriever:
         expected = self.expected_corpus_digest
         how = (f"ingest it: {ingest_command(self._overrides)} (or pass ingest=True; "
                "served: params={\"ingest\": true})")
-        if info and (expected is None or info["content_digest"] == expected):
+        if info and (expected is None or info.content_digest == expected):
             return info
         if not ingest:
             if not info:
@@ -159,11 +162,11 @@ class Retriever:
                                   f"(corpus {corpus_name(self.settings)}, chunking {self.settings.chunking.name}, "
                                   f"model {self.embedder.model_id}): {how}")
             raise NotIngested(f"the database at {self.where} holds strategy {key} built on corpus digest "
-                              f"{info['content_digest'][:12]}, but this retriever was promoted on "
+                              f"{info.content_digest[:12]}, but this retriever was promoted on "
                               f"{expected[:12]}: {how}")
         return self._ingest(key)
 
-    def _ingest(self, key: str) -> dict:
+    def _ingest(self, key: str) -> StrategyInfo:
         from ..corpus.loader import corpus_manifest, load_corpus
         from ..experiment import corpus_path
         from ..store import ingest, strategy_info
@@ -214,21 +217,15 @@ class Retriever:
             ranked = self._engine.search_many(queries, k)
             ids = {h.chunk_id for r in ranked for h in r.hits}
             texts = self._engine.chunk_texts(list(ids)) if ids else {}
-            return [[self._hit(h, texts[h.chunk_id]) for h in r.hits] for r in ranked]
-
-    def _hit(self, h, text: str) -> SearchHit:
-        ranks = h.leg_ranks
-        return SearchHit(rank=h.rank, chunk_id=h.chunk_id, doc_id=h.doc_id, source_uri=h.source_uri, start=h.start,
-                         end=h.end, score=float(h.score), text=text, heading=self._heading(h.doc_id, h.start),
-                         vector_rank=ranks.get("vector"), keyword_rank=ranks.get("keyword"),
-                         fused_rank=ranks.get("fused"), rerank_rank=ranks.get("rerank"))
+            return [[SearchHit.from_hit(h, texts[h.chunk_id], self._heading(h.doc_id, h.start)) for h in r.hits]
+                    for r in ranked]
 
     def _heading(self, doc_id: str, offset: int) -> str:
         from ..chunking.markdown_blocks import heading_path_at, parse_blocks
 
         if doc_id not in self._blocks:
             row = self.conn.execute("SELECT title, text FROM documents WHERE corpus = %s AND doc_id = %s",
-                                    (self.strategy["corpus"], doc_id)).fetchone()
+                                    (self.strategy.corpus, doc_id)).fetchone()
             self._blocks[doc_id] = (row[0], parse_blocks(row[1])) if row else ("", [])
         title, blocks = self._blocks[doc_id]
         path = heading_path_at(blocks, offset)
@@ -246,7 +243,7 @@ class Retriever:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Retriever({self.label!r}, strategy={self.strategy.get('strategy_id')!r}, db={self.where!r})"
+        return f"Retriever({self.label!r}, strategy={self.strategy.strategy_id!r}, db={self.where!r})"
 
 
 def config_overrides(config: dict) -> list[str]:

@@ -174,7 +174,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
     safe_config = redact(config_dict)
     tags = {
         "variant": s.retrieval.variant,
-        "strategy": result.strategy["strategy_id"],
+        "strategy": result.strategy.strategy_id,
         "chunking": s.chunking.name,
         "embedding_model": result.embedding_model,
         "golden_set": Path(s.golden_path).name,
@@ -336,7 +336,7 @@ def _log_datasets(client, run_id: str, result) -> None:
     docs = result.corpus_manifest["documents"]
     corpus_df = pd.DataFrame({"doc_id": list(docs), "content_hash": list(docs.values())})
     corpus_ds = mlflow.data.from_pandas(corpus_df, source=str(result.settings.corpus_path),
-                                        name=f"corpus:{result.strategy['corpus']}",
+                                        name=f"corpus:{result.strategy.corpus}",
                                         digest=result.corpus_manifest["digest"][:36])
     inputs = [DatasetInput(ds._to_mlflow_entity(), [InputTag("mlflow.data.context", context)])
               for ds, context in ((golden_ds, "golden"), (corpus_ds, "corpus"))]

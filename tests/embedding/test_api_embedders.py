@@ -137,16 +137,16 @@ def test_strategies_of_every_dimension_coexist_with_their_own_index(fresh, api_s
         e = make("openai", api_stub, dimensions=dim)
         strategies[dim] = strategy_info(fresh, ingest(fresh, docs, ChunkingParams("heading", 60), e).strategy_id)
     for dim, s in strategies.items():
-        assert s["dim"] == dim
+        assert s.dim == dim
         (indexdef,) = fresh.execute("SELECT indexdef FROM pg_indexes WHERE indexdef LIKE %s",
-                                    (f"%{s['strategy_id']}%",)).fetchone()
+                                    (f"%{s.strategy_id}%",)).fetchone()
         kind = "halfvec" if dim > 2000 else "vector"
         assert f"{kind}({dim})" in indexdef and f"{kind}_cosine_ops" in indexdef
         qvec = np.ones(dim, dtype=np.float32) / np.sqrt(dim)
-        hits = vector_search(fresh, s["strategy_id"], qvec, 5, dim)
+        hits = vector_search(fresh, s.strategy_id, qvec, 5, dim)
         assert len(hits) == 5
-        own_index = hnsw_index_name(s["strategy_id"], HnswParams())
-        assert own_index in _plan(fresh, dim, qvec, s["strategy_id"])  # its own index serves its queries
+        own_index = hnsw_index_name(s.strategy_id, HnswParams())
+        assert own_index in _plan(fresh, dim, qvec, s.strategy_id)  # its own index serves its queries
 
 
 def _plan(conn, dim, qvec, sid) -> str:

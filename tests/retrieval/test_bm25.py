@@ -89,7 +89,7 @@ def assert_same(db_hits, ref):
 def test_bm25_matches_bm25s_lucene_scores_and_ranking(conn, handbook_strategy):
     from mini_golden_spec import MINI_CASES
 
-    sid = handbook_strategy["strategy_id"]
+    sid = handbook_strategy.strategy_id
     tokens = chunk_tokens(conn, sid)
     n = len(tokens)
     assert 200 <= n <= 600, n  # a few hundred real chunks
@@ -119,7 +119,7 @@ def test_bm25_matches_bm25s_lucene_scores_and_ranking(conn, handbook_strategy):
 
 
 def test_bm25_stop_word_only_query_is_an_empty_list(conn, handbook_strategy):
-    sid = handbook_strategy["strategy_id"]
+    sid = handbook_strategy.strategy_id
     assert query_tokens(conn, STOP_WORDS_ONLY) == []
     assert reference_ranking(chunk_tokens(conn, sid), [], 0.9, 0.4) == []
     for mode in ("or", "and", "websearch"):
@@ -127,7 +127,7 @@ def test_bm25_stop_word_only_query_is_an_empty_list(conn, handbook_strategy):
 
 
 def test_bm25_and_mode_scores_the_chunks_the_tsquery_matches(conn, handbook_strategy):
-    sid = handbook_strategy["strategy_id"]
+    sid = handbook_strategy.strategy_id
     q = "maximum memory"
     ors = {h.chunk_id: h.score for h in keyword_search(conn, sid, q, 1000, BM25)}
     ands = keyword_search(conn, sid, q, 1000, replace(BM25, tsquery="and"))
@@ -140,7 +140,7 @@ def test_bm25_and_mode_scores_the_chunks_the_tsquery_matches(conn, handbook_stra
 @pytest.mark.parametrize("query, phrase", [("work_mem", "**`work_mem`"), ("23505", "| 23505 |"),
                                            ("ts_rank_cd", "`ts_rank_cd`"), ("jsonb_path_query", "`jsonb_path_query`")])
 def test_identifier_boost_works_with_bm25(conn, mini_strategy, query, phrase):
-    sid = mini_strategy["strategy_id"]
+    sid = mini_strategy.strategy_id
     hits = keyword_search(conn, sid, query, 10, KeywordParams(rank="bm25", identifier_boost=10.0))
     plain = keyword_search(conn, sid, query, 10, KeywordParams(rank="bm25", identifier_boost=0.0))
     text = conn.execute("SELECT text FROM chunks WHERE strategy_id = %s AND chunk_id = %s", (sid, hits[0].chunk_id)).fetchone()[0]
@@ -241,7 +241,7 @@ def test_bm25_hybrid_in_sql_equals_python_rrf_and_filters_apply(conn, mini_strat
     sq = Retriever(conn, mini_strategy, embedder, RetrievalParams(variant="hybrid", keyword=kw, fusion=fusion, engine="sql"))
     for q in ("work_mem", "build an index without blocking writes", "deadlock", "memory"):
         assert [(h.chunk_id, h.score) for h in py.search(q, 30).hits] == [(h.chunk_id, h.score) for h in sq.search(q, 30).hits]
-    sid = mini_strategy["strategy_id"]
+    sid = mini_strategy.strategy_id
     only = keyword_search(conn, sid, "memory index", 50, kw, Filters(doc_types=("config",)))
     assert only and {h.doc_type for h in only} == {"config"}
     assert len(only) < len(keyword_search(conn, sid, "memory index", 50, kw))
@@ -288,7 +288,7 @@ def test_a_strategy_without_statistics_is_an_error_not_an_empty_list(conn, mini_
 
     from rag_experiments.errors import DatabaseError
 
-    sid = mini_strategy["strategy_id"]
+    sid = mini_strategy.strategy_id
     with conn.transaction():
         conn.execute("DELETE FROM bm25_stats WHERE strategy_id = %s", (sid,))
         with pytest.raises(DatabaseError, match="no BM25 statistics"):

@@ -19,6 +19,7 @@ from rag_experiments.retrieval.filters import Filters
 from rag_experiments.retrieval.fusion import FusionParams
 from rag_experiments.retrieval.legs import KeywordParams
 from rag_experiments.retrieval.retriever import RetrievalParams, Retriever
+from rag_experiments.store import StrategyInfo
 
 # text with the characters string joins use as separators
 text = st.text(alphabet=st.sampled_from("ab,;|=\t\n:"), max_size=6)
@@ -59,9 +60,7 @@ def test_keyword_keys_are_equal_exactly_when_the_parameters_are(a, b):
 
 
 def _retriever(sid: str, digest: str, model: str, index: str | None, params: RetrievalParams) -> Retriever:
-    strategy = {"strategy_id": sid, "content_digest": digest, "dim": 3}
-    if index is not None:
-        strategy["hnsw_index"] = index
+    strategy = StrategyInfo(sid, "corpus", "heading", {}, model, 3, digest, 0, index)
     return Retriever(None, strategy, SimpleNamespace(model_id=model), params)
 
 
@@ -74,7 +73,7 @@ leg_inputs = st.tuples(
 def _leg_key(inputs) -> str:
     leg, sid, digest, model, index, query, depth, ef, flt, kw = inputs
     params = RetrievalParams(fusion=FusionParams(depth=depth), ef_search=ef, filters=flt, keyword=kw)
-    return _retriever(sid, digest, model, index, params)._leg_key(leg, query)
+    return _retriever(sid, digest, model, index, params).leg_key(leg, query)
 
 
 def _leg_meaning(inputs) -> tuple:
@@ -94,8 +93,8 @@ def test_another_hnsw_index_is_another_vector_list():
     """A sweep over retrieval.hnsw.m rebuilds the strategy's index: the vector lists (and the ANN
     recall) measured on the old index must not be served for the new one."""
     p = RetrievalParams()
-    a = _retriever("s", "d", "m", "hnsw_s_m16_ef64", p)._leg_key("vector", "q")
-    b = _retriever("s", "d", "m", "hnsw_s_m8_ef64", p)._leg_key("vector", "q")
+    a = _retriever("s", "d", "m", "hnsw_s_m16_ef64", p).leg_key("vector", "q")
+    b = _retriever("s", "d", "m", "hnsw_s_m8_ef64", p).leg_key("vector", "q")
     assert a != b
 
 
@@ -127,19 +126,17 @@ def test_kinds_keep_caches_apart():
 
 
 def test_ann_recall_memo_key_covers_the_index(monkeypatch):
-    from rag_experiments import experiment
-
     p = RetrievalParams()
     r1 = _retriever("s", "d", "m", "hnsw_s_m16_ef64", p)
     r2 = _retriever("s", "d", "m", "hnsw_s_m8_ef64", p)
-    assert experiment.ann_recall_key(r1, ["q"]) != experiment.ann_recall_key(r2, ["q"])
-    retriever_module.forget_memos()
+    assert r1.ann_recall_key(["q"]) != r2.ann_recall_key(["q"])
+    retriever_module.MEMO.clear()
 
 
 def test_comma_filter_does_not_serve_the_two_type_filter_its_empty_lists(conn, mini_strategy, embedder):
     """End to end on the real caches: the one-type filter matches nothing; the two-type filter
     run after it must compute its own lists, not reuse the empty ones."""
-    retriever_module.forget_memos()
+    retriever_module.MEMO.clear()
     queries = ["work_mem", "What does SQLSTATE 23505 mean?"]
     one = Retriever(conn, mini_strategy, embedder, RetrievalParams(filters=Filters(doc_types=("config,errcodes",))))
     assert all(not r.hits for r in one.search_many(queries, 5))
@@ -154,25 +151,25 @@ def test_a_new_version_of_the_legs_code_is_a_new_key(monkeypatch):
     """Sibling: candidate lists cached by older leg code (another tsquery expression, another
     identifier rule) were served to newer code; the code version is part of the key now."""
     r = _retriever("s", "d", "m", "i", RetrievalParams())
-    before = r._leg_key("keyword", "q")
+    before = r.leg_key("keyword", "q")
     monkeypatch.setattr(retriever_module, "LEGS_VERSION", 2)
-    assert r._leg_key("keyword", "q") != before
+    assert r.leg_key("keyword", "q") != before
 
 
 def test_rebuilding_the_hnsw_index_with_other_parameters_recomputes_the_vector_lists(conn, mini_docs, embedder):
     """Sibling, end to end: a sweep over retrieval.hnsw.m re-ingests with another index (the old
     one is dropped); the vector lists measured on the old index were served for the new one."""
     from rag_experiments.chunking import ChunkingParams
-    from rag_experiments.store import HnswParams, hnsw_index_name, ingest, strategy_info
+    from rag_experiments.store import HnswParams, ingest, strategy_info
 
     def search(hnsw: HnswParams) -> Retriever:
         report = ingest(conn, mini_docs, ChunkingParams("heading", 60), embedder, hnsw)
-        strategy = {**strategy_info(conn, report.strategy_id), "hnsw_index": hnsw_index_name(report.strategy_id, hnsw)}
+        strategy = strategy_info(conn, report.strategy_id, hnsw)
         r = Retriever(conn, strategy, embedder, RetrievalParams(variant="vector"))
         r.search_many(["work_mem", "deadlock error code"], 5)
         return r
 
-    retriever_module.forget_memos()
+    retriever_module.MEMO.clear()
     search(HnswParams(m=16, ef_construction=64))
     again = search(HnswParams(m=4, ef_construction=8))
     assert again.stats.leg_lists_computed == 2 and again.stats.leg_lists_cached == 0

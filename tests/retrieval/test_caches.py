@@ -30,7 +30,7 @@ def db(fresh_db_url):
 
 def counts(conn, strategy, embedder, params=RetrievalParams(variant="hybrid")) -> tuple[int, int, int]:
     """(query embeddings computed, leg lists computed, leg lists from the cache) for one new run."""
-    retriever_module.forget_memos()
+    retriever_module.MEMO.clear()
     r = Retriever(conn, strategy, embedder, params)
     r.search_many(QUERIES, 20)
     return r.stats.query_embeddings_computed, r.stats.leg_lists_computed, r.stats.leg_lists_cached
@@ -58,7 +58,7 @@ def test_each_change_recomputes_only_what_it_touches(db, mini_docs, embedder):
     edited = [replace(d, text=d.text + "\n\nAn added closing paragraph about work_mem.\n") if i == 0 else d
               for i, d in enumerate(mini_docs)]
     heading2 = strategy_info(db, ingest(db, edited, ChunkingParams("heading", 60), embedder).strategy_id)
-    assert heading2["strategy_id"] == heading["strategy_id"] and heading2["content_digest"] != heading["content_digest"]
+    assert heading2.strategy_id == heading.strategy_id and heading2.content_digest != heading.content_digest
     assert counts(db, heading2, embedder) == (0, 2 * n, 0)
 
 
@@ -77,7 +77,7 @@ def test_another_embedding_model_recomputes_query_embeddings_and_lists(db, mini_
     params = ChunkingParams("heading", 60)
     onnx_strategy = strategy_info(db, ingest(db, mini_docs, params, embedder).strategy_id)
     st_strategy = strategy_info(db, ingest(db, mini_docs, params, st).strategy_id)
-    assert st_strategy["strategy_id"] != onnx_strategy["strategy_id"]
+    assert st_strategy.strategy_id != onnx_strategy.strategy_id
     assert counts(db, onnx_strategy, embedder, RetrievalParams(variant="vector")) == (n, n, 0)
     assert counts(db, st_strategy, st, RetrievalParams(variant="vector")) == (n, n, 0)
     assert counts(db, onnx_strategy, embedder, RetrievalParams(variant="vector")) == (0, 0, n)

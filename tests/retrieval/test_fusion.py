@@ -4,19 +4,20 @@ import pytest
 
 from rag_experiments.errors import ConfigError
 from rag_experiments.retrieval.fusion import FusionParams, rrf
-from rag_experiments.retrieval.legs import KeywordParams, LegHit
+from rag_experiments.retrieval.legs import KeywordParams
 from rag_experiments.retrieval.retriever import Retriever, RetrievalParams
+from rag_experiments.types import Hit
 
 
-def _h(cid: str) -> LegHit:
-    return LegHit(cid, "d", "u", "t", 0, 1, 0.0)
+def _h(cid: str) -> Hit:
+    return Hit(cid, "d", "u", "t", 0, 1, 0.0, 0)
 
 
 def test_rrf_hand_worked_with_ties():
     # vector: a, b, c ; keyword: c, d ; k = 1, unit weights
     # a: 1/2 = .5 ; b: 1/3 ; c: 1/4 + 1/2 = .75 ; d: 1/3  -> b and d tie: chunk id breaks it
     fused = rrf({"vector": [_h("a"), _h("b"), _h("c")], "keyword": [_h("c"), _h("d")]}, FusionParams(rrf_k=1, depth=10))
-    assert [(f.hit.chunk_id, round(f.score, 6)) for f in fused] == [
+    assert [(f.chunk_id, round(f.score, 6)) for f in fused] == [
         ("c", 0.75), ("a", 0.5), ("b", 0.333333), ("d", 0.333333)]
     assert fused[0].leg_ranks == {"vector": 3, "keyword": 1}
 
@@ -24,9 +25,9 @@ def test_rrf_hand_worked_with_ties():
 def test_rrf_weights_and_depth():
     legs = {"vector": [_h("a"), _h("b")], "keyword": [_h("b"), _h("a")]}
     fused = rrf(legs, FusionParams(rrf_k=60, vector_weight=2.0, keyword_weight=1.0, depth=10))
-    assert fused[0].hit.chunk_id == "a"  # vector leg weighs double
+    assert fused[0].chunk_id == "a"  # vector leg weighs double
     shallow = rrf({"vector": [_h("a"), _h("b"), _h("c")]}, FusionParams(depth=2))
-    assert [f.hit.chunk_id for f in shallow] == ["a", "b"]
+    assert [f.chunk_id for f in shallow] == ["a", "b"]
 
 
 def test_rrf_agrees_with_ranx():
@@ -38,7 +39,7 @@ def test_rrf_agrees_with_ranx():
     theirs = ranx.fuse(runs, method="rrf", params={"k": 60})
     theirs_scores = theirs.to_dict()["q"]
     for f in ours:
-        assert f.score == pytest.approx(theirs_scores[f.hit.chunk_id], rel=1e-12)
+        assert f.score == pytest.approx(theirs_scores[f.chunk_id], rel=1e-12)
 
 
 @pytest.mark.parametrize("kwargs, key", [({"rrf_k": 0}, "fusion.rrf_k"), ({"vector_weight": -1}, "fusion.vector_weight"),

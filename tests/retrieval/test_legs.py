@@ -32,7 +32,7 @@ def test_english_parser_breaks_identifiers(conn):
 
 @pytest.mark.parametrize("query, phrase", sorted(EXACT.items()))
 def test_exact_identifiers_rank_first_with_identifier_matching(conn, mini_strategy, query, phrase):
-    sid = mini_strategy["strategy_id"]
+    sid = mini_strategy.strategy_id
     hits = keyword_search(conn, sid, query, 10, KeywordParams())
     text = conn.execute("SELECT text FROM chunks WHERE strategy_id = %s AND chunk_id = %s", (sid, hits[0].chunk_id)).fetchone()[0]
     assert phrase in text
@@ -41,7 +41,7 @@ def test_exact_identifiers_rank_first_with_identifier_matching(conn, mini_strate
 def test_identifier_matching_fixes_what_the_parser_breaks(conn, mini_strategy):
     """Without identifier matching, 'work_mem' is 'work' | 'mem' and maintenance_work_mem's
     chunk competes with work_mem's; with it, the exact parameter wins by a clear margin."""
-    sid = mini_strategy["strategy_id"]
+    sid = mini_strategy.strategy_id
     plain = keyword_search(conn, sid, "work_mem", 10, KeywordParams(identifier_boost=0.0))
     boosted = keyword_search(conn, sid, "work_mem", 10, KeywordParams(identifier_boost=1.0))
     assert boosted[0].score > 1.0 > plain[0].score
@@ -52,7 +52,7 @@ def test_identifier_matching_fixes_what_the_parser_breaks(conn, mini_strategy):
 
 
 def test_and_mode_collapses_on_questions(conn, mini_strategy):
-    sid = mini_strategy["strategy_id"]
+    sid = mini_strategy.strategy_id
     q = "how much memory can a sort or hash table use before writing temporary files"
     assert len(keyword_search(conn, sid, q, 10, KeywordParams(tsquery="and"))) == 0
     assert len(keyword_search(conn, sid, q, 10, KeywordParams(tsquery="or"))) > 0
@@ -61,17 +61,17 @@ def test_and_mode_collapses_on_questions(conn, mini_strategy):
 def test_ef_search_is_raised_to_the_depth(conn, many_chunks_strategy, embedder):
     """(seqscan, bitmap scans and sorts are penalised so the planner uses HNSW on this small table)"""
     s = many_chunks_strategy
-    assert s["n_chunks"] > 300
+    assert s.n_chunks > 300
     qvec = embedder.embed(["memory for sorting"])[0]
     with conn.transaction():
         conn.execute("SET LOCAL enable_seqscan = off")
         conn.execute("SET LOCAL enable_bitmapscan = off")
         conn.execute("SET LOCAL enable_sort = off")
-        hits = vector_search(conn, s["strategy_id"], qvec, 100, s["dim"])
+        hits = vector_search(conn, s.strategy_id, qvec, 100, s.dim)
     assert len(hits) == 100
     # what happens without the fix: ef_search 40 silently returns at most ~40 rows
-    stmt, bind = vector_sql(s["dim"], Filters())
-    bind.update({"qvec": qvec, "sid": s["strategy_id"], "depth": 100})
+    stmt, bind = vector_sql(s.dim, Filters())
+    bind.update({"qvec": qvec, "sid": s.strategy_id, "depth": 100})
     with conn.transaction():
         conn.execute("SET LOCAL enable_seqscan = off")
         conn.execute("SET LOCAL enable_bitmapscan = off")
@@ -84,18 +84,18 @@ def test_ef_search_is_raised_to_the_depth(conn, many_chunks_strategy, embedder):
 def test_filtered_vector_search_is_not_starved(conn, many_chunks_strategy, embedder):
     s = many_chunks_strategy
     n_tut = conn.execute("SELECT count(*) FROM chunks WHERE strategy_id = %s AND doc_type = 'tutorial'",
-                         (s["strategy_id"],)).fetchone()[0]
+                         (s.strategy_id,)).fetchone()[0]
     qvec = embedder.embed(["unique violation error code"])[0]  # far from the tutorial chunks
     with conn.transaction():
         conn.execute("SET LOCAL enable_seqscan = off")
         conn.execute("SET LOCAL enable_bitmapscan = off")
         conn.execute("SET LOCAL enable_sort = off")
-        hits = vector_search(conn, s["strategy_id"], qvec, 30, s["dim"], Filters(doc_types=("tutorial",)))
+        hits = vector_search(conn, s.strategy_id, qvec, 30, s.dim, Filters(doc_types=("tutorial",)))
     assert len(hits) == min(30, n_tut) and {h.doc_type for h in hits} == {"tutorial"}
 
 
 def test_filters_are_parameterized_not_formatted(conn, mini_strategy, embedder):
-    sid = mini_strategy["strategy_id"]
+    sid = mini_strategy.strategy_id
     evil = "x'); DROP TABLE chunks; --"
     assert keyword_search(conn, sid, "memory", 10, filters=Filters(doc_types=(evil,))) == []
     assert keyword_search(conn, sid, "memory", 10, filters=Filters(source_uri_prefix=evil)) == []

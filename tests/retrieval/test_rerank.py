@@ -84,12 +84,12 @@ def test_api_reranker_scores_are_cached_and_costed(conn, mini_strategy, embedder
         first = Retriever(conn, mini_strategy, embedder, p)
         first.search("How much memory may a sort use? " + name)
         assert len(api.log) == 2
-        usage = first._reranker.usage()
+        usage = first.reranker.usage()
         assert usage["rerank.requests"] == 1 and usage["rerank.cost_usd"] > 0
         assert usage["rerank.tokens" if name == "voyage" else "rerank.search_units"] > 0
         again = Retriever(conn, mini_strategy, embedder, p)
         again.search("How much memory may a sort use? " + name)
-        assert len(api.log) == 2 and again._reranker.usage()["rerank.requests"] == 0  # cached: not paid twice
+        assert len(api.log) == 2 and again.reranker.usage()["rerank.requests"] == 0  # cached: not paid twice
 
 
 @pytest.mark.parametrize("name", ["voyage", "cohere"])
