@@ -20,6 +20,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# wall-clock columns differ between any two runs: they are timings, not results
+TIMING_COLUMNS = {"latency_ms"}
 
 
 def snapshot(out: Path) -> None:
@@ -45,7 +47,7 @@ def snapshot(out: Path) -> None:
             case_col = columns.index("case_id")
             for row in rows:
                 for name, value in zip(columns, row):
-                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    if name not in TIMING_COLUMNS and isinstance(value, (int, float)) and not isinstance(value, bool):
                         values[f"{variant}|{row[case_col]}|{name}"] = float(value)
     if len(runs) != 4 or not values:
         sys.exit(f"error: expected the 4 variants' runs with per-case tables, found {len(runs)} runs, {len(values)} values")
@@ -54,7 +56,8 @@ def snapshot(out: Path) -> None:
 
 
 def compare(a: Path, b: Path, tol: float) -> int:
-    va, vb = json.loads(a.read_text()), json.loads(b.read_text())
+    va, vb = ({k: v for k, v in json.loads(p.read_text()).items() if k.rsplit("|", 1)[-1] not in TIMING_COLUMNS}
+              for p in (a, b))
     if not va or not vb:
         print(f"error: {a if not va else b} holds no values: nothing to compare")
         return 1
