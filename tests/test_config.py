@@ -37,8 +37,8 @@ def test_every_experiment_preset_composes(preset):
 def test_defaults():
     s = settings_from_cfg(_compose())
     assert s.retrieval.variant == "hybrid" and s.chunking.name == "heading"
-    assert s.eval.ks == (5, 20) and s.retrieval.fusion.rrf_k == 60
-    assert s.golden_path.name == "demo.jsonl"
+    assert s.eval.ks == (5, 20) and s.fusion.rrf_k == 60
+    assert s.golden.file.name == "demo.jsonl"
 
 
 @pytest.mark.parametrize("override, key", [
