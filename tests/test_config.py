@@ -8,7 +8,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
-from rag_experiments.config import register_schema, settings_from_cfg
+from rag_experiments.config import Settings, register_schema, settings_from_cfg
 from rag_experiments.errors import ConfigError
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
@@ -32,6 +32,42 @@ def test_every_group_option_composes_and_validates(group, option):
 def test_every_experiment_preset_composes(preset):
     cfg = _compose([f"experiment={preset}"], return_hydra=True)
     settings_from_cfg(cfg)
+
+
+def _leaves(value, prefix=""):
+    """A settings value or config container as {dotted key: value} (tuples read as lists)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)
+                 if not f.metadata.get("omegaconf_ignore")}
+    if isinstance(value, dict):
+        return {k: v for key, sub in value.items() for k, v in _leaves(sub, f"{prefix}{key}.").items()}
+    return {prefix[:-1]: list(value) if isinstance(value, tuple) else value}
+
+
+# What the default group options choose on purpose, against their dataclass's default:
+# retrieval=hybrid (also keyword, hybrid_rerank) ranks the keyword leg with BM25, while
+# retrieval=vector keeps (and logs) KeywordParams' ts_rank, as before.
+CHOSEN_BY_DEFAULT_OPTIONS = {"retrieval.keyword.rank": ("bm25", "ts_rank")}
+
+
+def test_each_knob_has_one_default():
+    """A knob's default is its params dataclass field's; a group YAML that restates it must say the
+    same, so a YAML default that drifts from the dataclass (or the reverse) fails here."""
+    composed, declared = _leaves(settings_from_cfg(_compose())), _leaves(Settings())
+    assert composed.keys() == declared.keys()
+    differ = {k: (composed[k], declared[k]) for k in composed if composed[k] != declared[k]}
+    assert differ == CHOSEN_BY_DEFAULT_OPTIONS
+
+
+@pytest.mark.parametrize("overrides", [[], ["experiment=beir"], ["embedding=openai", "rerank=voyage"]])
+def test_settings_mirror_the_config_tree(overrides):
+    """settings.<group>.<key> is the composed <group>.<key>, for every key (one shape)."""
+    from omegaconf import OmegaConf
+
+    cfg = _compose(overrides)
+    assert _leaves(settings_from_cfg(cfg)) == _leaves(OmegaConf.to_container(cfg, resolve=True))
 
 
 def test_defaults():
