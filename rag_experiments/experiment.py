@@ -14,7 +14,7 @@ from pathlib import Path
 import psycopg
 
 from .cache_key import cache_key
-from .config import Settings, project_root
+from .config import Settings, project_path
 from .corpus.loader import DEMO, corpus_manifest, load_corpus
 from .db.connect import connect, resolve_database_url
 from .embedding.cost import CostGate, usage_metrics
@@ -49,10 +49,7 @@ class ExperimentResult:
 
 
 def corpus_path(settings: Settings) -> str | Path:
-    if settings.corpus.path == DEMO:
-        return DEMO
-    p = Path(settings.corpus.path).expanduser()
-    return p if p.is_absolute() else project_root() / p
+    return DEMO if settings.corpus.path == DEMO else project_path(settings.corpus.path)
 
 
 def open_database(settings: Settings) -> psycopg.Connection:
