@@ -94,11 +94,22 @@ def test_defaults():
     ("retrieval.keyword.b=1.2", "retrieval.keyword.b"),
     ("retrieval.keyword.b=-0.1", "retrieval.keyword.b"),
     ("fusion.engine=spark", "fusion.engine"),
+    ("eval.level=page", "eval.level"),
+    ("eval.bootstrap_samples=-1", "eval.bootstrap_samples"),
+    ("retrieval.hnsw.m=1", "retrieval.hnsw"),
+    ("retrieval.hnsw.ef_search=0", "retrieval.hnsw.ef_search"),
+    ("embedding.batch_size=0", "embedding.batch_size"),
+    ("ingest.executor=spark", "ingest.executor"),
 ])
 def test_bad_values_are_rejected_with_the_key(override, key):
     with pytest.raises(ConfigError) as err:
         settings_from_cfg(_compose([override]))
     assert key in str(err.value)
+
+
+def test_checks_that_span_groups_name_both_keys():
+    with pytest.raises(ConfigError, match="fusion.engine=sql implements variant 'hybrid' only"):
+        settings_from_cfg(_compose(["retrieval=vector", "fusion.engine=sql"]))
 
 
 def test_wrong_types_and_unknown_options_fail_at_composition():
