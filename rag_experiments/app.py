@@ -47,21 +47,21 @@ class RetrieverSession:
         if not dry_run:
             check_credentials(settings)
         self.conn = open_database(settings)
-        docs = load_corpus(corpus_path(settings), settings.corpus_name)
+        docs = load_corpus(corpus_path(settings), settings.corpus.name)
         self._docs = {d.doc_id: d for d in docs}
         self._by_uri = {d.source_uri: d for d in docs}
         self.embedder = load_settings_embedder(settings)
-        self.cost_gate = CostGate(self.embedder, confirm=settings.embedding_options.confirm and not yes,
+        self.cost_gate = CostGate(self.embedder, confirm=settings.embedding.confirm and not yes,
                                   dry_run=dry_run)
         try:
-            self.ingest_report = ingest(self.conn, docs, settings.chunking, self.embedder, settings.hnsw,
-                                        progress=progress, model_batch_size=settings.embedding_batch_size,
+            self.ingest_report = ingest(self.conn, docs, settings.chunking, self.embedder, settings.retrieval.hnsw,
+                                        progress=progress, model_batch_size=settings.embedding.batch_size,
                                         before_paying=self.cost_gate)
         except BaseException:
             self.conn.close()
             raise
-        self.strategy = strategy_info(self.conn, self.ingest_report.strategy_id, settings.hnsw)
-        self.retriever = Retriever(self.conn, self.strategy, self.embedder, settings.retrieval)
+        self.strategy = strategy_info(self.conn, self.ingest_report.strategy_id, settings.retrieval.hnsw)
+        self.retriever = Retriever(self.conn, self.strategy, self.embedder, settings.retriever_params)
 
     @property
     def strategy_id(self) -> str:

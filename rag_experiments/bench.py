@@ -318,7 +318,6 @@ def _forget_in_process_caches() -> None:
 
 def bench_evaluation(url: str, settings, table: Table) -> None:
     from .experiment import run_experiment
-    from .retrieval.fusion import FusionParams
 
     conn = psycopg.connect(url, autocommit=True)
     for variant in ("vector", "keyword", "hybrid", "hybrid_rerank"):
@@ -336,9 +335,7 @@ def bench_evaluation(url: str, settings, table: Table) -> None:
         t = time.perf_counter()
         run_experiment(s, c)
         warm_s = time.perf_counter() - t
-        marginal = replace(s, retrieval=replace(s.retrieval, fusion=FusionParams(
-            rrf_k=s.retrieval.fusion.rrf_k + 17, vector_weight=s.retrieval.fusion.vector_weight,
-            keyword_weight=s.retrieval.fusion.keyword_weight, depth=s.retrieval.fusion.depth)))
+        marginal = replace(s, fusion=replace(s.fusion, rrf_k=s.fusion.rrf_k + 17))
         t = time.perf_counter()
         run_experiment(marginal, c)
         marg_s = time.perf_counter() - t
@@ -442,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
         corpus_name = args.corpus_name or Path(args.corpus).resolve().name
         corpus_overrides = [f"corpus.path={Path(args.corpus).resolve()}", f"corpus.name={corpus_name}"]
     settings, _ = compose_settings(["progress=false", "tracking.enabled=false", *corpus_overrides])
-    admin = resolve_database_url(settings.db_url, settings.pgdata)
+    admin = resolve_database_url(settings.db.url, settings.db.pgdata_dir)
     name = f"rag_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin, autocommit=True) as c:
         c.execute(f'CREATE DATABASE "{name}"')
@@ -454,19 +451,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         conn = connect(url)
         table.add("machine", "PostgreSQL", conn.execute("SHOW server_version").fetchone()[0])
-        table.add("machine", "corpus", settings.corpus_name)
-        docs = load_corpus(settings.corpus_path, settings.corpus_name)
+        table.add("machine", "corpus", settings.corpus.name)
+        docs = load_corpus(settings.corpus.path, settings.corpus.name)
         embedder = load_embedder()
         if "ingest" not in skip:
             bench_ingest(conn, docs, embedder, [s for s in args.strategies.split(",") if s], table)
-        rep = ingest(conn, docs, settings.chunking, embedder, settings.hnsw)
-        strategy = strategy_info(conn, rep.strategy_id, settings.hnsw)
+        rep = ingest(conn, docs, settings.chunking, embedder, settings.retrieval.hnsw)
+        strategy = strategy_info(conn, rep.strategy_id, settings.retrieval.hnsw)
         if "bm25" not in skip:
             bench_bm25_statistics(conn, strategy, None if rep.unchanged else rep.seconds, table)
         hnsw_size = conn.execute("SELECT pg_size_pretty(pg_relation_size(%s::regclass))",
-                                 (hnsw_index_name(rep.strategy_id, settings.hnsw),)).fetchone()[0]
+                                 (hnsw_index_name(rep.strategy_id, settings.retrieval.hnsw),)).fetchone()[0]
         table.add("ingest", f"default strategy: {len(docs)} documents, {rep.n_chunks} chunks; HNSW index", str(hnsw_size))
-        golden = load_golden(settings.golden_path)
+        golden = load_golden(settings.golden.file)
         # a case no run can search (see limits.py) would time nothing but its own failure
         queries = [c.query for c in golden.scorable if not query_problem(c.query)][: args.queries]
         if "latency" not in skip:

@@ -1,23 +1,25 @@
-"""The Hydra structured-config schema, and its conversion to plain typed settings.
+"""The config tree as typed values: each Hydra config group *is* the frozen dataclass it builds.
 
-Two layers on purpose: the schema (OmegaConf-typed dataclasses, registered in Hydra's
-ConfigStore as ``base_config``) rejects wrong *types* at composition time; converting it
-with :func:`settings_from_cfg` into the frozen value dataclasses of the lower layers rejects
-wrong *values* (``rrf_k <= 0``, negative weights, ``depth`` below the largest k, unknown
-variant) before any work starts, with a message naming the key. Below this module nothing
-imports hydra or omegaconf.
+:class:`Settings` is the root, registered in Hydra's ConfigStore as ``base_config``; its fields
+are the groups' params dataclasses (``ChunkingParams``, ``FusionParams``, ``HnswParams`` ...), each
+the one place its knobs are declared, defaulted and checked (``__post_init__`` raises a
+ConfigError naming the key). OmegaConf rejects wrong *types* at composition;
+:func:`settings_from_cfg` rejects unknown keys, then ``OmegaConf.to_object`` builds the
+dataclasses (each checking its values) and ``Settings.__post_init__`` checks what spans groups.
+A new knob is a dataclass field (plus its line in the group's YAML, where that file lists its
+knobs). Below this module nothing imports hydra or omegaconf.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from .chunking import ChunkingParams
-from .embedding.options import EmbeddingOptions
-from .embedding.base import check_embedder_name
+from .embedding.options import EmbeddingParams
 from .errors import ConfigError
 from .evaluation.evaluate import EvalParams
 from .evaluation.metric_key import MetricKey
@@ -25,130 +27,62 @@ from .retrieval.filters import Filters
 from .retrieval.fusion import FusionParams
 from .retrieval.legs import KeywordParams
 from .retrieval.rerank import RerankParams
-from .scale.executors import IngestParams
 from .retrieval.retriever import RetrievalParams
+from .scale.executors import IngestParams
 from .store import HnswParams
 
 
-# -- schema (what Hydra composes) ---------------------------------------------------------------
-@dataclass
-class CorpusSchema:
+def project_root() -> Path:
+    return Path(os.environ.get("RAG_EXP_HOME", os.getcwd())).resolve()
+
+
+def project_path(path: str) -> Path:
+    """A configured path: absolute as given, else under the project root."""
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else project_root() / p
+
+
+@dataclass(frozen=True)
+class CorpusParams:
     path: str = "demo"  # 'demo' = the shipped corpus, else a folder of .md files
-    name: Optional[str] = None
+    name: str | None = "demo"  # the database keys documents by corpus name
 
 
-@dataclass
-class ChunkingSchema:
-    name: str = "heading"
-    max_tokens: int = 200
-    overlap: int = 0
-    breadcrumbs: bool = True
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """The ``retrieval`` group. With ``fusion`` and ``rerank`` it makes the Retriever's
+    :class:`RetrievalParams` (:attr:`Settings.retriever_params`), which checks ``variant``."""
 
-
-@dataclass
-class EmbeddingSchema:
-    name: str = "minilm-onnx"  # minilm-onnx | st:<model or path> | voyage | openai
-    batch_size: int = 16
-    # API embedders (embedding=voyage / embedding=openai); keys come from the environment only
-    model: str = ""
-    dimensions: Optional[int] = None
-    input_types: bool = True
-    base_url: Optional[str] = None
-    query_prefix: str = ""
-    document_prefix: str = ""
-    price_per_mtok: Optional[float] = None
-    confirm: bool = True
-    max_batch_texts: Optional[int] = None
-    max_batch_tokens: Optional[int] = None
-    max_retries: int = 4
-    timeout: float = 60.0
-
-
-@dataclass
-class IngestSchema:
-    executor: str = "local"  # local | ray: who embeds the documents (ingest.executor=ray: a Ray cluster)
-    ray_address: Optional[str] = None  # None: $RAY_ADDRESS, else a local Ray
-
-
-@dataclass
-class KeywordSchema:
-    tsquery: str = "or"
-    rank: str = "ts_rank"  # ts_rank | ts_rank_cd | bm25
-    normalization: int = 1  # ts_rank's
-    identifier_boost: float = 1.0
-    k1: float = 0.9  # bm25's (Anserini's defaults)
-    b: float = 0.4
-
-
-@dataclass
-class FiltersSchema:
-    doc_types: list[str] = field(default_factory=list)
-    source_uri_prefix: Optional[str] = None
-
-
-@dataclass
-class HnswSchema:
-    m: int = 16
-    ef_construction: int = 64
-    ef_search: Optional[int] = None  # None: max(40, depth)
-
-
-@dataclass
-class RetrievalSchema:
-    variant: str = "hybrid"
-    keyword: KeywordSchema = field(default_factory=KeywordSchema)
-    filters: FiltersSchema = field(default_factory=FiltersSchema)
-    hnsw: HnswSchema = field(default_factory=HnswSchema)
+    variant: str = "hybrid"  # vector | keyword | hybrid | hybrid_rerank
+    keyword: KeywordParams = field(default_factory=KeywordParams)
+    filters: Filters = field(default_factory=Filters)
+    hnsw: HnswParams = field(default_factory=HnswParams)
     use_cache: bool = True
 
 
-@dataclass
-class FusionSchema:
-    rrf_k: int = 60
-    vector_weight: float = 1.0
-    keyword_weight: float = 1.0
-    depth: int = 50
-    engine: str = "python"
-
-
-@dataclass
-class RerankSchema:
-    name: str = "maxsim"
-    model: str = ""
-    cutoff: int = 20
-    base_url: Optional[str] = None  # rerank=voyage / cohere: another endpoint (a test stub)
-    price: Optional[float] = None  # voyage: USD per million tokens; cohere: USD per 1,000 searches
-    max_retries: int = 4
-
-
-@dataclass
-class GoldenSchema:
+@dataclass(frozen=True)
+class GoldenParams:
     path: str = "experiments/golden/demo.jsonl"
 
-
-@dataclass
-class EvalSchema:
-    ks: list[int] = field(default_factory=lambda: [5, 20])
-    mrr_k: int = 10
-    ndcg_k: int = 10
-    judged_k: int = 10
-    min_coverage: float = 0.5
-    level: str = "chunk"  # chunk | document (collapse chunk hits to documents: benchmarks)
-    bootstrap_samples: int = 1000
-    seed: int = 13
-    ann_recall_queries: int = 50  # queries for the vector leg's ANN recall vs exact KNN (0: skip)
+    @property
+    def file(self) -> Path:
+        return project_path(self.path)
 
 
-@dataclass
-class DbSchema:
-    url: Optional[str] = None  # None: $DATABASE_URL, else the embedded server
-    pgdata: Optional[str] = None  # embedded server data folder (default .rag-exp/pgdata)
+@dataclass(frozen=True)
+class DbParams:
+    url: str | None = None  # None: $DATABASE_URL, else the embedded server
+    pgdata: str | None = None  # embedded server data folder (default .rag-exp/pgdata)
+
+    @property
+    def pgdata_dir(self) -> Path | None:
+        return project_path(self.pgdata) if self.pgdata else None
 
 
-@dataclass
-class TrackingSchema:
+@dataclass(frozen=True)
+class TrackingParams:
     enabled: bool = True
-    uri: Optional[str] = None  # None: $MLFLOW_TRACKING_URI, else sqlite under ./mlruns
+    uri: str | None = None  # None: $MLFLOW_TRACKING_URI, else sqlite under ./mlruns
     experiment: str = "rag-experiments"
     log_per_case: bool = True
     plots: bool = True
@@ -157,66 +91,68 @@ class TrackingSchema:
     log_intervals: bool = False  # every 95% interval as metrics too (default: the objective's; all in intervals.json)
 
 
-@dataclass
-class RootSchema:
-    corpus: CorpusSchema = field(default_factory=CorpusSchema)
-    chunking: ChunkingSchema = field(default_factory=ChunkingSchema)
-    embedding: EmbeddingSchema = field(default_factory=EmbeddingSchema)
-    ingest: IngestSchema = field(default_factory=IngestSchema)
-    retrieval: RetrievalSchema = field(default_factory=RetrievalSchema)
-    fusion: FusionSchema = field(default_factory=FusionSchema)
-    rerank: RerankSchema = field(default_factory=RerankSchema)
-    golden: GoldenSchema = field(default_factory=GoldenSchema)
-    eval: EvalSchema = field(default_factory=EvalSchema)
-    db: DbSchema = field(default_factory=DbSchema)
-    tracking: TrackingSchema = field(default_factory=TrackingSchema)
+@dataclass(frozen=True)
+class Settings:
+    """The whole config tree (``settings.fusion.rrf_k`` is ``fusion.rrf_k``)."""
+
+    corpus: CorpusParams = field(default_factory=CorpusParams)
+    chunking: ChunkingParams = field(default_factory=ChunkingParams)
+    embedding: EmbeddingParams = field(default_factory=EmbeddingParams)
+    ingest: IngestParams = field(default_factory=IngestParams)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    fusion: FusionParams = field(default_factory=FusionParams)
+    rerank: RerankParams = field(default_factory=RerankParams)
+    golden: GoldenParams = field(default_factory=GoldenParams)
+    eval: EvalParams = field(default_factory=EvalParams)
+    db: DbParams = field(default_factory=DbParams)
+    tracking: TrackingParams = field(default_factory=TrackingParams)
     objective: str = "recall_at_5"
-    run_name: Optional[str] = None
+    run_name: str | None = None
     progress: bool = True
+
+    def __post_init__(self) -> None:
+        """The checks that span groups (each group checks its own values)."""
+        largest_k = max(self.eval.ks)
+        if self.fusion.depth < largest_k:
+            raise ConfigError(
+                f"fusion.depth: {self.fusion.depth} is below the largest eval k ({largest_k}); "
+                f"recall@{largest_k} would be capped. Set fusion.depth >= {largest_k}"
+            )
+        self.retriever_params  # noqa: B018 - checks retrieval.variant (and fusion.engine with it)
+        if MetricKey.parse(self.objective).on(None) not in self.eval.metric_keys():
+            raise ConfigError(f"objective: {self.objective!r} is not a logged metric; choose one of "
+                              f"{', '.join(self.eval.metric_names())} (optionally with a .segment suffix)")
+
+    @property
+    def retriever_params(self) -> RetrievalParams:
+        r = self.retrieval
+        return RetrievalParams(variant=r.variant, keyword=r.keyword, fusion=self.fusion, rerank=self.rerank,
+                               filters=r.filters, ef_search=r.hnsw.ef_search, use_cache=r.use_cache)
+
+
+@cache
+def schema() -> Any:
+    """``Settings`` as an OmegaConf node that Hydra can merge into: frozen dataclasses make
+    read-only nodes, so the flag is cleared (``to_object`` still builds frozen values)."""
+    from omegaconf import OmegaConf
+
+    def writable(node: Any) -> Any:
+        OmegaConf.set_readonly(node, None)
+        for key in node:
+            if OmegaConf.is_dict(node[key]):
+                writable(node[key])
+        return node
+
+    return writable(OmegaConf.structured(Settings))
 
 
 def register_schema() -> None:
     from hydra.core.config_store import ConfigStore
 
-    ConfigStore.instance().store(name="base_config", node=RootSchema)
+    ConfigStore.instance().store(name="base_config", node=schema())
 
 
-# -- typed settings (what the pipeline uses) -------------------------------------------------
-@dataclass(frozen=True)
-class Settings:
-    corpus_path: str
-    corpus_name: str | None
-    chunking: ChunkingParams
-    embedding_name: str
-    embedding_batch_size: int
-    ingest: IngestParams
-    retrieval: RetrievalParams
-    hnsw: HnswParams
-    golden_path: Path
-    eval: EvalParams
-    eval_level: str
-    bootstrap_samples: int
-    seed: int
-    ann_recall_queries: int
-    db_url: str | None
-    pgdata: Path | None
-    tracking: dict
-    objective: str
-    run_name: str | None
-    progress: bool
-    embedding_options: EmbeddingOptions = EmbeddingOptions()
-
-
-def project_root() -> Path:
-    return Path(os.environ.get("RAG_EXP_HOME", os.getcwd())).resolve()
-
-
-def _abs(path: str) -> Path:
-    p = Path(path).expanduser()
-    return p if p.is_absolute() else project_root() / p
-
-
-def reject_unknown_keys(c: dict, schema: type = RootSchema, prefix: str = "") -> None:
+def reject_unknown_keys(c: dict, node: type = Settings, prefix: str = "") -> None:
     """A key the schema does not know is a typo, never a setting: Hydra's own hint for
     ``fusion.rrfk=3`` is ``+fusion.rrfk=3``, which appends the key and leaves ``rrf_k`` at its
     default while the run logs ``fusion.rrfk=3``. ConfigError names the key (and the closest known)."""
@@ -224,8 +160,8 @@ def reject_unknown_keys(c: dict, schema: type = RootSchema, prefix: str = "") ->
     import difflib
     import typing
 
-    hints = typing.get_type_hints(schema)
-    known = [f.name for f in dataclasses.fields(schema)]
+    hints = typing.get_type_hints(node)
+    known = [f.name for f in dataclasses.fields(node) if not f.metadata.get("omegaconf_ignore")]
     for key, value in c.items():
         path = f"{prefix}{key}"
         if key not in known:
@@ -273,81 +209,12 @@ def exit_on_unknown_override_keys(argv: list[str], conf_dir: Path) -> None:
 
 
 def settings_from_cfg(cfg: Any) -> Settings:
-    """Validate every value and build the typed settings; ConfigError names the offending key."""
+    """Reject unknown keys, then build the typed settings: every group checks its values, then
+    :class:`Settings` what spans groups; ConfigError names the offending key."""
     from omegaconf import OmegaConf
 
     # the hydra node (present with return_hydra_config) holds job-time interpolations: skip it
     c = {k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k]) else cfg[k]
          for k in cfg if k != "hydra"}
     reject_unknown_keys(c)
-    ev = c["eval"]
-    r = c["retrieval"]
-    f = c["fusion"]
-    eval_params = EvalParams(
-        ks=tuple(int(k) for k in ev["ks"]), mrr_k=ev["mrr_k"], ndcg_k=ev["ndcg_k"],
-        judged_k=ev["judged_k"], min_coverage=ev["min_coverage"],
-    )
-    if ev["level"] not in ("chunk", "document"):
-        raise ConfigError(f"eval.level: must be 'chunk' or 'document', got {ev['level']!r}")
-    fusion = FusionParams(rrf_k=f["rrf_k"], vector_weight=f["vector_weight"],
-                          keyword_weight=f["keyword_weight"], depth=f["depth"])
-    largest_k = max(eval_params.ks)
-    if fusion.depth < largest_k:
-        raise ConfigError(
-            f"fusion.depth: {fusion.depth} is below the largest eval k ({largest_k}); "
-            f"recall@{largest_k} would be capped. Set fusion.depth >= {largest_k}"
-        )
-    rr = c["rerank"]
-    rerank = RerankParams(name=rr["name"], model=rr["model"] or "", cutoff=rr["cutoff"],
-                          base_url=rr.get("base_url") or None, price=rr.get("price"),
-                          max_retries=rr.get("max_retries", 4))
-    hn = r["hnsw"]
-    if hn["m"] < 2 or hn["ef_construction"] < 4:
-        raise ConfigError(f"retrieval.hnsw: m must be >= 2 and ef_construction >= 4, got m={hn['m']}, "
-                          f"ef_construction={hn['ef_construction']}")
-    if hn["ef_search"] is not None and not 1 <= hn["ef_search"] <= 1000:
-        raise ConfigError(f"retrieval.hnsw.ef_search: must be in 1..1000, got {hn['ef_search']}")
-    retrieval = RetrievalParams(
-        variant=r["variant"],
-        keyword=KeywordParams(**r["keyword"]),
-        fusion=fusion,
-        rerank=rerank,
-        filters=Filters(doc_types=tuple(r["filters"]["doc_types"] or ()),
-                        source_uri_prefix=r["filters"]["source_uri_prefix"]),
-        ef_search=hn["ef_search"],
-        engine=f["engine"],
-        use_cache=r["use_cache"],
-    )
-    ch = c["chunking"]
-    chunking = ChunkingParams(name=ch["name"], max_tokens=ch["max_tokens"], overlap=ch["overlap"],
-                              breadcrumbs=ch["breadcrumbs"])
-    check_embedder_name(c["embedding"]["name"])
-    if c["embedding"]["batch_size"] <= 0:
-        raise ConfigError(f"embedding.batch_size: must be > 0, got {c['embedding']['batch_size']}")
-    embedding_options = _embedding_options(c["embedding"])
-    if ev["bootstrap_samples"] < 0:
-        raise ConfigError(f"eval.bootstrap_samples: must be >= 0, got {ev['bootstrap_samples']}")
-    objective = c["objective"]
-    if MetricKey.parse(objective).on(None) not in eval_params.metric_keys():
-        raise ConfigError(f"objective: {objective!r} is not a logged metric; choose one of "
-                          f"{', '.join(eval_params.metric_names())} (optionally with a .segment suffix)")
-    return Settings(
-        corpus_path=c["corpus"]["path"], corpus_name=c["corpus"]["name"],
-        chunking=chunking, embedding_name=c["embedding"]["name"],
-        embedding_batch_size=c["embedding"]["batch_size"], ingest=IngestParams(**c["ingest"]), retrieval=retrieval,
-        hnsw=HnswParams(m=hn["m"], ef_construction=hn["ef_construction"]),
-        golden_path=_abs(c["golden"]["path"]), eval=eval_params, eval_level=ev["level"],
-        bootstrap_samples=ev["bootstrap_samples"], seed=ev["seed"], ann_recall_queries=ev["ann_recall_queries"],
-        db_url=c["db"]["url"], pgdata=_abs(c["db"]["pgdata"]) if c["db"]["pgdata"] else None,
-        tracking=dict(c["tracking"]), objective=objective, run_name=c["run_name"], progress=c["progress"],
-        embedding_options=embedding_options,
-    )
-
-
-def _embedding_options(e: dict) -> EmbeddingOptions:
-    from .embedding.options import check_embedding_config
-
-    fields = set(EmbeddingOptions.__dataclass_fields__)
-    options = EmbeddingOptions(**{k: v for k, v in e.items() if k in fields})
-    check_embedding_config(e["name"], options)
-    return options
+    return OmegaConf.to_object(OmegaConf.merge(schema(), c))

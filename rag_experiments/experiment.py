@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psycopg
 
-from .config import Settings, project_root
+from .config import Settings, project_path
 from .corpus.loader import DEMO, corpus_manifest, load_corpus
 from .db.connect import connect, resolve_database_url
 from .embedding.cost import CostGate, usage_metrics
@@ -48,14 +48,11 @@ class ExperimentResult:
 
 
 def corpus_path(settings: Settings) -> str | Path:
-    if settings.corpus_path == DEMO:
-        return DEMO
-    p = Path(settings.corpus_path).expanduser()
-    return p if p.is_absolute() else project_root() / p
+    return DEMO if settings.corpus.path == DEMO else project_path(settings.corpus.path)
 
 
 def open_database(settings: Settings) -> psycopg.Connection:
-    return connect(resolve_database_url(settings.db_url, settings.pgdata))
+    return connect(resolve_database_url(settings.db.url, settings.db.pgdata_dir))
 
 
 def collapse_to_documents(ranked: RankedList, doc_lengths: dict[str, int]) -> RankedList:
@@ -76,24 +73,24 @@ def check_credentials(settings: Settings) -> None:
     from .embedding.api import api_key
     from .embedding.options import API_PROVIDERS
 
-    if settings.embedding_name in API_PROVIDERS:
-        api_key(settings.embedding_name, f"embedding={settings.embedding_name}")
-    rerank = settings.retrieval.rerank
+    if settings.embedding.name in API_PROVIDERS:
+        api_key(settings.embedding.name, f"embedding={settings.embedding.name}")
+    rerank = settings.rerank
     if settings.retrieval.variant == "hybrid_rerank" and rerank.name in ("voyage", "cohere"):
         api_key(rerank.name, f"rerank={rerank.name}")
 
 
 def load_settings_embedder(settings: Settings):
-    return load_configured(settings.embedding_name, settings.embedding_options)
+    return load_configured(settings.embedding.name, settings.embedding)
 
 
 def load_checked_golden(settings: Settings) -> tuple[GoldenSet, list]:
     """The golden set (chain and manifest verified), with cases to score and every labelled span
     resolvable in the corpus, and the corpus documents. Raises GoldenSetError naming file:line."""
-    golden = load_golden(settings.golden_path)
+    golden = load_golden(settings.golden.file)
     require_cases(golden)
-    docs = load_corpus(corpus_path(settings), settings.corpus_name)
-    require_same_corpus(golden.path, golden.records, docs, str(settings.corpus_path))
+    docs = load_corpus(corpus_path(settings), settings.corpus.name)
+    require_same_corpus(golden.path, golden.records, docs, str(settings.corpus.path))
     require_scorable(golden.path, golden.records, docs)  # a span that points at nothing is an error
     return golden, docs
 
@@ -106,7 +103,7 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
     golden, docs = load_checked_golden(settings)
     manifest = corpus_manifest(docs)
     drift = drift_status(golden, docs)  # read-only: evaluation never writes the golden set
-    message = drift_warning(drift, settings.golden_path, settings.corpus_path)
+    message = drift_warning(drift, settings.golden.file, settings.corpus.path)
     if message:
         warnings.warn(message, stacklevel=2)
     timings["load_s"] = time.perf_counter() - t0
@@ -118,29 +115,29 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
         t = time.perf_counter()
         embedder = load_settings_embedder(settings)
         timings["model_load_s"] = time.perf_counter() - t
-        gate = CostGate(embedder, confirm=settings.embedding_options.confirm)
+        gate = CostGate(embedder, confirm=settings.embedding.confirm)
         usage_before = getattr(embedder, "usage", None)
 
         t = time.perf_counter()
-        executor = embedding_executor(settings.ingest, embedder, settings.embedding_name,
-                                      settings.embedding_options, settings.embedding_batch_size)
-        report = ingest(conn, docs, settings.chunking, embedder, settings.hnsw, progress=settings.progress,
-                        model_batch_size=settings.embedding_batch_size, before_paying=gate, executor=executor)
+        executor = embedding_executor(settings.ingest, embedder, settings.embedding.name,
+                                      settings.embedding, settings.embedding.batch_size)
+        report = ingest(conn, docs, settings.chunking, embedder, settings.retrieval.hnsw, progress=settings.progress,
+                        model_batch_size=settings.embedding.batch_size, before_paying=gate, executor=executor)
         timings["ingest_s"] = time.perf_counter() - t
         # the index the vector leg searches is part of its cache keys (a sweep over hnsw.m rebuilds it)
-        strategy = strategy_info(conn, report.strategy_id, settings.hnsw)
+        strategy = strategy_info(conn, report.strategy_id, settings.retrieval.hnsw)
 
-        retriever = Retriever(conn, strategy, embedder, settings.retrieval)
+        retriever = Retriever(conn, strategy, embedder, settings.retriever_params)
         cases = golden.scorable
         depth = settings.eval.depth_needed
-        if settings.eval_level == "document":
-            depth = max(depth, settings.retrieval.fusion.depth * 2)
+        if settings.eval.level == "document":
+            depth = max(depth, settings.fusion.depth * 2)
         t = time.perf_counter()
         outcome = _search_with_progress(retriever, [c.query for c in cases], depth, settings.progress)
         timings["retrieval_s"] = time.perf_counter() - t
         results = {c.case_id: r for c, r in zip(cases, outcome.ranked) if r is not None}
         failed = {cases[i].case_id: why for i, why in sorted(outcome.failed.items())}
-        if settings.eval_level == "document":
+        if settings.eval.level == "document":
             lengths = dict(conn.execute(
                 "SELECT doc_id, length(text) FROM documents WHERE corpus = %s", (report.corpus,)).fetchall())
             results = {cid: collapse_to_documents(r, lengths) for cid, r in results.items()}
@@ -148,10 +145,10 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
         t = time.perf_counter()
         ev = evaluate(golden, results, settings.eval, failed=tuple(failed))
         timings["evaluate_s"] = time.perf_counter() - t
-        if settings.ann_recall_queries > 0 and settings.retrieval.variant != "keyword":
+        if settings.eval.ann_recall_queries > 0 and settings.retrieval.variant != "keyword":
             t = time.perf_counter()
             ev.metrics["ann_recall_at_depth"] = retriever.ann_recall(
-                [c.query for c in cases if c.case_id not in failed][: settings.ann_recall_queries])
+                [c.query for c in cases if c.case_id not in failed][: settings.eval.ann_recall_queries])
             timings["ann_recall_s"] = time.perf_counter() - t
         timings["total_s"] = time.perf_counter() - t0
         usage = {**gate.metrics(), **usage_metrics(embedder, usage_before)}

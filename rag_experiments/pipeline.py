@@ -91,7 +91,7 @@ def label_status(result: ExperimentResult) -> dict:
 
     from .golden.spotcheck import machine_judged_pairs
 
-    validation = _judge_validation(result.settings.golden_path)
+    validation = _judge_validation(result.settings.golden.file)
     kinds = Counter(j.judge_kind for j in machine_judged_pairs(list(result.golden.records)))
     n_machine = sum(kinds.values())
     validation["machine_judgements"] = n_machine
@@ -106,18 +106,18 @@ def label_status(result: ExperimentResult) -> dict:
 
 def log_result(result: ExperimentResult, cfg: DictConfig, run_name: str, validation: dict | None = None) -> str | None:
     s = result.settings
-    if not s.tracking.get("enabled", True):
+    if not s.tracking.enabled:
         return None
     from .stats.bootstrap import ci_metrics
     from .tracking.mlflow_run import log_experiment
 
-    ci = ci_metrics(result.eval.per_case, list(result.eval.headline), s.bootstrap_samples, s.seed)
+    ci = ci_metrics(result.eval.per_case, list(result.eval.headline), s.eval.bootstrap_samples, s.eval.seed)
     validation = validation or label_status(result)
     config_dict = OmegaConf.to_container(cfg, resolve=True)
-    plots = s.tracking.get("plots", True) and (not _in_multirun() or s.tracking.get("child_plots", False))
+    plots = s.tracking.plots and (not _in_multirun() or s.tracking.child_plots)
     return log_experiment(
         result, config_dict, run_name=run_name, plots=plots,
-        log_per_case=s.tracking.get("log_per_case", True),
+        log_per_case=s.tracking.log_per_case,
         judge_validation=validation, ci=ci,
     )
 
@@ -157,7 +157,7 @@ def run_from_hydra(cfg: DictConfig) -> float:
             print(f"  {case_id}: {why}", file=sys.stderr)
     if validation["status"] == "NOT-VALIDATED":
         print(f"WARNING: labels_validated=NOT-VALIDATED: {validation['machine_judgements']} labels in "
-              f"{result.settings.golden_path.name} come from machine judges ({validation['llm_judgements']} LLM, "
+              f"{result.settings.golden.file.name} come from machine judges ({validation['llm_judgements']} LLM, "
               f"{validation['agent_judgements']} agent) that no human spot-check has validated "
               "(rag-exp golden spotcheck); treat the metrics as provisional.", file=sys.stderr)
     return float(result.eval.metrics.get(settings.objective, float("nan")))

@@ -31,6 +31,7 @@ from .cache_key import digest
 from .chunking import ChunkingParams, chunk_corpus, strategy_key
 from .corpus.loader import corpus_manifest
 from .embedding.base import Embedder
+from .errors import ConfigError
 from .identifiers import extract_identifiers
 from .types import Chunk, Document, sha256_text
 from .vector_types import cast_sql, opclass
@@ -42,10 +43,19 @@ BeforePaying = Callable[[Sequence[str]], None]
 
 @dataclass(frozen=True)
 class HnswParams:
-    """pgvector HNSW build parameters (query-time ``ef_search`` is set per query)."""
+    """The ``retrieval.hnsw`` config group: pgvector HNSW build parameters, and the query-time
+    ``ef_search`` (set per query; None: max(40, depth))."""
 
     m: int = 16
     ef_construction: int = 64
+    ef_search: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.m < 2 or self.ef_construction < 4:
+            raise ConfigError(f"retrieval.hnsw: m must be >= 2 and ef_construction >= 4, got m={self.m}, "
+                              f"ef_construction={self.ef_construction}")
+        if self.ef_search is not None and not 1 <= self.ef_search <= 1000:
+            raise ConfigError(f"retrieval.hnsw.ef_search: must be in 1..1000, got {self.ef_search}")
 
 
 @dataclass(frozen=True)

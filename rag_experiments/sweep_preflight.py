@@ -86,7 +86,7 @@ def check_points(config: Any) -> int:
         where = f"sweep point {_varying(points, point)}"
         try:
             settings = settings_from_cfg(_compose_point(loader, config, list(point), composed))
-            key = (settings.golden_path, str(corpus_path(settings)), settings.corpus_name)
+            key = (settings.golden.file, str(corpus_path(settings)), settings.corpus.name)
             if key not in golden_checked:
                 load_checked_golden(settings)
                 golden_checked.add(key)

@@ -103,7 +103,7 @@ def _rank(hits, exp: Expected) -> int | None:
 
 
 def triage(session, query: str, expected: Expected, context: int = 8) -> TriageReport:
-    params = session.settings.retrieval
+    params = session.settings.retriever_params
     depth = params.fusion.depth
     ranks: dict[str, int | None] = {}
     configured_hits = ()

@@ -8,7 +8,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
-from rag_experiments.config import register_schema, settings_from_cfg
+from rag_experiments.config import Settings, register_schema, settings_from_cfg
 from rag_experiments.errors import ConfigError
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
@@ -34,11 +34,47 @@ def test_every_experiment_preset_composes(preset):
     settings_from_cfg(cfg)
 
 
+def _leaves(value, prefix=""):
+    """A settings value or config container as {dotted key: value} (tuples read as lists)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)
+                 if not f.metadata.get("omegaconf_ignore")}
+    if isinstance(value, dict):
+        return {k: v for key, sub in value.items() for k, v in _leaves(sub, f"{prefix}{key}.").items()}
+    return {prefix[:-1]: list(value) if isinstance(value, tuple) else value}
+
+
+# What the default group options choose on purpose, against their dataclass's default:
+# retrieval=hybrid (also keyword, hybrid_rerank) ranks the keyword leg with BM25, while
+# retrieval=vector keeps (and logs) KeywordParams' ts_rank, as before.
+CHOSEN_BY_DEFAULT_OPTIONS = {"retrieval.keyword.rank": ("bm25", "ts_rank")}
+
+
+def test_each_knob_has_one_default():
+    """A knob's default is its params dataclass field's; a group YAML that restates it must say the
+    same, so a YAML default that drifts from the dataclass (or the reverse) fails here."""
+    composed, declared = _leaves(settings_from_cfg(_compose())), _leaves(Settings())
+    assert composed.keys() == declared.keys()
+    differ = {k: (composed[k], declared[k]) for k in composed if composed[k] != declared[k]}
+    assert differ == CHOSEN_BY_DEFAULT_OPTIONS
+
+
+@pytest.mark.parametrize("overrides", [[], ["experiment=beir"], ["embedding=openai", "rerank=voyage"]])
+def test_settings_mirror_the_config_tree(overrides):
+    """settings.<group>.<key> is the composed <group>.<key>, for every key (one shape)."""
+    from omegaconf import OmegaConf
+
+    cfg = _compose(overrides)
+    assert _leaves(settings_from_cfg(cfg)) == _leaves(OmegaConf.to_container(cfg, resolve=True))
+
+
 def test_defaults():
     s = settings_from_cfg(_compose())
     assert s.retrieval.variant == "hybrid" and s.chunking.name == "heading"
-    assert s.eval.ks == (5, 20) and s.retrieval.fusion.rrf_k == 60
-    assert s.golden_path.name == "demo.jsonl"
+    assert s.eval.ks == (5, 20) and s.fusion.rrf_k == 60
+    assert s.golden.file.name == "demo.jsonl"
 
 
 @pytest.mark.parametrize("override, key", [
@@ -58,11 +94,22 @@ def test_defaults():
     ("retrieval.keyword.b=1.2", "retrieval.keyword.b"),
     ("retrieval.keyword.b=-0.1", "retrieval.keyword.b"),
     ("fusion.engine=spark", "fusion.engine"),
+    ("eval.level=page", "eval.level"),
+    ("eval.bootstrap_samples=-1", "eval.bootstrap_samples"),
+    ("retrieval.hnsw.m=1", "retrieval.hnsw"),
+    ("retrieval.hnsw.ef_search=0", "retrieval.hnsw.ef_search"),
+    ("embedding.batch_size=0", "embedding.batch_size"),
+    ("ingest.executor=spark", "ingest.executor"),
 ])
 def test_bad_values_are_rejected_with_the_key(override, key):
     with pytest.raises(ConfigError) as err:
         settings_from_cfg(_compose([override]))
     assert key in str(err.value)
+
+
+def test_checks_that_span_groups_name_both_keys():
+    with pytest.raises(ConfigError, match="fusion.engine=sql implements variant 'hybrid' only"):
+        settings_from_cfg(_compose(["retrieval=vector", "fusion.engine=sql"]))
 
 
 def test_wrong_types_and_unknown_options_fail_at_composition():

@@ -34,7 +34,7 @@ def test_appended_unknown_keys_are_rejected(override, message):
 
 def test_known_keys_still_compose():
     s = settings_from_cfg(_compose(["fusion.rrf_k=3", "retrieval.hnsw.ef_search=80", "retrieval=keyword"]))
-    assert s.retrieval.fusion.rrf_k == 3
+    assert s.fusion.rrf_k == 3
 
 
 @pytest.mark.parametrize("args", [["fusion.rrfk=3"], ["-m", "fusion.rrfk=3,4"], ["retrieval.filter.doc_types=[a]"]])

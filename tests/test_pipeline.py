@@ -12,7 +12,6 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from rag_experiments.config import settings_from_cfg
-from rag_experiments.evaluation import metrics as M
 from rag_experiments.evaluation.relevance import credit
 from rag_experiments.experiment import run_experiment
 

@@ -42,7 +42,7 @@ def _triage(args) -> int:
         expected = parse_expected(args.expected, session)
         report = triage(session, args.query, expected, args.context)
         print(report.render())
-        golden = args.golden or str(session.settings.golden_path)
+        golden = args.golden or str(session.settings.golden.file)
         add = args.add
         if add == "ask":
             if sys.stdin.isatty():

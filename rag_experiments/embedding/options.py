@@ -16,6 +16,8 @@ API_PROVIDERS = ("voyage", "openai")
 
 @dataclass(frozen=True)
 class EmbeddingOptions:
+    name: str = "minilm-onnx"  # minilm-onnx | st:<model or path> | voyage | openai
+    batch_size: int = 16  # texts per model call
     model: str = ""  # voyage / openai model name ("" = the provider's default model)
     dimensions: int | None = None  # output_dimension (voyage) / dimensions (openai); None = native
     input_types: bool = True  # voyage: send input_type=document / query
@@ -30,6 +32,8 @@ class EmbeddingOptions:
     timeout: float = 60.0
 
     def __post_init__(self) -> None:
+        if self.batch_size <= 0:
+            raise ConfigError(f"embedding.batch_size: must be > 0, got {self.batch_size}")
         if self.dimensions is not None and not 1 <= self.dimensions <= 4000:
             # pgvector indexes halfvec up to 4,000 dimensions (vector: 2,000)
             raise ConfigError(f"embedding.dimensions: must be in 1..4000 (pgvector's HNSW limit), got {self.dimensions}")
@@ -41,6 +45,19 @@ class EmbeddingOptions:
                 raise ConfigError(f"embedding.{name}: must be > 0, got {value}")
         if self.max_retries < 0:
             raise ConfigError(f"embedding.max_retries: must be >= 0, got {self.max_retries}")
+
+
+@dataclass(frozen=True)
+class EmbeddingParams(EmbeddingOptions):
+    """The ``embedding`` config group: the options, checked against ``name`` (the embedders take
+    plain options, whatever ``name``)."""
+
+    def __post_init__(self) -> None:
+        from .base import check_embedder_name
+
+        check_embedder_name(self.name)
+        super().__post_init__()
+        check_embedding_config(self.name, self)
 
 
 def check_embedding_config(name: str, options: EmbeddingOptions) -> None:

@@ -25,16 +25,23 @@ MEASURE_FUNCTIONS = {"recall": M.recall_at_k, "mrr": M.reciprocal_rank, "ndcg": 
 
 @dataclass(frozen=True)
 class EvalParams:
-    """``ks``: cutoffs for recall@k and hit@k; ``mrr_k``, ``ndcg_k``, ``judged_k`` as named."""
+    """The ``eval`` config group. ``ks``: cutoffs for recall@k and hit@k; ``mrr_k``, ``ndcg_k``,
+    ``judged_k`` as named; ``min_coverage``: the span overlap rule (:mod:`.relevance`)."""
 
     ks: tuple[int, ...] = (5, 20)
     mrr_k: int = 10
     ndcg_k: int = 10
     judged_k: int = 10
     min_coverage: float = 0.5
-    curve_k: int = 20  # recall@1..curve_k per case, for plots
+    level: str = "chunk"  # chunk | document (collapse chunk hits to documents: benchmarks)
+    bootstrap_samples: int = 1000
+    seed: int = 13
+    ann_recall_queries: int = 50  # queries for the vector leg's ANN recall vs exact KNN (0: skip)
+    # recall@1..curve_k per case, for plots (not a config key)
+    curve_k: int = field(default=20, metadata={"omegaconf_ignore": True})
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "ks", tuple(self.ks))  # OmegaConf builds lists
         if not self.ks or any(k <= 0 for k in self.ks):
             raise ConfigError(f"eval.ks: every k must be > 0, got {list(self.ks)}")
         for name in ("mrr_k", "ndcg_k", "judged_k", "curve_k"):
@@ -42,6 +49,10 @@ class EvalParams:
                 raise ConfigError(f"eval.{name}: must be > 0, got {getattr(self, name)}")
         if not 0 < self.min_coverage <= 1:
             raise ConfigError(f"eval.min_coverage: must be in (0, 1], got {self.min_coverage}")
+        if self.level not in ("chunk", "document"):
+            raise ConfigError(f"eval.level: must be 'chunk' or 'document', got {self.level!r}")
+        if self.bootstrap_samples < 0:
+            raise ConfigError(f"eval.bootstrap_samples: must be >= 0, got {self.bootstrap_samples}")
 
     @property
     def depth_needed(self) -> int:

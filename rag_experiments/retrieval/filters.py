@@ -16,6 +16,9 @@ class Filters:
     doc_types: tuple[str, ...] = ()
     source_uri_prefix: str | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "doc_types", tuple(self.doc_types))  # OmegaConf builds lists
+
     def is_empty(self) -> bool:
         return not self.doc_types and not self.source_uri_prefix
 

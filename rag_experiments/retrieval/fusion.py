@@ -24,6 +24,7 @@ class FusionParams:
     vector_weight: float = 1.0
     keyword_weight: float = 1.0
     depth: int = 50
+    engine: str = "python"  # python (cached legs + Python RRF) | sql (one statement)
 
     def __post_init__(self) -> None:
         if self.rrf_k <= 0:
@@ -36,6 +37,8 @@ class FusionParams:
             raise ConfigError("fusion: vector_weight and keyword_weight are both 0; at least one must be > 0")
         if self.depth <= 0:
             raise ConfigError(f"fusion.depth: must be > 0, got {self.depth}")
+        if self.engine not in ("python", "sql"):
+            raise ConfigError(f"fusion.engine: must be 'python' or 'sql', got {self.engine!r}")
 
     def weights(self) -> dict[str, float]:
         return {"vector": self.vector_weight, "keyword": self.keyword_weight}

@@ -74,15 +74,12 @@ class RetrievalParams:
     rerank: RerankParams = field(default_factory=RerankParams)
     filters: Filters = field(default_factory=Filters)
     ef_search: int | None = None
-    engine: str = "python"  # python (cached legs + Python RRF) | sql (one statement)
     use_cache: bool = True
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
             raise ConfigError(f"retrieval.variant: unknown variant {self.variant!r}; use one of {', '.join(VARIANTS)}")
-        if self.engine not in ("python", "sql"):
-            raise ConfigError(f"fusion.engine: must be 'python' or 'sql', got {self.engine!r}")
-        if self.engine == "sql" and self.variant != "hybrid":
+        if self.fusion.engine == "sql" and self.variant != "hybrid":
             raise ConfigError(f"fusion.engine=sql implements variant 'hybrid' only, not {self.variant!r}")
 
 
@@ -191,7 +188,7 @@ class Retriever:
         if p.variant in ("vector", "hybrid", "hybrid_rerank"):
             self.embed_queries(queries)
         done = on_query or (lambda n: None)
-        if p.engine == "sql" and p.variant in ("hybrid", "hybrid_rerank"):
+        if p.fusion.engine == "sql" and p.variant in ("hybrid", "hybrid_rerank"):
             out = []
             for q in queries:
                 out.append(self._search_sql(q, limit))

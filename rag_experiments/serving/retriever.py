@@ -48,12 +48,12 @@ def settings_from_dict(config: dict) -> Settings:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from ..config import RootSchema
+    from ..config import schema
 
-    known = set(RootSchema.__dataclass_fields__)
+    known = set(Settings.__dataclass_fields__)
     body = {k: v for k, v in config.items() if k in known and k not in ("db", "tracking")}
     try:
-        cfg = OmegaConf.merge(OmegaConf.structured(RootSchema), body)
+        cfg = OmegaConf.merge(schema(), body)
     except OmegaConfBaseException as exc:
         raise ConfigError(f"retriever config: {str(exc).splitlines()[0]}") from None
     return settings_from_cfg(cfg)
@@ -81,7 +81,7 @@ def corpus_name(settings: Settings) -> str:
     from ..experiment import corpus_path
 
     root = resolve_corpus_dir(str(corpus_path(settings)))
-    return settings.corpus_name or (DEMO if root == demo_corpus_dir() else root.name)
+    return settings.corpus.name or (DEMO if root == demo_corpus_dir() else root.name)
 
 
 def ingest_command(overrides: Sequence[str]) -> str:
@@ -105,12 +105,12 @@ class Retriever:
         self._overrides = list(overrides)
         self._lock = threading.Lock()  # one connection; the scoring server calls predict from threads
         self.conn = open_database(settings)
-        self.where = redact_url(resolve_database_url(settings.db_url, settings.pgdata))
-        self.embedder = load_embedder(settings.embedding_name)
+        self.where = redact_url(resolve_database_url(settings.db.url, settings.db.pgdata_dir))
+        self.embedder = load_embedder(settings.embedding.name)
         self.strategy = self._strategy(ingest)
         from ..retrieval.retriever import Retriever as Engine
 
-        self._engine = Engine(self.conn, self.strategy, self.embedder, self.settings.retrieval)
+        self._engine = Engine(self.conn, self.strategy, self.embedder, self.settings.retriever_params)
         self._blocks: dict[str, tuple[str, list]] = {}  # doc_id -> (title, parsed blocks), for breadcrumbs
 
     # -- construction ---------------------------------------------------------------------------
@@ -171,22 +171,22 @@ class Retriever:
         from ..experiment import corpus_path
         from ..store import ingest, strategy_info
 
-        docs = load_corpus(corpus_path(self.settings), self.settings.corpus_name)
+        docs = load_corpus(corpus_path(self.settings), self.settings.corpus.name)
         digest = corpus_manifest(docs)["digest"]
         if self.expected_corpus_digest and digest != self.expected_corpus_digest:
             raise NotIngested(f"the corpus at {corpus_path(self.settings)} has digest {digest[:12]}, but this "
                               f"retriever was promoted on {self.expected_corpus_digest[:12]}: refusing to serve "
                               "another corpus (check out the promoted corpus, or promote a run made on this one)")
         with self._lock:
-            ingest(self.conn, docs, self.settings.chunking, self.embedder, self.settings.hnsw,
-                   progress=self.settings.progress, model_batch_size=self.settings.embedding_batch_size)
+            ingest(self.conn, docs, self.settings.chunking, self.embedder, self.settings.retrieval.hnsw,
+                   progress=self.settings.progress, model_batch_size=self.settings.embedding.batch_size)
         return strategy_info(self.conn, key)
 
     # -- search ---------------------------------------------------------------------------------
     @property
     def max_k(self) -> int:
         """Each leg fetches ``fusion.depth`` candidates; a larger k would be silently short."""
-        return self.settings.retrieval.fusion.depth
+        return self.settings.fusion.depth
 
     def validate(self, queries: Sequence[Any], k: Any) -> list[str]:
         if isinstance(k, bool) or not isinstance(k, int):

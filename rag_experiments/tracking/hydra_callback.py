@@ -56,7 +56,7 @@ class MlflowSweepCallback(Callback):
         except UserError as exc:  # Hydra would turn an exception here into a warning and go on
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(exc.exit_code)
-        self.summary = bool(config.tracking.get("sweep_summary", True))
+        self.summary = bool(config.tracking.sweep_summary)
         self.objective = str(config.objective)
         # every logged metric is better when higher; an Optuna study set to minimize says otherwise
         self.maximize = str(config.hydra.sweeper.get("direction", "maximize")).lower() != "minimize"

@@ -170,17 +170,17 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
     from . import run_record as R
 
     s = result.settings
-    exp_id = setup(s.tracking.get("uri"), s.tracking.get("experiment", "rag-experiments"))
+    exp_id = setup(s.tracking.uri, s.tracking.experiment)
     safe_config = redact(config_dict)
     tags = {
         "variant": s.retrieval.variant,
         "strategy": result.strategy.strategy_id,
         "chunking": s.chunking.name,
         "embedding_model": result.embedding_model,
-        "golden_set": Path(s.golden_path).name,
+        "golden_set": s.golden.file.name,
         **golden_version_tags(result.golden),  # golden_sha256 + golden_records/golden_head (the prefix)
         "corpus_digest": result.corpus_manifest["digest"],
-        "eval_level": s.eval_level,
+        "eval_level": s.eval.level,
         "ingest.built": str(not result.ingest.unchanged).lower(),
         "objective": s.objective,
         **git_state(),
@@ -201,7 +201,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
     run_name = redact_text(run_name) if run_name else run_name
     intervals = ci or {}
     metrics = R.run_metrics(result.eval.metrics, result.eval.headline or s.eval.metric_names(), s.objective,
-                            intervals, bool(s.tracking.get("log_intervals", False)))
+                            intervals, s.tracking.log_intervals)
     metrics.update(getattr(result, "usage", {}))  # paid API tokens and cost: embedding.*, rerank.*
     failed = getattr(result, "failed", {})
     metrics["retrieval.failed_queries"] = float(len(failed))  # excluded from the metrics, never scored as misses
@@ -335,7 +335,7 @@ def _log_datasets(client, run_id: str, result) -> None:
                                         digest=result.golden.digest[:36])
     docs = result.corpus_manifest["documents"]
     corpus_df = pd.DataFrame({"doc_id": list(docs), "content_hash": list(docs.values())})
-    corpus_ds = mlflow.data.from_pandas(corpus_df, source=str(result.settings.corpus_path),
+    corpus_ds = mlflow.data.from_pandas(corpus_df, source=str(result.settings.corpus.path),
                                         name=f"corpus:{result.strategy.corpus}",
                                         digest=result.corpus_manifest["digest"][:36])
     inputs = [DatasetInput(ds._to_mlflow_entity(), [InputTag("mlflow.data.context", context)])

@@ -124,6 +124,6 @@ def test_demo_runs_report_unvalidated_labels():
     from rag_experiments.pipeline import label_status
 
     golden = load_golden(GOLDEN)
-    status = label_status(SimpleNamespace(settings=SimpleNamespace(golden_path=GOLDEN), golden=golden))
+    status = label_status(SimpleNamespace(settings=SimpleNamespace(golden=SimpleNamespace(file=GOLDEN)), golden=golden))
     assert status["status"] == "NOT-VALIDATED"
     assert status["agent_judgements"] == 320 and status["llm_judgements"] == 0

@@ -71,7 +71,7 @@ def _golden_with(tmp_path, judgements: list[dict]):
 
 def _status(path):
     golden = load_golden(path)
-    return label_status(SimpleNamespace(settings=SimpleNamespace(golden_path=path), golden=golden))
+    return label_status(SimpleNamespace(settings=SimpleNamespace(golden=SimpleNamespace(file=path)), golden=golden))
 
 
 def _spotcheck(path, judgements: list[dict], wrong: int = 0) -> None:

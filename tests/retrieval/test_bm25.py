@@ -238,7 +238,7 @@ def test_bm25_hybrid_in_sql_equals_python_rrf_and_filters_apply(conn, mini_strat
     kw = KeywordParams(rank="bm25")
     fusion = FusionParams(rrf_k=3, depth=15)
     py = Retriever(conn, mini_strategy, embedder, RetrievalParams(variant="hybrid", keyword=kw, fusion=fusion, use_cache=False))
-    sq = Retriever(conn, mini_strategy, embedder, RetrievalParams(variant="hybrid", keyword=kw, fusion=fusion, engine="sql"))
+    sq = Retriever(conn, mini_strategy, embedder, RetrievalParams(variant="hybrid", keyword=kw, fusion=replace(fusion, engine="sql")))
     for q in ("work_mem", "build an index without blocking writes", "deadlock", "memory"):
         assert [(h.chunk_id, h.score) for h in py.search(q, 30).hits] == [(h.chunk_id, h.score) for h in sq.search(q, 30).hits]
     sid = mini_strategy.strategy_id

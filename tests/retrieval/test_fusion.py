@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from rag_experiments.errors import ConfigError
@@ -59,7 +61,7 @@ def test_sql_and_python_rrf_return_the_same_ranking(conn, mini_strategy, embedde
     """Same data, same parameters: identical chunk order and bit-identical scores, ties included."""
     fusion = FusionParams(rrf_k=3, vector_weight=weights[0], keyword_weight=weights[1], depth=15)
     py = Retriever(conn, mini_strategy, embedder, RetrievalParams(variant="hybrid", fusion=fusion, use_cache=False))
-    sq = Retriever(conn, mini_strategy, embedder, RetrievalParams(variant="hybrid", fusion=fusion, engine="sql"))
+    sq = Retriever(conn, mini_strategy, embedder, RetrievalParams(variant="hybrid", fusion=replace(fusion, engine="sql")))
     n_ties = 0
     for q in QUERIES:
         a = py.search(q, 30).hits

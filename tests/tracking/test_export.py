@@ -170,7 +170,7 @@ def run_and_check(overrides: list[str]) -> dict[str, dict[str, float]]:
             for ours in MEASURES:
                 assert logged[ours] == pytest.approx(out[role][ours], abs=1e-9), ours
             per_query = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures, qrels, run)}
-            golden = load_golden(result.settings.golden_path)
+            golden = load_golden(result.settings.golden.file)
             qid = {r.id: r.raw["benchmark"]["query_id"] for r in golden.records}
             for row in result.eval.per_case.itertuples():
                 for ours, theirs in MEASURES.items():
