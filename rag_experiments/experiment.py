@@ -17,7 +17,7 @@ from .config import Settings, project_path
 from .corpus.loader import DEMO, corpus_manifest, load_corpus
 from .db.connect import connect, resolve_database_url
 from .embedding.cost import CostGate, usage_metrics
-from .embedding.options import load_configured
+from .embedding.base import load_configured
 from .errors import DatabaseError
 from .evaluation.evaluate import EvalResult, evaluate
 from .golden.anchoring import drift_status, drift_warning

@@ -2,7 +2,8 @@
 
     python tools/import_check.py        # exit 1 and print what it found
 
-Edges are every ``import`` in a module, function-level ones included. A private import is
+Edges are every ``import`` a module runs, function-level ones included (not those under
+``if TYPE_CHECKING:``, which never run: annotations only). A private import is
 ``from m import _name`` or ``m._name`` where ``m`` is another package module.
 """
 
@@ -35,6 +36,9 @@ def scan() -> tuple[dict[str, set[str]], list[str]]:
     for mod, path in files.items():
         aliases: dict[str, str] = {}  # local name -> package module it is bound to
         tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):  # annotation-only imports never run: not an edge
+            if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+                node.body = []
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:

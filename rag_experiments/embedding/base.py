@@ -20,7 +20,7 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
+from .options import API_PROVIDERS, EmbeddingOptions, check_embedder_name, check_embedding_config
 
 
 class Embedder(Protocol):
@@ -47,15 +47,6 @@ class Embedder(Protocol):
 _CACHE: dict[str, Embedder] = {}
 
 
-def check_embedder_name(name: str) -> None:
-    """ConfigError unless ``name`` names an embedder we can build: checked with the rest of the
-    config, so a sweep point with a bad name is refused before the sweep starts."""
-    if name not in ("minilm-onnx", "voyage", "openai") and not (name.startswith("st:") and name[3:].strip()):
-        raise ConfigError(
-            f"embedding.name: unknown embedder {name!r}",
-            hint="use 'minilm-onnx' (bundled, offline), 'st:<sentence-transformers model or path>', "
-            "'voyage' or 'openai' (embedding=voyage / embedding=openai)",
-        )
 
 
 def load_embedder(name: str = "minilm-onnx", **options) -> Embedder:
@@ -84,3 +75,13 @@ def load_embedder(name: str = "minilm-onnx", **options) -> Embedder:
         emb = OpenAIEmbedder(**options)
     _CACHE[key] = emb
     return emb
+
+
+def load_configured(name: str, options: EmbeddingOptions):
+    """The embedder for ``embedding.name`` with its options (process-wide cached)."""
+    check_embedding_config(name, options)
+    if name in API_PROVIDERS:
+        return load_embedder(name, options=options)
+    if name.startswith("st:") and (options.query_prefix or options.document_prefix):
+        return load_embedder(name, query_prefix=options.query_prefix, document_prefix=options.document_prefix)
+    return load_embedder(name)

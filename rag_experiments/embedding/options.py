@@ -1,5 +1,5 @@
-"""Embedding settings as one frozen value (built from the ``embedding`` config group), and the
-loader that turns them into an embedder.
+"""Embedding settings as one frozen value (built from the ``embedding`` config group) and their
+checks; :func:`.base.load_configured` turns them into an embedder.
 
 Keys never live here: API keys come from the provider's environment variable only (see
 :mod:`.api`), so they cannot reach params, Hydra outputs or artifacts.
@@ -12,6 +12,17 @@ from dataclasses import dataclass
 from ..errors import ConfigError
 
 API_PROVIDERS = ("voyage", "openai")
+
+
+def check_embedder_name(name: str) -> None:
+    """ConfigError unless ``name`` names an embedder we can build: checked with the rest of the
+    config, so a sweep point with a bad name is refused before the sweep starts."""
+    if name not in ("minilm-onnx", "voyage", "openai") and not (name.startswith("st:") and name[3:].strip()):
+        raise ConfigError(
+            f"embedding.name: unknown embedder {name!r}",
+            hint="use 'minilm-onnx' (bundled, offline), 'st:<sentence-transformers model or path>', "
+            "'voyage' or 'openai' (embedding=voyage / embedding=openai)",
+        )
 
 
 @dataclass(frozen=True)
@@ -53,8 +64,6 @@ class EmbeddingParams(EmbeddingOptions):
     plain options, whatever ``name``)."""
 
     def __post_init__(self) -> None:
-        from .base import check_embedder_name
-
         check_embedder_name(self.name)
         super().__post_init__()
         check_embedding_config(self.name, self)
@@ -73,14 +82,3 @@ def check_embedding_config(name: str, options: EmbeddingOptions) -> None:
         raise ConfigError("embedding.query_prefix / document_prefix: voyage takes input_type instead "
                           "(embedding.input_types=true)")
 
-
-def load_configured(name: str, options: EmbeddingOptions):
-    """The embedder for ``embedding.name`` with its options (process-wide cached)."""
-    from .base import load_embedder
-
-    check_embedding_config(name, options)
-    if name in API_PROVIDERS:
-        return load_embedder(name, options=options)
-    if name.startswith("st:") and (options.query_prefix or options.document_prefix):
-        return load_embedder(name, query_prefix=options.query_prefix, document_prefix=options.document_prefix)
-    return load_embedder(name)

@@ -9,12 +9,14 @@ with each document's index; we put them back). Keys come from ``VOYAGE_API_KEY``
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ..embedding.api import KEY_VARIABLES, ApiError, api_key, quiet_http_logs, scrub
 from ..embedding.pricing import rerank_price
 from ..errors import ConfigError, UserError
-from .rerank import RerankParams
+
+if TYPE_CHECKING:  # annotations only: rerank.load_reranker imports this module
+    from .rerank import RerankParams
 
 DEFAULT_MODELS = {"voyage": "rerank-2.5", "cohere": "rerank-v3.5"}
 MAX_DOCUMENTS = 1000  # per request, both providers

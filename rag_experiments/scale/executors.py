@@ -41,7 +41,7 @@ class LocalEmbedding:
 
 def _embed_on_worker(embedding_name: str, options, texts: list[str], input_type: str,
                      model_batch_size: int) -> np.ndarray:
-    from ..embedding.options import load_configured  # cached per worker process: the model loads once
+    from ..embedding.base import load_configured  # cached per worker process: the model loads once
 
     return load_configured(embedding_name, options).embed(texts, input_type=input_type, batch_size=model_batch_size)
 

@@ -12,6 +12,11 @@ from dataclasses import asdict, dataclass, fields
 
 from ..types import Hit
 
+#: the served model's artifacts and default k (see :mod:`.pyfunc_model`)
+ARTIFACT_CONFIG = "config"  # the resolved config (YAML)
+ARTIFACT_MANIFEST = "manifest"  # digests, run, package version (JSON)
+DEFAULT_K = 10
+
 #: the stages that rank a chunk, in pipeline order (see ``types.Hit.leg_ranks``)
 LEGS = ("vector", "keyword", "fused", "rerank")
 
@@ -69,3 +74,26 @@ def hits_frame(per_query: list[tuple[str, list[SearchHit]]]):
         else:
             cols[c] = values
     return pd.DataFrame(cols, copy=False)
+
+
+def signature():
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema
+
+    types = {"rank": "long", "start": "long", "end": "long", "score": "double"}
+    outputs = [ColSpec("string", "query")] + [
+        ColSpec("long" if c in RANK_COLUMNS else types.get(c, "string"), c, required=c not in RANK_COLUMNS)
+        for c in HIT_COLUMNS]
+    # one unnamed string column: MLflow's schema enforcement then accepts a plain list of queries
+    # as well as a DataFrame with a ``query`` column (a named column rejects the list)
+    return ModelSignature(
+        inputs=Schema([ColSpec("string")]),
+        outputs=Schema(outputs),
+        params=ParamSchema([ParamSpec("k", "long", DEFAULT_K), ParamSpec("ingest", "boolean", False)]),
+    )
+
+
+def input_example():
+    import pandas as pd
+
+    return pd.DataFrame({"query": ["how much memory can a sort use"]}), {"k": DEFAULT_K}

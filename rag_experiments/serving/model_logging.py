@@ -89,7 +89,7 @@ def _model_kwargs(tmp: str, config: dict, info: dict) -> dict:
     import mlflow
     import yaml
 
-    from .pyfunc_model import ARTIFACT_CONFIG, ARTIFACT_MANIFEST, input_example, signature
+    from .hits import ARTIFACT_CONFIG, ARTIFACT_MANIFEST, input_example, signature
 
     cfg_path = Path(tmp) / "config.yaml"
     cfg_path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")

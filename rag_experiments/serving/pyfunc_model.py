@@ -20,9 +20,8 @@ from typing import Any
 
 import mlflow.pyfunc
 
-ARTIFACT_CONFIG = "config"  # the resolved config (YAML)
-ARTIFACT_MANIFEST = "manifest"  # digests, run, package version (JSON)
-DEFAULT_K = 10
+from .hits import ARTIFACT_CONFIG, ARTIFACT_MANIFEST, DEFAULT_K
+
 
 
 def _mlflow_error(exc: Exception):
@@ -111,27 +110,3 @@ class RetrieverModel(mlflow.pyfunc.PythonModel):
             raise _mlflow_error(exc) from None
         return hits_frame(list(zip(queries, results)))
 
-
-def signature():
-    from mlflow.models import ModelSignature
-    from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema
-
-    from .hits import HIT_COLUMNS, RANK_COLUMNS
-
-    types = {"rank": "long", "start": "long", "end": "long", "score": "double"}
-    outputs = [ColSpec("string", "query")] + [
-        ColSpec("long" if c in RANK_COLUMNS else types.get(c, "string"), c, required=c not in RANK_COLUMNS)
-        for c in HIT_COLUMNS]
-    # one unnamed string column: MLflow's schema enforcement then accepts a plain list of queries
-    # as well as a DataFrame with a ``query`` column (a named column rejects the list)
-    return ModelSignature(
-        inputs=Schema([ColSpec("string")]),
-        outputs=Schema(outputs),
-        params=ParamSchema([ParamSpec("k", "long", DEFAULT_K), ParamSpec("ingest", "boolean", False)]),
-    )
-
-
-def input_example():
-    import pandas as pd
-
-    return pd.DataFrame({"query": ["how much memory can a sort use"]}), {"k": DEFAULT_K}

@@ -8,7 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from rag_experiments.embedding.options import EmbeddingOptions, load_configured
+from rag_experiments.embedding.base import load_configured
+from rag_experiments.embedding.options import EmbeddingOptions
 from rag_experiments.errors import ConfigError
 from rag_experiments.store import embed_with_cache, embedding_space_key
 
