@@ -80,7 +80,7 @@ class Table:
 
 def bench_ingest(conn, docs, embedder, strategies, table: Table) -> None:
     from .chunking import ChunkingParams, chunk_corpus
-    from .store import ingest
+    from .chunk_index import ingest
 
     presets = {"heading": ChunkingParams("heading", 200, 0, True), "fixed": ChunkingParams("fixed", 128, 32, False),
                "paragraph": ChunkingParams("paragraph", 200, 0, False)}
@@ -153,7 +153,7 @@ def bench_serving(url: str, queries: list[str], table: Table, overrides: list[st
     import mlflow
     from omegaconf import OmegaConf
 
-    from .app import compose_settings
+    from .session import compose_settings
     from .serving import Retriever
     from .serving.model_logging import manifest, model_config, save_model
 
@@ -426,13 +426,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
 
-    from .app import compose_settings
+    from .session import compose_settings
     from .corpus.loader import load_corpus
     from .db.connect import connect, resolve_database_url
     from .embedding import load_embedder
     from .golden.resolve import load_golden
     from .limits import query_problem
-    from .store import hnsw_index_name, ingest, strategy_info
+    from .chunk_index import hnsw_index_name, ingest, strategy_info
 
     corpus_overrides = []
     if args.corpus != "demo":

@@ -1,6 +1,6 @@
 """BM25 statistics of a chunking strategy, kept in step with its chunks (migration 0002).
 
-Called by :func:`rag_experiments.store.ingest` inside its write transaction, under the chunks
+Called by :func:`rag_experiments.chunk_index.ingest` inside its write transaction, under the chunks
 writer lock, so the statistics commit (or roll back) with the chunks, and parallel ingests of
 other strategies never interleave with them. Incremental: only the chunks of re-chunked or
 removed documents are touched; a term's document frequency is its posting count, read at query

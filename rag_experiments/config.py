@@ -29,7 +29,7 @@ from .retrieval.legs import KeywordParams
 from .retrieval.rerank import RerankParams
 from .retrieval.retriever import RetrievalParams
 from .scale.executors import IngestParams
-from .store import HnswParams
+from .chunk_index import HnswParams
 
 
 def project_root() -> Path:

@@ -26,7 +26,7 @@ from .golden.resolve import GoldenSet, load_golden
 from .retrieval.failures import SearchOutcome, search_degrading
 from .retrieval.retriever import Retriever
 from .scale.executors import embedding_executor
-from .store import IngestReport, StrategyInfo, ingest, strategy_info
+from .chunk_index import IngestReport, StrategyInfo, ingest, strategy_info
 from .types import Hit, RankedList
 
 

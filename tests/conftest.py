@@ -118,7 +118,7 @@ def build_mini_golden(path: Path, docs) -> Path:
     from mini_golden_spec import MINI_CASES
 
     from rag_experiments.golden.build import case_record
-    from rag_experiments.golden.store import GoldenFile
+    from rag_experiments.golden.golden_file import GoldenFile
 
     by_stem = {d.doc_id.split("/")[-1].removesuffix(".html"): d for d in docs}
     records = [

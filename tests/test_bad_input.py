@@ -16,7 +16,7 @@ from mlflow.tracking import MlflowClient
 from rag_experiments.config import settings_from_cfg
 from rag_experiments.errors import DatabaseError, UserError
 from rag_experiments.experiment import run_experiment
-from rag_experiments.golden.store import GoldenFile
+from rag_experiments.golden.golden_file import GoldenFile
 from rag_experiments.limits import MAX_QUERY_CHARS
 
 from .test_config import _compose
@@ -100,7 +100,7 @@ def test_triage_refuses_a_100kb_query_before_opening_the_database(monkeypatch, c
     import sys
     import types
 
-    monkeypatch.setitem(sys.modules, "rag_experiments.app", types.SimpleNamespace(
+    monkeypatch.setitem(sys.modules, "rag_experiments.session", types.SimpleNamespace(
         open_retriever=lambda *a, **k: pytest.fail("opened the database for a query it must refuse")))
     assert cli("triage", BIG_QUERY, "--expected", "x.md:0-10", "--add", "no") == 2
     assert "query: the query has" in _one_error_line(capsys.readouterr().err)
@@ -290,7 +290,7 @@ def test_a_command_whose_database_dies_is_one_line(pg_url, monkeypatch, capsys):
         def close(self):
             conn.close()
 
-    monkeypatch.setitem(sys.modules, "rag_experiments.app",
+    monkeypatch.setitem(sys.modules, "rag_experiments.session",
                         types.SimpleNamespace(open_retriever=lambda *a, **k: Session()))
     rc = cli("golden", "add", "--golden", "unused.jsonl", "--query", "q", "--source-uri", "x.md", "--quote", "x")
     assert rc == 2

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from rag_experiments.app import RetrieverSession
+from rag_experiments.session import RetrieverSession
 from rag_experiments.config import settings_from_cfg
 from rag_experiments.errors import UserError
-from rag_experiments.golden.store import GoldenFile
+from rag_experiments.golden.golden_file import GoldenFile
 from rag_experiments.triage import parse_expected, triage
 
 from .test_config import _compose

@@ -1,6 +1,6 @@
 """``rag-exp golden``: build, label, check and inspect the append-only golden set.
 
-generate / label / add read the corpus through ``rag_experiments.app.open_retriever`` (imported
+generate / label / add read the corpus through ``rag_experiments.session.open_retriever`` (imported
 lazily: the database is only touched by the commands that need it); ``--set KEY=VALUE`` is passed
 through as Hydra overrides (``--set retrieval=hybrid``, ``--set chunking.max_tokens=256``).
 """
@@ -209,7 +209,7 @@ def _say(console: Any, *objects: Any, **kwargs: Any) -> None:
 
 
 def _open_session(overrides: list[str]) -> Any:
-    from ..app import open_retriever  # lazy: the database is only needed here
+    from ..session import open_retriever  # lazy: the database is only needed here
 
     return open_retriever(overrides or None)
 
@@ -415,7 +415,7 @@ def cmd_retire(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from ..golden.store import GoldenFile
+    from ..golden.golden_file import GoldenFile
 
     from ..corpus.loader import load_corpus
     from ..golden.anchoring import drift_status
@@ -443,7 +443,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_manifest(args: argparse.Namespace) -> int:
     import getpass
 
-    from ..golden.store import GoldenFile
+    from ..golden.golden_file import GoldenFile
 
     gf = GoldenFile(args.golden)
     if not gf.exists():
@@ -549,7 +549,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from ..golden.anchoring import check
 
     from ..golden.evidence_check import unscorable_spans
-    from ..golden.store import GoldenFile
+    from ..golden.golden_file import GoldenFile
 
     docs = _drift_corpus(args)
     rep = check(args.golden, docs, fuzzy_threshold=args.fuzzy_threshold)

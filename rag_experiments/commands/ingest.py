@@ -19,7 +19,7 @@ def register(sub) -> None:
 
 
 def _ingest(args) -> int:
-    from ..app import open_retriever
+    from ..session import open_retriever
     from ..embedding.api import ApiUsage
     from ..embedding.cost import EstimateOnly, describe_usage, usage_metrics
 

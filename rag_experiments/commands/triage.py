@@ -28,7 +28,7 @@ def register(sub) -> None:
 
 
 def _triage(args) -> int:
-    from ..app import open_retriever
+    from ..session import open_retriever
     from ..limits import check_query
     from ..triage import parse_expected, triage
 

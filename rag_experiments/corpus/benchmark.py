@@ -8,7 +8,7 @@ An imported benchmark is two things, by default under ``benchmarks/<name>/``:
   document text is the title, a blank line, and the body.
 * ``golden.jsonl`` (``golden-<split>.jsonl`` for a split other than ``test``): one ``case`` of
   kind ``benchmark`` per query with at least one relevant document, written through
-  :meth:`~rag_experiments.golden.store.GoldenFile.append`. Its evidence is every relevant
+  :meth:`~rag_experiments.golden.golden_file.GoldenFile.append`. Its evidence is every relevant
   document, **whole** (``start`` 0, ``end`` len(text), ``quote`` the text), so with
   ``eval.level=document`` a document's best chunk matches it.
 
@@ -50,7 +50,7 @@ from ..errors import CorpusError, GoldenSetError
 from ..golden.build import span_json
 from ..limits import check_query
 from ..golden.records import new_id
-from ..golden.store import GoldenFile
+from ..golden.golden_file import GoldenFile
 from ..types import Document
 from .loader import load_corpus, load_document
 

@@ -47,7 +47,7 @@ class EstimateOnly(UserError):
 
 
 class CostGate:
-    """The ``before_paying`` hook of :func:`rag_experiments.store.ingest`: print the estimate, then
+    """The ``before_paying`` hook of :func:`rag_experiments.chunk_index.ingest`: print the estimate, then
     ask (a terminal), or go on (``confirm=False`` / ``--yes``), or stop (``dry_run``)."""
 
     def __init__(self, embedder, *, confirm: bool = True, dry_run: bool = False,

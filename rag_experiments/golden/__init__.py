@@ -1,6 +1,6 @@
 """The golden set: append-only records, their resolution into evaluation cases, and tools."""
 
 from .resolve import EvalCase, Evidence, GoldenSet, load_golden
-from .store import GoldenFile
+from .golden_file import GoldenFile
 
 __all__ = ["EvalCase", "Evidence", "GoldenSet", "GoldenFile", "load_golden"]

@@ -20,7 +20,7 @@ from ..errors import GoldenSetError, UserError
 from ..limits import check_query, check_text
 from .generate import quote_matches
 from .records import Span, new_id
-from .store import GoldenFile
+from .golden_file import GoldenFile
 
 
 class QuoteError(UserError):

@@ -44,7 +44,7 @@ from .build import doc_span
 from .fuzzy import FUZZY_THRESHOLD, DocIndex, locate, similarity
 from .records import Case, Span, new_id
 from .resolve import GoldenSet, SpanRef, current
-from .store import GoldenFile
+from .golden_file import GoldenFile
 
 ALGORITHM = "anchor-v1"
 OUTCOMES = ("unchanged", "moved", "fuzzy", "stale", "still_stale")

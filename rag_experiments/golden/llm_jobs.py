@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable
 from .. import llm
 from ..errors import GoldenSetError
 from .records import now_iso
-from .store import GoldenFile
+from .golden_file import GoldenFile
 
 
 class Checkpoint:

@@ -3,7 +3,7 @@
 One JSONL file per golden set (``experiments/golden/<name>.jsonl``), one record per line, in
 append order. Every record has ``type``, ``id``, ``created_at`` and ``prev`` (the sha256 of the
 previous line's bytes; ``""`` on line 1): a hash chain, so an edit anywhere is found and
-reported with its line number (see :mod:`.store`).
+reported with its line number (see :mod:`.golden_file`).
 
 Record types (fields beyond the common ones):
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .records import MACHINE_JUDGES, VERDICTS, Anchor, Case, Judgement, Record, Retire, Span
-from .store import GoldenFile
+from .golden_file import GoldenFile
 
 
 @dataclass(frozen=True)

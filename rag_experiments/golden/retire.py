@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import GoldenSetError, UserError
 from .records import Case, Retire, new_id
-from .store import GoldenFile
+from .golden_file import GoldenFile
 
 
 def retire_case(golden_path: str | Path, case_id: str, reason: str, who: str | None = None) -> dict:

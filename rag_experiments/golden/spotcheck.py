@@ -33,7 +33,7 @@ from typing import Any, TextIO
 
 from .records import MACHINE_JUDGES, Judgement, Record, new_id, now_iso
 from .resolve import current
-from .store import GoldenFile
+from .golden_file import GoldenFile
 
 LABELS = ("YES", "PART", "NO")
 MIN_PAIRS = 30

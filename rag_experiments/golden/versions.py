@@ -27,7 +27,7 @@ from typing import Mapping
 from ..errors import GoldenSetError
 from .records import Record, line_hash
 from .resolve import GoldenSet, resolve
-from .store import GoldenFile
+from .golden_file import GoldenFile
 
 TAG_SHA = "golden_sha256"
 TAG_RECORDS = "golden_records"

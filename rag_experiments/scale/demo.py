@@ -115,7 +115,7 @@ def bench_ingest(n_texts: int) -> None:
     from ..corpus.loader import load_corpus
     from ..db.connect import connect
     from ..embedding import load_embedder
-    from ..store import embed_with_cache
+    from ..chunk_index import embed_with_cache
     from .executors import LocalEmbedding, RayEmbedding
 
     embedder = load_embedder()

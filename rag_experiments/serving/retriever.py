@@ -28,7 +28,7 @@ from ..errors import ConfigError, UserError
 from .hits import SearchHit
 
 if TYPE_CHECKING:
-    from ..store import StrategyInfo
+    from ..chunk_index import StrategyInfo
 
 MAX_QUERY_CHARS = 4000  # a question, not a document: the embedder reads 256 tokens at most
 MAX_QUERIES = 100  # per call (one HTTP request)
@@ -120,7 +120,7 @@ class Retriever:
         """``config``: Hydra overrides (a list, as ``run.py`` takes them), a resolved config file
         (YAML), or a resolved config mapping. ``None``: the default config."""
         if config is None or (isinstance(config, Sequence) and not isinstance(config, str)):
-            from ..app import compose_settings
+            from ..session import compose_settings
 
             overrides = list(config or [])
             settings, _ = compose_settings(overrides)
@@ -147,7 +147,7 @@ class Retriever:
     # -- the corpus check -----------------------------------------------------------------------
     def _strategy(self, ingest: bool) -> StrategyInfo:
         from ..chunking import strategy_key
-        from ..store import strategy_info
+        from ..chunk_index import strategy_info
 
         key = strategy_key(corpus_name(self.settings), self.settings.chunking, self.embedder.model_id)
         info = strategy_info(self.conn, key)
@@ -169,7 +169,7 @@ class Retriever:
     def _ingest(self, key: str) -> StrategyInfo:
         from ..corpus.loader import corpus_manifest, load_corpus
         from ..experiment import corpus_path
-        from ..store import ingest, strategy_info
+        from ..chunk_index import ingest, strategy_info
 
         docs = load_corpus(corpus_path(self.settings), self.settings.corpus.name)
         digest = corpus_manifest(docs)["digest"]

@@ -13,7 +13,7 @@ from rag_experiments.corpus.beir import import_beir, load_beir
 from rag_experiments.corpus.loader import load_corpus
 from rag_experiments.errors import CorpusError, GoldenSetError
 from rag_experiments.golden.resolve import load_golden
-from rag_experiments.golden.store import GoldenFile
+from rag_experiments.golden.golden_file import GoldenFile
 
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "benchmarks" / "beir_tiny"
 

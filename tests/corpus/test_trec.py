@@ -15,7 +15,7 @@ import pytest
 from rag_experiments.corpus.loader import load_corpus
 from rag_experiments.corpus.trec import import_trec, load_smart, read_queries, read_smart
 from rag_experiments.errors import CorpusError, GoldenSetError
-from rag_experiments.golden.store import GoldenFile
+from rag_experiments.golden.golden_file import GoldenFile
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "tests" / "fixtures" / "benchmarks" / "smart_tiny"

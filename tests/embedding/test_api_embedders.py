@@ -14,7 +14,7 @@ from rag_experiments.embedding.api import ApiError, OpenAIEmbedder, VoyageEmbedd
 from rag_experiments.embedding.cost import CostGate, EstimateOnly, estimate  # noqa: E402
 from rag_experiments.embedding.options import EmbeddingOptions  # noqa: E402
 from rag_experiments.errors import ConfigError, UserError  # noqa: E402
-from rag_experiments.store import HnswParams, embed_with_cache, hnsw_index_name, ingest, strategy_info  # noqa: E402
+from rag_experiments.chunk_index import HnswParams, embed_with_cache, hnsw_index_name, ingest, strategy_info  # noqa: E402
 
 from .provider_stub import fake_vector, malformed, status, wrong_dim  # noqa: E402
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from rag_experiments.db.connect import connect
 from rag_experiments.db.migrations import migrate
-from rag_experiments.store import embed_with_cache
+from rag_experiments.chunk_index import embed_with_cache
 
 
 def test_rows_cached_before_0003_are_found_after_it(fresh_db_url, embedder):

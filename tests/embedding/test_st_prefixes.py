@@ -11,7 +11,7 @@ import pytest
 from rag_experiments.embedding.base import load_configured
 from rag_experiments.embedding.options import EmbeddingOptions
 from rag_experiments.errors import ConfigError
-from rag_experiments.store import embed_with_cache, embedding_space_key
+from rag_experiments.chunk_index import embed_with_cache, embedding_space_key
 
 
 def test_prefixes_are_applied_and_keyed(conn):

@@ -9,7 +9,7 @@ import pytest
 from rag_experiments.evaluation.evaluate import EvalParams, evaluate
 from rag_experiments.evaluation.rescore import params_from_flat, rescore
 from rag_experiments.evaluation.runfile import parse_run_file, run_file_text
-from rag_experiments.golden.store import GoldenFile
+from rag_experiments.golden.golden_file import GoldenFile
 from rag_experiments.golden.versions import current_version, locate
 
 from ..tracking.golden_runs import good, ranked

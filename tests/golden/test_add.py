@@ -108,7 +108,7 @@ def test_cli_add(golden, monkeypatch, capsys, tmp_path):
         overrides.append(o)
         return Session()
 
-    monkeypatch.setitem(sys.modules, "rag_experiments.app", types.SimpleNamespace(open_retriever=open_retriever))
+    monkeypatch.setitem(sys.modules, "rag_experiments.session", types.SimpleNamespace(open_retriever=open_retriever))
     assert cli.main(["golden", "add", "--golden", str(golden), "--query", "deadlock wait", "--chunk-id", "abc123",
                      "--author", "a", "--set", "chunking=fixed"]) == 0
     assert "added case" in capsys.readouterr().out and overrides == [["chunking=fixed"]]

@@ -23,7 +23,7 @@ from rag_experiments.golden.anchoring import (
 from rag_experiments.golden.build import case_record
 from rag_experiments.golden.records import new_id
 from rag_experiments.golden.resolve import current, load_golden
-from rag_experiments.golden.store import GoldenFile
+from rag_experiments.golden.golden_file import GoldenFile
 from rag_experiments.types import Hit, RankedList
 
 PAGES = ("brin-intro.md", "functions-enum.md", "btree-intro.md")

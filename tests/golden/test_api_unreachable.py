@@ -34,7 +34,7 @@ def test_label_with_the_api_unreachable_is_one_line(golden, monkeypatch, capsys,
         def close(self):
             pass
 
-    monkeypatch.setitem(sys.modules, "rag_experiments.app",
+    monkeypatch.setitem(sys.modules, "rag_experiments.session",
                         types.SimpleNamespace(open_retriever=lambda overrides=None: Session()))
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", closed_port_url)

@@ -13,7 +13,7 @@ import pytest
 
 from rag_experiments.corpus.loader import load_corpus
 from rag_experiments.golden.resolve import load_golden
-from rag_experiments.golden.store import GoldenFile
+from rag_experiments.golden.golden_file import GoldenFile
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "experiments" / "golden" / "demo.jsonl"

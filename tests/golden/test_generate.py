@@ -453,7 +453,7 @@ def test_cli_generate_and_stats(stub, tmp_path, monkeypatch, capsys):
         calls.append(overrides)
         return session
 
-    monkeypatch.setitem(sys.modules, "rag_experiments.app", types.SimpleNamespace(open_retriever=open_retriever))
+    monkeypatch.setitem(sys.modules, "rag_experiments.session", types.SimpleNamespace(open_retriever=open_retriever))
     monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", stub.base_url)
     stub.responder = good_responder

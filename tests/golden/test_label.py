@@ -194,7 +194,7 @@ def test_cli_label(stub, golden, monkeypatch, capsys):
         def close(self):
             pass
 
-    monkeypatch.setitem(sys.modules, "rag_experiments.app",
+    monkeypatch.setitem(sys.modules, "rag_experiments.session",
                         types.SimpleNamespace(open_retriever=lambda overrides=None: Session()))
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", stub.base_url)

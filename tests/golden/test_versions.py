@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from rag_experiments.golden.resolve import load_golden
-from rag_experiments.golden.store import GoldenFile
+from rag_experiments.golden.golden_file import GoldenFile
 from rag_experiments.golden.versions import GoldenVersion, NotAnAncestor, current_version, locate, prefix_length
 
 

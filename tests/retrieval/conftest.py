@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from rag_experiments.chunking import ChunkingParams
-from rag_experiments.store import ingest, strategy_info
+from rag_experiments.chunk_index import ingest, strategy_info
 
 
 @pytest.fixture

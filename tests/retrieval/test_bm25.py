@@ -11,7 +11,7 @@ import pytest
 from rag_experiments.chunking import ChunkingParams
 from rag_experiments.errors import ConfigError
 from rag_experiments.retrieval.legs import KeywordParams, keyword_search
-from rag_experiments.store import ingest, strategy_info
+from rag_experiments.chunk_index import ingest, strategy_info
 
 BM25 = KeywordParams(rank="bm25", identifier_boost=0.0)
 STOP_WORDS_ONLY = "what is the and of to it"

@@ -19,7 +19,7 @@ from rag_experiments.retrieval.filters import Filters
 from rag_experiments.retrieval.fusion import FusionParams
 from rag_experiments.retrieval.legs import KeywordParams
 from rag_experiments.retrieval.retriever import RetrievalParams, Retriever
-from rag_experiments.store import StrategyInfo
+from rag_experiments.chunk_index import StrategyInfo
 
 # text with the characters string joins use as separators
 text = st.text(alphabet=st.sampled_from("ab,;|=\t\n:"), max_size=6)
@@ -160,7 +160,7 @@ def test_rebuilding_the_hnsw_index_with_other_parameters_recomputes_the_vector_l
     """Sibling, end to end: a sweep over retrieval.hnsw.m re-ingests with another index (the old
     one is dropped); the vector lists measured on the old index were served for the new one."""
     from rag_experiments.chunking import ChunkingParams
-    from rag_experiments.store import HnswParams, ingest, strategy_info
+    from rag_experiments.chunk_index import HnswParams, ingest, strategy_info
 
     def search(hnsw: HnswParams) -> Retriever:
         report = ingest(conn, mini_docs, ChunkingParams("heading", 60), embedder, hnsw)

@@ -16,7 +16,7 @@ from rag_experiments.retrieval import retriever as retriever_module
 from rag_experiments.retrieval.filters import Filters
 from rag_experiments.retrieval.fusion import FusionParams
 from rag_experiments.retrieval.retriever import Retriever, RetrievalParams
-from rag_experiments.store import ingest, strategy_info
+from rag_experiments.chunk_index import ingest, strategy_info
 
 QUERIES = ["work_mem", "What does SQLSTATE 23505 mean?", "build an index without blocking writes"]
 

@@ -142,7 +142,7 @@ def test_ray_ingest_writes_the_same_chunks_and_vectors_as_local(services, mini_d
     from rag_experiments.db.connect import connect
     from rag_experiments.embedding import load_embedder
     from rag_experiments.scale.executors import LocalEmbedding, RayEmbedding
-    from rag_experiments.store import ingest
+    from rag_experiments.chunk_index import ingest
 
     pg = services["pg"]
     embedder = load_embedder()

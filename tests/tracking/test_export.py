@@ -208,7 +208,7 @@ def test_cranfield_metrics_equal_ir_measures(project):
 
 def test_export_after_the_golden_set_grew_uses_the_runs_version(tmp_path, tiny_beir, mlflow_home):
     """The run's version is a prefix of the grown file: its labels are exported, not the newer ones."""
-    from rag_experiments.golden.store import GoldenFile
+    from rag_experiments.golden.golden_file import GoldenFile
     from rag_experiments.golden.versions import current_version
 
     version = current_version(tiny_beir)

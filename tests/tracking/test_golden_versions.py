@@ -13,7 +13,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from rag_experiments.golden.resolve import load_golden
-from rag_experiments.golden.store import GoldenFile
+from rag_experiments.golden.golden_file import GoldenFile
 from rag_experiments.tracking.runs import get_run
 from rag_experiments.tracking.versioned import align
 
@@ -47,7 +47,7 @@ def golden_add(monkeypatch, mini_docs):
         def close(self):
             pass
 
-    monkeypatch.setitem(sys.modules, "rag_experiments.app",
+    monkeypatch.setitem(sys.modules, "rag_experiments.session",
                         types.SimpleNamespace(open_retriever=lambda overrides=None: Session()))
 
     def add(path, query=PRODUCTION_QUERY, quote=PRODUCTION_QUOTE):

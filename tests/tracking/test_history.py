@@ -7,7 +7,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from rag_experiments.golden.resolve import load_golden
-from rag_experiments.golden.store import GoldenFile
+from rag_experiments.golden.golden_file import GoldenFile
 from rag_experiments.tracking.history import build_history
 
 from .conftest import cli

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from rag_experiments.corpus.loader import load_corpus
 from rag_experiments.golden.build import case_record
-from rag_experiments.golden.store import GoldenFile
+from rag_experiments.golden.golden_file import GoldenFile
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]

@@ -48,7 +48,7 @@ from rag_experiments.corpus.loader import demo_corpus_dir, load_corpus  # noqa: 
 from rag_experiments.commands.golden import fix_command  # noqa: E402
 from rag_experiments.golden.anchoring import check, drift_status, reanchor  # noqa: E402
 from rag_experiments.golden.resolve import current, load_golden  # noqa: E402
-from rag_experiments.golden.store import GoldenFile  # noqa: E402
+from rag_experiments.golden.golden_file import GoldenFile  # noqa: E402
 
 DEMO_GOLDEN = ROOT / "experiments" / "golden" / "demo.jsonl"
 

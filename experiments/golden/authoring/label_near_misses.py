@@ -34,7 +34,7 @@ from rag_experiments.corpus.loader import load_corpus
 from rag_experiments.evaluation.relevance import matches
 from rag_experiments.golden.build import span_json
 from rag_experiments.golden.records import VERDICTS, new_id
-from rag_experiments.golden.store import GoldenFile
+from rag_experiments.golden.golden_file import GoldenFile
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -81,7 +81,7 @@ def candidates() -> None:
     from rag_experiments.db.connect import connect, resolve_database_url
     from rag_experiments.embedding import load_embedder
     from rag_experiments.retrieval.retriever import RetrievalParams, Retriever
-    from rag_experiments.store import ingest, strategy_info
+    from rag_experiments.chunk_index import ingest, strategy_info
 
     records = GoldenFile(GOLDEN).read()
     cases = select_cases([r for r in records if r["type"] == "case"])

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rag_experiments.golden.records import new_id
-from rag_experiments.golden.store import GoldenFile
+from rag_experiments.golden.golden_file import GoldenFile
 
 GOLDEN = Path(__file__).resolve().parents[1] / "demo.jsonl"
 AGENT_NAME = "AI coding agent (Claude), manual review in a development session"

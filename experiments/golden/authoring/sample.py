@@ -29,7 +29,7 @@ from rag_experiments.corpus.loader import load_corpus
 from rag_experiments.db.connect import connect, resolve_database_url
 from rag_experiments.embedding import load_embedder
 from rag_experiments.golden.generate import allocate, boilerplate_reason
-from rag_experiments.store import ingest
+from rag_experiments.chunk_index import ingest
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "sample.jsonl"

@@ -4,7 +4,7 @@
 -- (tf: the number of positions the english tsvector holds for it) and the chunk's length (dl:
 -- all positions of its tsvector). A term's document frequency is its posting count, counted at
 -- query time while its postings are read anyway, so no df table can drift from the chunks.
--- Written in the ingest transaction, under the chunks writer lock (store.py).
+-- Written in the ingest transaction, under the chunks writer lock (chunk_index.py).
 --
 -- Chosen by measurement on the demo strategy (3,020 chunks, 150 golden queries), against tf
 -- read from the tsvector at query time (unnest(tsv) per candidate, df from ts_stat): that

@@ -6,7 +6,7 @@ import pytest
 
 from rag_experiments.chunking import ChunkingParams
 from rag_experiments.db.connect import connect
-from rag_experiments.store import HnswParams, hnsw_index_name, ingest
+from rag_experiments.chunk_index import HnswParams, hnsw_index_name, ingest
 
 
 @pytest.fixture
@@ -51,7 +51,7 @@ def test_changed_document_is_rechunked_alone(fresh, mini_docs, embedder):
 
 
 def test_interrupted_ingest_leaves_no_half_strategy(fresh, mini_docs, embedder, monkeypatch):
-    from rag_experiments import store
+    from rag_experiments import chunk_index as store
 
     def boom(*a, **k):
         raise RuntimeError("killed mid-ingest")
@@ -106,7 +106,7 @@ def test_a_waiting_writer_holds_no_lock_on_chunks(fresh_db_url, mini_docs, embed
     import threading
     import time
 
-    from rag_experiments.store import CHUNKS_WRITER_LOCK
+    from rag_experiments.chunk_index import CHUNKS_WRITER_LOCK
 
     first = connect(fresh_db_url)
     ingest(first, mini_docs, ChunkingParams("fixed", 40), embedder)  # embeddings cached: the job is all writes

@@ -17,7 +17,7 @@ from .corpus.loader import load_corpus
 from .embedding.cost import CostGate
 from .experiment import check_credentials, corpus_path, load_settings_embedder, open_database
 from .retrieval.retriever import Retriever
-from .store import ingest, strategy_info
+from .chunk_index import ingest, strategy_info
 
 
 def conf_dir() -> Path:
