@@ -17,7 +17,7 @@ from rag_experiments.cli import main
 from rag_experiments.errors import GoldenSetError
 from rag_experiments.golden import GoldenFile
 from rag_experiments.golden.resolve import load_golden
-from tests.golden.test_store import case
+from tests.golden.test_golden_file import case
 
 DEMO = Path(__file__).resolve().parents[2] / "experiments" / "golden" / "demo.jsonl"
 
