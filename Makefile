@@ -28,8 +28,9 @@ $(VENV)/.installed-test: $(VENV)/.installed
 run: setup
 	$(BIN)/python run.py
 
+# two workers, each test file on one of them (module fixtures such as the Ray cluster stay whole)
 test: setup-test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 bench: setup
 	$(BIN)/python -m rag_experiments.bench

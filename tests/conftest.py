@@ -22,6 +22,12 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 sys.path.insert(0, str(FIXTURES))
 
 
+def pytest_collection_modifyitems(items):
+    """The Ray cluster file is the longest (minutes): run it first, so that under ``make test``'s
+    two workers (a file per worker) the rest of the suite runs beside it instead of after it."""
+    items.sort(key=lambda item: item.get_closest_marker("ray") is None)  # stable: order kept otherwise
+
+
 def _with_db(url: str, name: str) -> str:
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
