@@ -119,8 +119,7 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
         usage_before = getattr(embedder, "usage", None)
 
         t = time.perf_counter()
-        executor = embedding_executor(settings.ingest, embedder, settings.embedding.name,
-                                      settings.embedding, settings.embedding.batch_size)
+        executor = embedding_executor(settings.ingest, embedder, settings.embedding)
         report = ingest(conn, docs, settings.chunking, embedder, settings.retrieval.hnsw, progress=settings.progress,
                         model_batch_size=settings.embedding.batch_size, before_paying=gate, executor=executor)
         timings["ingest_s"] = time.perf_counter() - t

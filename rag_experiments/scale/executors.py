@@ -83,12 +83,13 @@ class RayEmbedding:
             yield pending.pop(done[0]), ray.get(done[0])
 
 
-def embedding_executor(params: IngestParams, embedder, embedding_name: str, options, model_batch_size: int):
+def embedding_executor(params: IngestParams, embedder, options):
+    """``options``: the ``embedding`` group (its name and batch size)."""
     if params.executor == "ray":
         if getattr(embedder, "paid", False):
             # an API model is network-bound and rate-limited per key: fanning requests out to
             # workers buys nothing and would put the key on every node
-            raise ConfigError(f"ingest.executor=ray: {embedding_name} is an API model; embed it with "
+            raise ConfigError(f"ingest.executor=ray: {options.name} is an API model; embed it with "
                               "ingest.executor=local (requests are batched within the provider's limits)")
-        return RayEmbedding(embedding_name, options, model_batch_size, params.ray_address)
-    return LocalEmbedding(embedder, model_batch_size)
+        return RayEmbedding(options.name, options, options.batch_size, params.ray_address)
+    return LocalEmbedding(embedder, options.batch_size)
