@@ -45,6 +45,11 @@ def leg_hits(rows, leg: str) -> list[Hit]:
     return [Hit(*r[:6], float(r[6]), i, {leg: i}) for i, r in enumerate(rows, 1)]
 
 
+def hit_row(h: Hit) -> list:
+    """The row :func:`leg_hits` reads back: a candidate as the candidate cache stores it."""
+    return [h.chunk_id, h.doc_id, h.source_uri, h.doc_type, h.start, h.end, h.score]
+
+
 @dataclass(frozen=True)
 class KeywordParams:
     """``tsquery``: or | and | websearch (which chunks match). ``rank``: ts_rank | ts_rank_cd |

@@ -31,7 +31,7 @@ from ..types import Hit, RankedList
 from .filters import Filters
 from .fusion import FusionParams, rrf
 from .hybrid_sql import hybrid_sql_search
-from .legs import LEGS_VERSION, KeywordLeg, KeywordParams, Leg, VectorLeg, leg_hits, vector_search
+from .legs import LEGS_VERSION, KeywordLeg, KeywordParams, Leg, VectorLeg, hit_row, leg_hits, vector_search
 from .rerank import RerankParams, Reranker, cached_scores, load_reranker, rerank_order
 
 #: the first-stage legs (:class:`.legs.Leg`) each variant fuses; one leg is served as it is
@@ -159,8 +159,7 @@ class Retriever:
             found[key] = (hits, ms)
             if self.params.use_cache:
                 self.memo.remember(self.memo.lists, {key: (hits, ms)})
-            fresh.append((key, leg, {"hits": [[h.chunk_id, h.doc_id, h.source_uri, h.doc_type, h.start, h.end, h.score]
-                                              for h in hits], "ms": ms}))
+            fresh.append((key, leg, {"hits": [hit_row(h) for h in hits], "ms": ms}))
             self.stats.leg_lists_computed += 1
         if fresh and self.params.use_cache:
             with self.conn.transaction():
