@@ -18,11 +18,11 @@ from rag_experiments.redaction import redact_process_output, register_argv
 
 register_schema()
 register_argv(sys.argv[1:])  # learn the secrets an override carries before anything can echo it
-# conf/hydra/launcher/ray.yaml and conf/hydra/sweeper/basic.yaml share their names with Hydra's
-# structured configs (the Ray launcher plugin's; Hydra's basic sweeper, replaced on purpose: it
-# composes each sweep point once), so Hydra validates ours against those schemas (same keys) and
+# conf/hydra/launcher/{ray,basic}.yaml and conf/hydra/sweeper/basic.yaml share their names with
+# Hydra's structured configs (the Ray launcher plugin's; Hydra's basic sweeper and launcher,
+# replaced on purpose: they compose each sweep point once), so Hydra validates ours against those schemas (same keys) and
 # warns on every run that such matching is deprecated. They are the names users type: keep them.
-warnings.filterwarnings("ignore", message=r"(?s).*'hydra/(launcher/ray|sweeper/basic)' is validated against "
+warnings.filterwarnings("ignore", message=r"(?s).*'hydra/(launcher/ray|launcher/basic|sweeper/basic)' is validated against "
                         "ConfigStore schema")
 
 

@@ -31,6 +31,8 @@ MASK = "***"
 # a config key or parameter name whose value is a secret
 # (ends the name: ``max_tokens`` and ``tokenizer`` are not secrets, ``access_token`` is)
 SECRET_KEY = re.compile(r"(api[_-]?key|password|passwd|secret(?:[_-]?key)?|token|credentials?)$", re.I)
+# the same words anywhere in a text: a file without one has no secret-named key to walk to
+SECRET_WORD = re.compile(r"api[_-]?key|password|passwd|secret|token|credential", re.I)
 # libpq parameters that hold a secret (password, sslpassword)
 _DSN_SECRET_PARAM = re.compile(r"password", re.I)
 # a URL-like token inside free text; stops at whitespace and quotes

@@ -39,28 +39,6 @@ def sweep_points(config: Any) -> list[list[str]] | None:
 COMPOSING_ONCE = "hydra_plugins.rag_experiments_sweeper.basic_once.BasicSweeperComposingOnce"
 
 
-def _compose_point(loader: Any, config: Any, point: list[str], composed: dict) -> Any:
-    """The point's config, as ``load_sweep_config`` would compose it, without composing it for
-    every point: a full composition costs 0.3-1 s, 100 points a minute. Points share their group
-    choices and other structural overrides (composed once per distinct set) and differ in plain
-    ``dotted.key=value`` overrides, applied to a copy of that composition through the schema (so a
-    wrong type still fails as it would in Hydra); anything else is composed in full."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from omegaconf import OmegaConf
-
-    parsed = OverridesParser.create().parse_overrides(list(point))
-    values = [o for o in parsed if not (o.is_delete() or o.is_add() or o.is_force_add() or o.is_hydra_override())
-              and "." in o.key_or_group and "/" not in o.key_or_group and o.package is None]
-    structural = [o.input_line for o in parsed if o not in values]
-    base_key = tuple(structural)
-    if base_key not in composed:
-        composed[base_key] = loader.load_sweep_config(config, structural)
-    cfg = composed[base_key].copy()
-    for o in values:
-        OmegaConf.update(cfg, o.key_or_group, o.value(), merge=False)
-    return cfg
-
-
 def _varying(points: list[list[str]], point: list[str]) -> str:
     """The part of ``point`` that differs between points (what the user swept)."""
     shared = set.intersection(*(set(p) for p in points)) if len(points) > 1 else set()
@@ -72,6 +50,8 @@ def check_points(config: Any) -> int:
     from hydra.core.global_hydra import GlobalHydra
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
+
+    from hydra_plugins.rag_experiments_launchers.basic_once import compose_point
 
     from .config import settings_from_cfg
     from .experiment import corpus_path, load_checked_golden
@@ -85,7 +65,7 @@ def check_points(config: Any) -> int:
     for point in points:
         where = f"sweep point {_varying(points, point)}"
         try:
-            settings = settings_from_cfg(_compose_point(loader, config, list(point), composed))
+            settings = settings_from_cfg(compose_point(loader, config, list(point), composed))
             key = (settings.golden.file, str(corpus_path(settings)), settings.corpus.name)
             if key not in golden_checked:
                 load_checked_golden(settings)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from functools import cached_property
 
 
 def sha256_text(text: str) -> str:
@@ -27,8 +28,10 @@ class Document:
     text: str
     corpus: str = "demo"
 
-    @property
+    @cached_property
     def content_hash(self) -> str:
+        # computed once per document: drift, evidence and manifest checks ask for it on every
+        # sweep point (cached_property writes the instance dict, so the dataclass stays frozen)
         return sha256_text(self.text)
 
 

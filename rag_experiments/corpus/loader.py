@@ -84,6 +84,11 @@ def load_document(file: Path, root: Path, corpus: str) -> Document:
     )
 
 
+# (root, corpus name) -> (every file's identity, the documents): a sweep loads the same corpus
+# once per point; a file added, removed or touched changes the identity and the folder is read again
+_LOADED: dict[tuple[Path, str], tuple[tuple, list[Document]]] = {}
+
+
 def load_corpus(path: str | Path, corpus: str | None = None) -> list[Document]:
     """All ``*.md`` documents under ``path`` (``demo`` = the shipped corpus), sorted by doc id."""
     root = resolve_corpus_dir(str(path))
@@ -94,6 +99,24 @@ def load_corpus(path: str | Path, corpus: str | None = None) -> list[Document]:
         raise CorpusError(f"corpus folder {root} holds no .md files",
                           hint="convert HTML first: rag-exp corpus import-html HTML_DIR OUT_DIR")
     name = corpus or (DEMO if root == demo_corpus_dir() else root.name)
+    identity = tuple(_file_identity(f) for f in files)
+    known = _LOADED.get((root, name))
+    if known is not None and known[0] == identity:
+        return list(known[1])
+    docs = _read_documents(files, root, name)
+    _LOADED[(root, name)] = (identity, docs)
+    return list(docs)
+
+
+def _file_identity(f: Path) -> tuple:
+    try:
+        st = f.stat()
+    except OSError:
+        return (str(f), None)  # unreadable: reading it says so, naming the file
+    return (str(f), st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _read_documents(files: list[Path], root: Path, name: str) -> list[Document]:
     docs: dict[str, Document] = {}
     origin: dict[str, Path] = {}
     for f in files:

@@ -7,10 +7,21 @@ resampled within the segment.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 
 from ..evaluation.metric_key import by_segment
+
+
+@functools.lru_cache(maxsize=32)
+def _resample_indices(n: int, samples: int, seed: int) -> np.ndarray:
+    """The same draws for every metric of a segment (and every sweep point): what
+    ``default_rng(seed).integers`` gives, computed once (read-only, shared)."""
+    idx = np.random.default_rng(seed).integers(0, n, size=(samples, n))
+    idx.setflags(write=False)
+    return idx
 
 
 def bootstrap_interval(values: np.ndarray, samples: int = 1000, seed: int = 13,
@@ -21,9 +32,7 @@ def bootstrap_interval(values: np.ndarray, samples: int = 1000, seed: int = 13,
     if len(values) == 1 or samples <= 0:
         v = float(values.mean())
         return (v, v)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(values), size=(samples, len(values)))
-    means = values[idx].mean(axis=1)
+    means = values[_resample_indices(len(values), samples, seed)].mean(axis=1)
     alpha = (1 - level) / 2
     return (float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
 

@@ -129,15 +129,24 @@ def parse_per_case(payload: dict | str) -> pd.DataFrame:
     return pd.DataFrame(data["data"], columns=data["columns"])
 
 
-def load_per_case(run_id: str, c=None, artifact_uri: str = "") -> pd.DataFrame | None:
-    """The run's per-case table, or None when it logged none. A local store's file is read in
-    place (a sweep summary reads a hundred of them; MLflow's download copies each first)."""
+def _local_artifact_dir(artifact_uri: str) -> Path | None:
+    """The folder of a run's artifacts when they are on this machine (``file://...`` or the plain
+    path MLflow records when the tracking URI names a database but no artifact root)."""
     if artifact_uri.startswith("file://"):
         from urllib.parse import unquote, urlparse
 
-        local = Path(unquote(urlparse(artifact_uri).path)) / PER_CASE_ARTIFACT
-        if local.is_file():
-            return parse_per_case(local.read_text())
+        return Path(unquote(urlparse(artifact_uri).path))
+    if artifact_uri.startswith("/"):
+        return Path(artifact_uri)
+    return None
+
+
+def load_per_case(run_id: str, c=None, artifact_uri: str = "") -> pd.DataFrame | None:
+    """The run's per-case table, or None when it logged none. A local store's file is read in
+    place (a sweep summary reads a hundred of them; MLflow's download copies each first)."""
+    local = _local_artifact_dir(artifact_uri)
+    if local is not None and (local / PER_CASE_ARTIFACT).is_file():
+        return parse_per_case((local / PER_CASE_ARTIFACT).read_text())
     c = c or client()
     names = {f.path for f in c.list_artifacts(run_id)}
     if PER_CASE_ARTIFACT not in names:
