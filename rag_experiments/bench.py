@@ -20,7 +20,11 @@ Sections (one table, with the machine described):
 * evaluation wall time on the demo golden set per variant: cold (caches empty), warm (same
   config again), and a marginal sweep point (only ``rrf_k`` changed);
 * metric computation against ranx on the same qrels and run;
-* peak RSS of a default run (measured in a child process).
+* peak RSS of a default run (measured in a child process);
+* the 100-point sweep ``python run.py -m "fusion.rrf_k=range(5,105,5)"
+  fusion.keyword_weight=0.5,0.75,1.0,1.25,1.5``, wall time of each repeat and their median
+  (``--sweep-repeats``; the store is a throwaway MLflow store, so nothing lands in ``mlruns/``),
+  and the metrics a sweep point logs.
 
 ``--corpus`` runs every section on another corpus (e.g. the whole manual imported with
 ``rag-exp corpus import-html``); the evaluation still uses the configured golden set, which
@@ -414,12 +418,55 @@ def bench_peak_rss(table: Table, url: str, overrides: list[str] = ()) -> None:
               f"{value} / {wall:.1f}s")
 
 
+SWEEP_100 = ["fusion.rrf_k=range(5,105,5)", "fusion.keyword_weight=0.5,0.75,1.0,1.25,1.5"]
+
+
+def bench_sweep(table: Table, url: str, repeats: int, overrides: list[str] = ()) -> None:
+    """Wall time of the 100-point sweep, ``repeats`` times (median), each in a child process with
+    its own MLflow store and output folders in a temporary directory; plus the number of metrics,
+    params and tags one sweep point logs."""
+    import statistics
+    import tempfile
+
+    run_py = Path(__file__).resolve().parent.parent / "run.py"
+    walls = []
+    with tempfile.TemporaryDirectory(prefix="rag_bench_sweep_") as home:
+        env = {**os.environ, "DATABASE_URL": url, "RAG_EXP_HOME": home}
+        env.pop("MLFLOW_TRACKING_URI", None)
+        for i in range(repeats):
+            t = time.perf_counter()
+            proc = subprocess.run([sys.executable, str(run_py), "-m", *SWEEP_100, *overrides], cwd=home, env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            walls.append(time.perf_counter() - t)
+            points = sum(line.startswith("#") for line in proc.stdout.splitlines())
+            print(f"    sweep repeat {i + 1}: {walls[-1]:.1f}s, {points} points, exit {proc.returncode}")
+            if proc.returncode != 0:
+                table.add("sweep", "100-point sweep", f"failed (exit {proc.returncode}): "
+                          f"{(proc.stderr.strip().splitlines() or [''])[-1][:200]}")
+                return
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(f"sqlite:///{home}/mlruns/mlflow.db")
+        exp = client.get_experiment_by_name("rag-experiments")
+        child = client.search_runs([exp.experiment_id], "tags.mlflow.parentRunId != ''", max_results=1)[0]
+        parent = client.search_runs([exp.experiment_id], "tags.sweep = 'parent'", max_results=1)[0]
+    cmd = 'python run.py -m "fusion.rrf_k=range(5,105,5)" fusion.keyword_weight=0.5,0.75,1.0,1.25,1.5'
+    table.add("sweep", f"{cmd}: wall, median of {repeats} ({', '.join(f'{w:.1f}' for w in walls)})",
+              f"{statistics.median(walls):.1f}s")
+    table.add("sweep", "one sweep point logs: metrics / params / tags",
+              f"{len(child.data.metrics)} / {len(child.data.params)} / {len(child.data.tags)}")
+    table.add("sweep", "the sweep's parent: metrics / params / tags",
+              f"{len(parent.data.metrics)} / {len(parent.data.params)} / {len(parent.data.tags)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rag-exp bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--strategies", default="heading,fixed,paragraph", help="chunkings to ingest cold")
     ap.add_argument("--queries", type=int, default=100, help="queries for the latency section")
-    ap.add_argument("--skip", default="", help="sections to skip: ingest,bm25,latency,serving,eval,metrics,memory")
+    ap.add_argument("--skip", default="",
+                    help="sections to skip: ingest,bm25,latency,serving,eval,metrics,memory,sweep")
+    ap.add_argument("--sweep-repeats", type=int, default=3, help="runs of the 100-point sweep (median reported)")
     ap.add_argument("--serving-queries", type=int, default=30, help="queries for the serving section")
     ap.add_argument("--corpus", default="demo", help="corpus folder of .md files (default: the shipped demo)")
     ap.add_argument("--corpus-name", default=None, help="its corpus name (default: the folder name)")
@@ -477,6 +524,8 @@ def main(argv: list[str] | None = None) -> int:
             bench_metrics(table)
         if "memory" not in skip:
             bench_peak_rss(table, url, corpus_overrides)
+        if "sweep" not in skip and args.sweep_repeats > 0:
+            bench_sweep(table, url, args.sweep_repeats, corpus_overrides)
     finally:
         with psycopg.connect(admin, autocommit=True) as c:
             c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

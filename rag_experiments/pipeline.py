@@ -17,7 +17,7 @@ from .db.embedded import install_sigterm_handler
 from .errors import UserError
 from .experiment import ExperimentResult, run_experiment
 from .redaction import redact_text
-from .report import print_summary
+from .report import point_line, print_summary
 
 
 def _in_multirun() -> bool:
@@ -122,6 +122,29 @@ def log_result(result: ExperimentResult, cfg: DictConfig, run_name: str, validat
     )
 
 
+_WARNED: set = set()
+
+
+def _first_warning(golden_file) -> bool:
+    """A sweep says the labels are unvalidated once (per golden set and process), not per point."""
+    key = str(golden_file)
+    if key in _WARNED:
+        return False
+    _WARNED.add(key)
+    return True
+
+
+def _job_identity() -> tuple[int | None, list[str]]:
+    """This sweep point's number and overrides (Hydra's runtime config)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        hc = HydraConfig.get()
+        return int(hc.job.num), [redact_text(o) for o in hc.overrides.task]
+    except Exception:  # noqa: BLE001 - not under Hydra
+        return None, []
+
+
 def run_from_hydra(cfg: DictConfig) -> float:
     install_sigterm_handler()
     multirun = _in_multirun()
@@ -143,7 +166,10 @@ def run_from_hydra(cfg: DictConfig) -> float:
         if multirun and not isinstance(exc, KeyboardInterrupt):
             _log_failed_child(cfg, exc)
         raise
-    print_summary(result, run_id)
+    if multirun:
+        print(point_line(result, run_id, *_job_identity()), flush=True)
+    else:
+        print_summary(result, run_id)
     from .embedding.cost import describe_usage
 
     usage_line = describe_usage(result.usage)
@@ -155,7 +181,7 @@ def run_from_hydra(cfg: DictConfig) -> float:
               "retrieval.failed_queries):", file=sys.stderr)
         for case_id, why in list(result.failed.items())[:10]:
             print(f"  {case_id}: {why}", file=sys.stderr)
-    if validation["status"] == "NOT-VALIDATED":
+    if validation["status"] == "NOT-VALIDATED" and _first_warning(result.settings.golden.file):
         print(f"WARNING: labels_validated=NOT-VALIDATED: {validation['machine_judgements']} labels in "
               f"{result.settings.golden.file.name} come from machine judges ({validation['llm_judgements']} LLM, "
               f"{validation['agent_judgements']} agent) that no human spot-check has validated "

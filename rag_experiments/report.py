@@ -39,6 +39,18 @@ def summary_table(result, title: str | None = None) -> Table:
     return table
 
 
+def point_line(result, run_id: str | None, job_num: int | None, overrides: list[str]) -> str:
+    """A sweep point in one line: what the point set, its headline metrics over all cases, its
+    run. (The full per-segment table of every point would scroll a 100-point sweep past; the
+    sweep's parent run holds the comparison.)"""
+    ev = result.eval
+    values = " | ".join(f"{short_name(n)} {ev.metrics[n]:.3f}" for n in ev.headline if n in ev.metrics)
+    head = f"#{job_num} " if job_num is not None else ""
+    run = f" | run {run_id}" if run_id else ""
+    return f"{head}{' '.join(overrides) or '(defaults)'}: {values} ({ev.n_cases} cases, " \
+           f"{result.timings.get('total_s', 0):.2f}s){run}"
+
+
 def print_summary(result, run_id: str | None) -> None:
     out = console()
     out.print(summary_table(result))
