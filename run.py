@@ -7,7 +7,6 @@
 """
 
 import sys
-import warnings
 from pathlib import Path
 
 import hydra
@@ -18,12 +17,7 @@ from rag_experiments.redaction import redact_process_output, register_argv
 
 register_schema()
 register_argv(sys.argv[1:])  # learn the secrets an override carries before anything can echo it
-# conf/hydra/launcher/{ray,basic}.yaml and conf/hydra/sweeper/basic.yaml share their names with
-# Hydra's structured configs (the Ray launcher plugin's; Hydra's basic sweeper and launcher,
-# replaced on purpose: they compose each sweep point once), so Hydra validates ours against those schemas (same keys) and
-# warns on every run that such matching is deprecated. They are the names users type: keep them.
-warnings.filterwarnings("ignore", message=r"(?s).*'hydra/(launcher/ray|launcher/basic|sweeper/basic)' is validated against "
-                        "ConfigStore schema")
+# (register_schema also silences Hydra's schema-matching warning for our launcher/sweeper configs)
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")

@@ -430,9 +430,13 @@ def bench_sweep(table: Table, url: str, repeats: int, overrides: list[str] = ())
 
     run_py = Path(__file__).resolve().parent.parent / "run.py"
     walls = []
+    from .config import project_root
+
     with tempfile.TemporaryDirectory(prefix="rag_bench_sweep_") as home:
-        env = {**os.environ, "DATABASE_URL": url, "RAG_EXP_HOME": home}
-        env.pop("MLFLOW_TRACKING_URI", None)
+        # the project's golden set and config; MLflow store, artifacts (./mlruns) and Hydra's
+        # multirun/ folders in the temporary directory
+        env = {**os.environ, "DATABASE_URL": url, "RAG_EXP_HOME": str(project_root()),
+               "MLFLOW_TRACKING_URI": f"sqlite:///{home}/mlflow.db"}
         for i in range(repeats):
             t = time.perf_counter()
             proc = subprocess.run([sys.executable, str(run_py), "-m", *SWEEP_100, *overrides], cwd=home, env=env,
@@ -446,7 +450,7 @@ def bench_sweep(table: Table, url: str, repeats: int, overrides: list[str] = ())
                 return
         from mlflow.tracking import MlflowClient
 
-        client = MlflowClient(f"sqlite:///{home}/mlruns/mlflow.db")
+        client = MlflowClient(env["MLFLOW_TRACKING_URI"])
         exp = client.get_experiment_by_name("rag-experiments")
         child = client.search_runs([exp.experiment_id], "tags.mlflow.parentRunId != ''", max_results=1)[0]
         parent = client.search_runs([exp.experiment_id], "tags.sweep = 'parent'", max_results=1)[0]

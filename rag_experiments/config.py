@@ -150,6 +150,19 @@ def register_schema() -> None:
     from hydra.core.config_store import ConfigStore
 
     ConfigStore.instance().store(name="base_config", node=schema())
+    quiet_schema_matching()
+
+
+def quiet_schema_matching() -> None:
+    """conf/hydra/launcher/{ray,basic}.yaml and conf/hydra/sweeper/basic.yaml share their names
+    with Hydra's structured configs (the Ray launcher plugin's; Hydra's basic sweeper and
+    launcher, replaced on purpose: they compose each sweep point once), so Hydra validates ours
+    against those schemas (same keys) and warns on every composition that such matching is
+    deprecated. They are the names users type: keep them, without the warning."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=r"(?s).*'hydra/(launcher/ray|launcher/basic|sweeper/basic)' is "
+                            "validated against ConfigStore schema")
 
 
 def reject_unknown_keys(c: dict, node: type = Settings, prefix: str = "") -> None:

@@ -221,19 +221,19 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
             # MLflow warns about dataset-source ambiguity and integer schema columns: noise here
             warnings.simplefilter("ignore", UserWarning)
             log_batch(client, run_id, params=flatten(safe_config), metrics=metrics)
-            client.log_text(run_id, _to_yaml(safe_config), "config.yaml")
             _log_datasets(client, run_id, result)
-            for path, frame in tables.items():
-                log_table_artifact(client, run_id, frame, path)
-            log_run_file(client, run_id, result, run_name)
-            client.log_dict(run_id, diag, R.DIAGNOSTICS_ARTIFACT)
+            files = {"config.yaml": _to_yaml(safe_config)}
+            files.update({path: table_json(frame) for path, frame in tables.items()})
+            files.update(run_file_artifact(result, run_name))
+            files[R.DIAGNOSTICS_ARTIFACT] = dict_json(diag)
             if result.eval.excluded:
-                client.log_dict(run_id, {"all_stale_cases": list(result.eval.excluded)}, "golden_excluded.json")
+                files["golden_excluded.json"] = dict_json({"all_stale_cases": list(result.eval.excluded)})
             if failed:
-                client.log_dict(run_id, {"failed_cases": failed}, "retrieval_failures.json")
-            client.log_dict(run_id, result.corpus_manifest, "corpus_manifest.json")
+                files["retrieval_failures.json"] = dict_json({"failed_cases": failed})
+            files["corpus_manifest.json"] = dict_json(result.corpus_manifest)
             if judge_validation is not None:
-                client.log_dict(run_id, judge_validation, "judge_validation.json")
+                files["judge_validation.json"] = dict_json(judge_validation)
+            log_files(client, run_id, files)
             if plots and not result.eval.per_case.empty:
                 from .plots import log_run_plots
 
@@ -249,10 +249,27 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
 LOGGED_ARTIFACTS_TAG = "mlflow.loggedArtifacts"
 
 
-def log_table_artifact(client, run_id: str, frame: pd.DataFrame, path: str) -> None:
-    """What ``MlflowClient.log_table`` writes (pandas' ``split`` JSON), without its per-call
-    list_artifacts/get_run/set_tag round trips (the tag is set once, with the run's tags)."""
-    client.log_text(run_id, frame.to_json(orient="split", index=False, date_format="iso"), path)
+def table_json(frame: pd.DataFrame) -> str:
+    """What ``MlflowClient.log_table`` writes (pandas' ``split`` JSON)."""
+    return frame.to_json(orient="split", index=False, date_format="iso")
+
+
+def dict_json(d: dict) -> str:
+    """What ``MlflowClient.log_dict`` writes for a ``.json`` file."""
+    return json.dumps(d, indent=2, default=str)
+
+
+def log_files(client, run_id: str, files: dict[str, str]) -> None:
+    """Text artifacts (relative path -> content) in one upload: a sweep point's nine files were
+    nine ``log_text``/``log_dict`` calls, each with its own temporary folder and store round trip."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="rag_exp_artifacts_") as tmp:
+        for rel, text in files.items():
+            path = Path(tmp) / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        client.log_artifacts(run_id, tmp)
 
 
 def create_run(client, experiment_id: str, run_name: str | None, tags: dict[str, str]) -> str:
@@ -292,14 +309,13 @@ def golden_version_tags(golden) -> dict[str, str]:
     return GoldenVersion.of(golden).tags()
 
 
-def log_run_file(client, run_id: str, result, run_name: str | None) -> None:
+def run_file_artifact(result, run_name: str | None) -> dict[str, str]:
     """The full ranked list per case (``run.trec``), so the run can be rescored against another
     golden version without retrieving again (rag_experiments.evaluation.rescore)."""
     from ..evaluation.runfile import ARTIFACT, run_file_text
 
     results = getattr(result, "results", None)
-    if results:
-        client.log_text(run_id, run_file_text(results, run_name or "rag-exp"), ARTIFACT)
+    return {ARTIFACT: run_file_text(results, run_name or "rag-exp")} if results else {}
 
 
 def _retrying(fn, *args, attempts: int = 5, **kwargs):

@@ -3,7 +3,7 @@
 A "good" config ranks each case's evidence span first; a "bad" one ranks only spans of a
 document no case cites. The lists are then evaluated by the real :func:`evaluate` and logged the
 way :func:`rag_experiments.tracking.mlflow_run.log_experiment` logs them (version tags, per-case
-table, the ``run.trec`` ranked lists through the real ``log_run_file``), so comparison, the gate,
+table, the ``run.trec`` ranked lists through the real ``run_file_artifact``/``log_files``), so comparison, the gate,
 promotion and history see what a real run leaves behind.
 """
 
@@ -57,7 +57,7 @@ def log_golden_run(golden_path: Path, config=good, *, name: str = "run", miss: s
     import mlflow
     import yaml
 
-    from rag_experiments.tracking.mlflow_run import flatten, golden_version_tags, log_run_file
+    from rag_experiments.tracking.mlflow_run import flatten, golden_version_tags, log_files, run_file_artifact
 
     golden, results = ranked(golden_path, config, miss)
     ev = evaluate(golden, results)
@@ -72,5 +72,6 @@ def log_golden_run(golden_path: Path, config=good, *, name: str = "run", miss: s
             mlflow.log_metrics(aggregate(ev.per_case))
             mlflow.log_table(ev.per_case, artifact_file="per_case.json")
             if run_file:
-                log_run_file(mlflow.tracking.MlflowClient(), run.info.run_id, SimpleNamespace(results=results), name)
+                log_files(mlflow.tracking.MlflowClient(), run.info.run_id,
+                          run_file_artifact(SimpleNamespace(results=results), name))
     return run.info.run_id
