@@ -440,7 +440,7 @@ def bench_sweep(table: Table, url: str, repeats: int, overrides: list[str] = ())
         for i in range(repeats):
             t = time.perf_counter()
             proc = subprocess.run([sys.executable, str(run_py), "-m", *SWEEP_100, *overrides], cwd=home, env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                  capture_output=True, text=True, check=False)
             walls.append(time.perf_counter() - t)
             points = sum(line.startswith("#") for line in proc.stdout.splitlines())
             print(f"    sweep repeat {i + 1}: {walls[-1]:.1f}s, {points} points, exit {proc.returncode}")

@@ -20,13 +20,20 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from hydra._internal.config_loader_impl import ConfigLoaderImpl, get_overrides_dirname
 from hydra._internal.core_plugins.basic_launcher import BasicLauncher
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.utils import JobReturn, configure_log, filter_overrides, run_job, setup_globals
+from hydra.core.utils import (
+    JobReturn,
+    configure_log,
+    filter_overrides,
+    run_job,
+    setup_globals,
+)
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 log = logging.getLogger(__name__)
