@@ -223,12 +223,19 @@ class Leg(Protocol):
 
 
 @dataclass(frozen=True)
-class VectorLeg:
-    name: ClassVar[str] = "vector"
+class LegScope:
+    """What every leg searches within: the connection, the strategy's chunks, the candidate depth
+    and the metadata filters (the leading fields of each leg, so legs are built positionally)."""
+
     conn: psycopg.Connection
     strategy: StrategyInfo
     depth: int
     filters: Filters
+
+
+@dataclass(frozen=True)
+class VectorLeg(LegScope):
+    name: ClassVar[str] = "vector"
     ef_search: int | None
     model_id: str
     query_vector: Callable[[str], np.ndarray]
@@ -243,12 +250,8 @@ class VectorLeg:
 
 
 @dataclass(frozen=True)
-class KeywordLeg:
+class KeywordLeg(LegScope):
     name: ClassVar[str] = "keyword"
-    conn: psycopg.Connection
-    strategy: StrategyInfo
-    depth: int
-    filters: Filters
     params: KeywordParams
 
     def key_parts(self) -> dict:
