@@ -433,10 +433,10 @@ def bench_sweep(table: Table, url: str, repeats: int, overrides: list[str] = ())
     import statistics
     import tempfile
 
-    run_py = Path(__file__).resolve().parent.parent / "run.py"
-    walls = []
     from .config import project_root
 
+    run_py = Path(__file__).resolve().parent.parent / "run.py"
+    walls = []
     with tempfile.TemporaryDirectory(prefix="rag_bench_sweep_") as home:
         # the project's golden set and config; MLflow store, artifacts (./mlruns) and Hydra's
         # multirun/ folders in the temporary directory
