@@ -92,7 +92,7 @@ def label_status(result: ExperimentResult) -> dict:
     from .golden.spotcheck import machine_judged_pairs
 
     validation = _judge_validation(result.settings.golden.file)
-    kinds = Counter(j.judge_kind for j in machine_judged_pairs(list(result.golden.records)))
+    kinds = Counter(j.judge_kind for j in machine_judged_pairs(result.golden.records))
     n_machine = sum(kinds.values())
     validation["machine_judgements"] = n_machine
     validation["llm_judgements"] = kinds.get("llm", 0)

@@ -59,6 +59,11 @@ def register_secret(value: str | None, min_len: int = _MIN_KNOWN) -> None:
         _known.add(value)
 
 
+def secrets_known() -> int:
+    """How many secrets this process has learned: a text checked clean stays clean until it grows."""
+    return len(_known)
+
+
 def _env_secrets() -> None:
     for name, value in os.environ.items():
         if SECRET_KEY.search(name) and value:
@@ -155,6 +160,11 @@ def redact_text(text: str) -> str:
     if not text:
         return text
     _env_secrets()
+    return _redact_learned(text)
+
+
+def _redact_learned(text: str) -> str:
+    """:func:`redact_text` once the environment's secrets are registered."""
     text = _URL.sub(lambda m: _mask_url(m.group(0)) if "@" in m.group(0) or "?" in m.group(0) else m.group(0), text)
     text = _KV.sub(_mask_kv, text)
     text = _KEY_SHAPES.sub(MASK, text)
@@ -165,15 +175,20 @@ def redact_obj(obj: Any, key: str = "") -> Any:
     """A config-like structure with secrets removed: a value under a secret-looking key
     (``api_key``, ``password``, ``token``, ...) becomes ``***``; every other string goes through
     :func:`redact_text` (a DB URL keeps its shape with the password masked)."""
+    _env_secrets()  # once per structure, not per string (a config holds hundreds)
+    return _redact_tree(obj, key)
+
+
+def _redact_tree(obj: Any, key: str) -> Any:
     if isinstance(obj, dict):
-        return {k: redact_obj(v, str(k)) for k, v in obj.items()}
+        return {k: _redact_tree(v, str(k)) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [redact_obj(v, key) for v in obj]
+        return [_redact_tree(v, key) for v in obj]
     if isinstance(obj, str):
         if SECRET_KEY.search(key) and obj:
             register_secret(obj)
             return MASK
-        return redact_text(obj)
+        return _redact_learned(obj) if obj else obj
     return obj
 
 

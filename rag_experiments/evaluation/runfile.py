@@ -20,6 +20,7 @@ from ..errors import UserError
 from ..types import Hit, RankedList
 
 ARTIFACT = "run.trec"
+_SPACE = re.compile(r"\s")  # what str.isspace() and str.split() treat as a separator
 _DOCNO = re.compile(r"^(?P<doc>.+):(?P<start>\d+)-(?P<end>\d+)$")
 
 
@@ -32,7 +33,7 @@ def run_file_lines(results: Mapping[str, RankedList], tag: str = "rag-exp") -> I
     for case_id, ranked in results.items():
         for i, h in enumerate(ranked.hits, start=1):
             name = docno(h)
-            if any(ch.isspace() for ch in case_id + name):
+            if _SPACE.search(case_id) or _SPACE.search(name):
                 raise UserError(f"case {case_id!r} / hit {name!r}: whitespace cannot be written to a TREC run file")
             yield f"{case_id} Q0 {name} {i} {float(h.score):.9g} {tag}"
 

@@ -80,8 +80,23 @@ class Current:
         return [r for r in self.records if isinstance(r, Judgement) and r.id not in self.superseded]
 
 
+_LAST_CURRENT: list[tuple[tuple[Record, ...], Current]] = []  # (the records tuple, its Current), newest last
+
+
 def current(records: Iterable[Record]) -> Current:
-    records = tuple(records)
+    # A sweep point resolves the same (immutable) records tuple three times; the answer of the
+    # last few tuples is kept by identity (a tuple of frozen records cannot change under it).
+    if isinstance(records, tuple):
+        for seen, now in _LAST_CURRENT:
+            if seen is records:
+                return now
+        now = _current(records)
+        _LAST_CURRENT[:] = [*_LAST_CURRENT[-3:], (records, now)]
+        return now
+    return _current(tuple(records))
+
+
+def _current(records: tuple[Record, ...]) -> Current:
     anchors = [r for r in records if isinstance(r, Anchor)]  # per ref, later records win
     latest = {a.ref: a for a in anchors}
     last_good = {a.ref: a for a in anchors if a.span is not None}
@@ -193,7 +208,17 @@ def resolve(records: Iterable[Record], path: Path, digest: str, head: str = "") 
     return GoldenSet(path=path, digest=digest, cases=tuple(cases), records=now.records, head=head)
 
 
+_LOADED: dict[tuple[Path, str, str, int], GoldenSet] = {}
+
+
 def load_golden(path: str | Path) -> GoldenSet:
     gf = GoldenFile(path)
-    records = gf.read_records()
-    return resolve(records, gf.path, gf.digest(), head=gf.head())
+    records = gf.read_records()  # verified on every call (memoised by the file's identity there)
+    # the same bytes resolve to the same set: a sweep point reuses it (the digest covers every byte)
+    key = (gf.path, gf.digest(), gf.head(), len(records))
+    golden = _LOADED.get(key)
+    if golden is None:
+        if len(_LOADED) >= 8:
+            _LOADED.clear()
+        golden = _LOADED[key] = resolve(records, gf.path, key[1], head=key[2])
+    return golden

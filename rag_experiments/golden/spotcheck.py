@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .records import MACHINE_JUDGES, Judgement, Record, new_id, now_iso
-from .resolve import current
+from .resolve import current, load_golden
 from .golden_file import GoldenFile
 
 LABELS = ("YES", "PART", "NO")
@@ -138,7 +138,7 @@ def judge_validation(golden_path: str | Path, spot_path: str | Path | None = Non
     labels has >= 30 spot-checked pairs and disagreement <= 10%), ``judges`` (each one's numbers),
     and for the current judge ``agreement``, ``kappa``, ``n``, ``judge_model``,
     ``judge_prompt_version``, ``disagreement``, ``confusion`` and the spot-check file."""
-    records = GoldenFile(golden_path).read_records()
+    records = load_golden(golden_path).records  # verified; a tuple, so its resolution is reused
     spot = Path(spot_path) if spot_path else spotcheck_path(golden_path)
     all_checks = [s for s in read_spotchecks(spot) if s.get("human_verdict") in LABELS]
     judges = machine_judges(records)

@@ -102,6 +102,7 @@ class Retriever:
         self.stats = CacheStats()
         self.reranker: Reranker | None = None  # loaded by the first reranked search
         self._qvec: dict[str, np.ndarray] = {}
+        self._leg_parts: dict[str, dict] = {}
         p = self.params
         self.legs: dict[str, Leg] = {leg.name: leg for leg in (
             VectorLeg(conn, strategy, p.fusion.depth, p.filters, p.ef_search, embedder.model_id, self.query_vector),
@@ -109,10 +110,13 @@ class Retriever:
 
     # -- caches ---------------------------------------------------------------------------------
     def leg_key(self, leg: str, query: str) -> str:
-        p = self.params
-        return cache_key("leg-candidates", leg=leg, sid=self.strategy.strategy_id, digest=self.strategy.content_digest,
-                         q=query, depth=p.fusion.depth, filters=p.filters.key(), code=LEGS_VERSION,
-                         **self.legs[leg].key_parts())
+        parts = self._leg_parts.get(leg)
+        if parts is None:  # the same for every query of this retriever: hashed once, not per query
+            p = self.params
+            parts = self._leg_parts[leg] = dict(
+                leg=leg, sid=self.strategy.strategy_id, digest=self.strategy.content_digest, depth=p.fusion.depth,
+                filters=p.filters.key(), code=LEGS_VERSION, **self.legs[leg].key_parts())
+        return cache_key("leg-candidates", q=query, **parts)
 
     def embed_queries(self, queries: Sequence[str]) -> None:
         model = embedding_space_key(self.embedder, "query")  # query vectors differ from documents' for API models
@@ -269,6 +273,10 @@ class Retriever:
 def _final(fused: list[Hit], order: list[int], limit: int) -> list[Hit]:
     """The first ``limit`` hits: the reranked head (``order``: positions in ``fused``), then the rest
     in fused order, with the fused score; ``leg_ranks`` gain the fused and (head) rerank ranks."""
+    if not order:  # nothing reranked: rrf's hits (built for this call alone) gain their fused rank in place
+        for f in fused[:limit]:
+            f.leg_ranks["fused"] = f.rank
+        return fused[:limit]
     out = []
     for pos, i in enumerate((order + list(range(len(order), len(fused))))[:limit], 1):
         f = fused[i]

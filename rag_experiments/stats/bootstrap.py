@@ -34,7 +34,8 @@ def bootstrap_interval(values: np.ndarray, samples: int = 1000, seed: int = 13,
         return (v, v)
     means = values[_resample_indices(len(values), samples, seed)].mean(axis=1)
     alpha = (1 - level) / 2
-    return (float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
+    low, high = np.quantile(means, [alpha, 1 - alpha])  # one sort for both bounds; the same values
+    return (float(low), float(high))
 
 
 def ci_metrics(per_case: pd.DataFrame, names: list[str], samples: int = 1000, seed: int = 13) -> dict[str, float]:

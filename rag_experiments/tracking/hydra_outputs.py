@@ -25,7 +25,7 @@ import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from ..redaction import SECRET_WORD, redact_obj, redact_text
+from ..redaction import SECRET_WORD, redact_obj, redact_text, secrets_known
 
 
 # libyaml when PyYAML was built with it (the wheels are): the pure-Python parser is ~10x slower
@@ -60,6 +60,27 @@ def redact_yaml_file(path: Path) -> bool:
     return True
 
 
+_CHECKED: dict[Path, tuple] = {}
+
+
+def _redact_unless_checked(path: Path) -> None:
+    """``multirun.yaml`` is written once per sweep but every job start would re-read it: skip it
+    while it is the same file (inode, size, mtime) and no new secret has been learned since."""
+    try:
+        st = path.stat()
+    except OSError:
+        return
+    identity = (st.st_ino, st.st_size, st.st_mtime_ns, secrets_known())
+    if _CHECKED.get(path) == identity:
+        return
+    redact_yaml_file(path)
+    try:
+        st = path.stat()
+    except OSError:
+        return
+    _CHECKED[path] = (st.st_ino, st.st_size, st.st_mtime_ns, secrets_known())
+
+
 def redact_output_folder(folder: Path) -> int:
     """Every Hydra-written YAML under ``folder`` (a run folder or a whole sweep folder)."""
     if not folder.is_dir():
@@ -88,7 +109,7 @@ class RedactHydraOutputs(Callback):
             from hydra.types import RunMode
 
             if HydraConfig.get().mode == RunMode.MULTIRUN:
-                redact_yaml_file(Path(str(config.hydra.sweep.dir)) / "multirun.yaml")
+                _redact_unless_checked(Path(str(config.hydra.sweep.dir)) / "multirun.yaml")
         except Exception:  # noqa: BLE001
             pass
 

@@ -339,9 +339,22 @@ def _retrying(fn, *args, attempts: int = 5, **kwargs):
 
 def _log_datasets(client, run_id: str, result) -> None:
     """The golden set and the corpus as the run's input datasets, in one request."""
+    _retrying(client.log_inputs, run_id, _dataset_inputs(result))
+
+
+_DATASET_INPUTS: dict[tuple, list] = {}
+
+
+def _dataset_inputs(result) -> list:
+    """The two dataset entities, built once per golden version and corpus (a sweep's points
+    share them: building one hashes and serialises the whole frame)."""
     import mlflow
     from mlflow.entities import DatasetInput, InputTag
 
+    key = (str(result.golden.path), result.golden.digest, len(result.golden.cases), str(result.settings.corpus.path),
+           result.strategy.corpus, result.corpus_manifest["digest"])
+    if key in _DATASET_INPUTS:
+        return _DATASET_INPUTS[key]
     golden_df = pd.DataFrame([
         {"case_id": c.case_id, "query": c.query, "kind": c.kind, "doc_type": c.doc_type,
          "n_relevant": len(c.relevant)} for c in result.golden.cases
@@ -356,7 +369,9 @@ def _log_datasets(client, run_id: str, result) -> None:
                                         digest=result.corpus_manifest["digest"][:36])
     inputs = [DatasetInput(ds._to_mlflow_entity(), [InputTag("mlflow.data.context", context)])
               for ds, context in ((golden_ds, "golden"), (corpus_ds, "corpus"))]
-    _retrying(client.log_inputs, run_id, inputs)
+    _DATASET_INPUTS.clear()  # one entry: a process evaluates one golden set and corpus at a time
+    _DATASET_INPUTS[key] = inputs
+    return inputs
 
 
 def _to_yaml(obj: dict) -> str:

@@ -153,7 +153,7 @@ def test_a_new_version_of_the_legs_code_is_a_new_key(monkeypatch):
     r = _retriever("s", "d", "m", "i", RetrievalParams())
     before = r.leg_key("keyword", "q")
     monkeypatch.setattr(retriever_module, "LEGS_VERSION", 2)
-    assert r.leg_key("keyword", "q") != before
+    assert _retriever("s", "d", "m", "i", RetrievalParams()).leg_key("keyword", "q") != before
 
 
 def test_rebuilding_the_hnsw_index_with_other_parameters_recomputes_the_vector_lists(conn, mini_docs, embedder):
