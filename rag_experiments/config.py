@@ -13,7 +13,7 @@ knobs). Below this module nothing imports hydra or omegaconf.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -136,14 +136,7 @@ def schema() -> Any:
     read-only nodes, so the flag is cleared (``to_object`` still builds frozen values)."""
     from omegaconf import OmegaConf
 
-    def writable(node: Any) -> Any:
-        OmegaConf.set_readonly(node, None)
-        for key in node:
-            if OmegaConf.is_dict(node[key]):
-                writable(node[key])
-        return node
-
-    return writable(OmegaConf.structured(Settings))
+    return _writable(OmegaConf.structured(Settings))
 
 
 def register_schema() -> None:
@@ -230,4 +223,63 @@ def settings_from_cfg(cfg: Any) -> Settings:
     c = {k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k]) else cfg[k]
          for k in cfg if k != "hydra"}
     reject_unknown_keys(c)
-    return OmegaConf.to_object(OmegaConf.merge(schema(), c))
+    groups = {k: _typed_group(k, v) for k, v in c.items() if k in _GROUP_TYPES and isinstance(v, dict)}
+    rest = {k: v for k, v in c.items() if k not in groups}
+    top = OmegaConf.to_object(OmegaConf.merge(_node(_TopLevel), {k: v for k, v in rest.items() if k in _TOP_FIELDS}))
+    if set(rest) - _TOP_FIELDS:  # a group given as something other than a mapping: OmegaConf's own error
+        return OmegaConf.to_object(OmegaConf.merge(schema(), c))
+    return Settings(**groups, **{k: getattr(top, k) for k in _TOP_FIELDS if k in rest})
+
+
+@dataclass
+class _TopLevel:
+    """Settings' scalar fields, typed and converted the way the full schema does."""
+
+    objective: str = "recall_at_5"
+    run_name: str | None = None
+    progress: bool = True
+
+
+_TOP_FIELDS = frozenset(f.name for f in fields(_TopLevel))
+_GROUP_TYPES = {f.name: f.default_factory for f in fields(Settings) if f.name not in _TOP_FIELDS}
+_GROUPS: dict[tuple[str, str], Any] = {}
+
+
+def _typed_group(name: str, value: dict) -> Any:
+    """One group's frozen dataclass from its plain values. A sweep point changes one or two groups:
+    the others are reused (built once per distinct value; merging the whole schema cost ~30 ms a
+    point). Same conversions and errors as merging the whole tree, group by group."""
+    from omegaconf import OmegaConf
+
+    from .cache_key import canonical_json
+
+    try:
+        key = (name, canonical_json(value))
+    except (TypeError, ValueError):  # not JSON-able (NaN): build it, do not memoise
+        key = None
+    built = _GROUPS.get(key) if key else None
+    if built is None:
+        built = OmegaConf.to_object(OmegaConf.merge(_node(_GROUP_TYPES[name]), value))
+        if key:
+            if len(_GROUPS) >= 512:
+                _GROUPS.clear()
+            _GROUPS[key] = built
+    return built
+
+
+@cache
+def _node(cls: type) -> Any:
+    """``cls`` as a writable structured node (see :func:`schema`)."""
+    from omegaconf import OmegaConf
+
+    return _writable(OmegaConf.structured(cls))
+
+
+def _writable(node: Any) -> Any:
+    from omegaconf import OmegaConf
+
+    OmegaConf.set_readonly(node, None)
+    for key in node:
+        if OmegaConf.is_dict(node[key]):
+            _writable(node[key])
+    return node
