@@ -45,6 +45,16 @@ class Embedder(Protocol):
 
 
 _CACHE: dict[str, Embedder] = {}
+_INHERITED: list[Embedder] = []  # a forked child's copies of its parent's embedders: see forget_after_fork
+
+
+def forget_after_fork() -> None:
+    """In a child made by ``os.fork()``: forget the parent's embedders, so the child loads its own
+    if it needs one. An ONNX Runtime session does not keep its thread pool across fork, and an API
+    embedder's HTTP connections would be shared with the parent. The copies are kept, unused: their
+    destructors would join threads or close connections that belong to the parent."""
+    _INHERITED.extend(_CACHE.values())
+    _CACHE.clear()
 
 
 
