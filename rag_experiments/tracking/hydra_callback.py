@@ -40,6 +40,8 @@ class MlflowSweepCallback(Callback):
         self.spec: dict[str, str] = {}
         self.name = "sweep"
         self.sweep_dir: Path | None = None
+        self.prefetch = None  # sweep_prefetch.PerCasePrefetch, from the second point on
+        self.exp_id: str | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from ..sweep_preflight import check_sweep_or_exit
@@ -57,6 +59,7 @@ class MlflowSweepCallback(Callback):
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(exc.exit_code)
         self.summary = bool(config.tracking.sweep_summary)
+        self.exp_id = exp_id
         self.objective = str(config.objective)
         # every logged metric is better when higher; an Optuna study set to minimize says otherwise
         self.maximize = str(config.hydra.sweeper.get("direction", "maximize")).lower() != "minimize"
@@ -82,6 +85,13 @@ class MlflowSweepCallback(Callback):
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         self.n_jobs += 1
+        # from the second point on (the default launcher has forked its workers by then) the
+        # summary's inputs are read while the other points run
+        if self.prefetch is None and self.summary and self.parent_id and self.n_jobs >= 2 and self.exp_id:
+            from .sweep_prefetch import PerCasePrefetch
+
+            self.prefetch = PerCasePrefetch(self.parent_id, self.exp_id)
+            self.prefetch.start()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         self._finish()
@@ -89,6 +99,8 @@ class MlflowSweepCallback(Callback):
     def _finish(self) -> None:
         if not self.parent_id:
             return
+        if self.prefetch is not None:
+            self.prefetch.stop()
         from mlflow.tracking import MlflowClient
 
         from .runs import sweep_children
@@ -106,6 +118,7 @@ class MlflowSweepCallback(Callback):
         client.set_terminated(parent_id, status="FAILED" if failed else "FINISHED")
         os.environ.pop(PARENT_ENV, None)
         self.parent_id = None
+        self.prefetch = None
 
     def _record_result(self, client, parent_id: str, children: list, n_failed: int) -> None:
         from . import sweep_parent as S
@@ -146,10 +159,15 @@ class MlflowSweepCallback(Callback):
         from .compare import build_comparison, run_labels
         from .configured import comparison_defaults
         from .runs import load_per_case
+        from .sweep_prefetch import is_missing, per_case_or_missing
 
         worst = float("-inf") if self.maximize else float("inf")
         rest = sorted(finished[1:], key=lambda r: r.metrics.get(objective, worst), reverse=self.maximize)
-        runs = [replace(r, per_case=load_per_case(r.id, client, r.artifact_uri)) for r in (finished[0], *rest)]
+        def per_case(r):
+            got = per_case_or_missing(self.prefetch, r.id)
+            return load_per_case(r.id, client, r.artifact_uri) if is_missing(got) else got
+
+        runs = [replace(r, per_case=per_case(r)) for r in (finished[0], *rest)]
         metrics, primary = comparison_defaults(runs)
         return build_comparison(runs, metrics, primary=primary, n_resamples=2000, labels=run_labels(runs))
 

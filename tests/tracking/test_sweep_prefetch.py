@@ -1,0 +1,64 @@
+"""The sweep parent's prefetch: per-case tables of FINISHED children, read while the sweep runs,
+equal to what the summary would read itself; nothing of other runs; safe across os.fork."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pandas as pd
+from mlflow.tracking import MlflowClient
+
+from rag_experiments.tracking.runs import load_per_case
+from rag_experiments.tracking.sweep_prefetch import PerCasePrefetch, is_missing
+
+from .conftest import per_case_frame
+
+
+def _wait(cond, timeout: float = 30.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_finished_children_are_read_as_the_summary_reads_them(store, make_run, make_parent):
+    _, exp_id = store
+    parent, other_parent = make_parent(), make_parent("other")
+    done = [make_run(per_case_frame([1, 0, 1, 1], seed=i), name=f"p{i}", parent=parent) for i in range(3)]
+    failed = make_run(per_case_frame([0, 0, 1, 0]), name="failed", parent=parent, status="FAILED")
+    elsewhere = make_run(per_case_frame([1, 1, 1, 1]), name="elsewhere", parent=other_parent)
+    prefetch = PerCasePrefetch(parent, exp_id)
+    prefetch.poll_s = 0.05
+    prefetch.start()
+    try:
+        assert _wait(lambda: all(not is_missing(prefetch.per_case(r)) for r in done)), "children never read"
+    finally:
+        prefetch.stop()
+    assert not prefetch.running
+    c = MlflowClient()
+    for run_id in done:
+        expected = load_per_case(run_id, c, c.get_run(run_id).info.artifact_uri)
+        pd.testing.assert_frame_equal(prefetch.per_case(run_id), expected)
+    assert is_missing(prefetch.per_case(failed))  # a FAILED child is not part of the comparison
+    assert is_missing(prefetch.per_case(elsewhere))  # another sweep's child
+
+
+def test_a_fork_waits_for_the_thread_and_the_thread_resumes(store, make_parent):
+    _, exp_id = store
+    prefetch = PerCasePrefetch(make_parent(), exp_id)
+    prefetch.poll_s = 0.01
+    prefetch.start()
+    try:
+        assert prefetch.running
+        pid = os.fork()
+        if pid == 0:  # the child: no prefetch thread was inherited
+            os._exit(0 if not prefetch.running else 3)
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0
+        assert prefetch.forks_waited == 1  # the thread was stopped before the fork (no lock it held is copied)
+        assert prefetch.running  # and started again after it, in this process
+    finally:
+        prefetch.stop()
