@@ -9,6 +9,7 @@ subprocess as a user runs it.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -171,9 +172,17 @@ def launcher(tmp_path, monkeypatch):
                  config=master)
         return la.launch([[f"fusion.rrf_k={k}"] for k in points], initial_job_idx=0), recorder.ended
 
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        yield launch
-    GlobalHydra.instance().clear()
+    # the launcher configures logging as Hydra does (handlers on the root logger bound to this
+    # test's captured streams); put it back, or a later test's log record goes to a closed stream
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+            yield launch
+    finally:
+        GlobalHydra.instance().clear()
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
 
 def test_results_come_back_in_job_order(launcher):
