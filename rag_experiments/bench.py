@@ -42,8 +42,12 @@ import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
+
+if TYPE_CHECKING:
+    from .retrieval.retriever import RetrievalParams
 
 
 def _machine() -> str:
