@@ -60,7 +60,7 @@ class KeywordParams:
     """
 
     tsquery: str = "or"
-    rank: str = "ts_rank"
+    rank: str = "bm25"  # the shipped configs' choice too (conf/retrieval/*.yaml): one default everywhere
     normalization: int = 1
     identifier_boost: float = 1.0
     k1: float = 0.9  # Anserini's defaults

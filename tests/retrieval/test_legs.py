@@ -40,14 +40,15 @@ def test_exact_identifiers_rank_first_with_identifier_matching(conn, mini_strate
 
 def test_identifier_matching_fixes_what_the_parser_breaks(conn, mini_strategy):
     """Without identifier matching, 'work_mem' is 'work' | 'mem' and maintenance_work_mem's
-    chunk competes with work_mem's; with it, the exact parameter wins by a clear margin."""
+    chunk competes with work_mem's; with it, the exact parameter wins by a clear margin. On
+    ts_rank's scale (a text rank below 1, so a boost of 1 is a clear margin); BM25's: test_bm25."""
     sid = mini_strategy.strategy_id
-    plain = keyword_search(conn, sid, "work_mem", 10, KeywordParams(identifier_boost=0.0))
-    boosted = keyword_search(conn, sid, "work_mem", 10, KeywordParams(identifier_boost=1.0))
+    plain = keyword_search(conn, sid, "work_mem", 10, KeywordParams(rank="ts_rank", identifier_boost=0.0))
+    boosted = keyword_search(conn, sid, "work_mem", 10, KeywordParams(rank="ts_rank", identifier_boost=1.0))
     assert boosted[0].score > 1.0 > plain[0].score
     assert boosted[0].score - boosted[1].score > 0.5  # identifier match separates it
-    exact_plain = keyword_search(conn, sid, "23505", 10, KeywordParams(identifier_boost=0.0))
-    exact_boost = keyword_search(conn, sid, "23505", 10, KeywordParams())
+    exact_plain = keyword_search(conn, sid, "23505", 10, KeywordParams(rank="ts_rank", identifier_boost=0.0))
+    exact_boost = keyword_search(conn, sid, "23505", 10, KeywordParams(rank="ts_rank"))
     assert exact_boost[0].chunk_id in {h.chunk_id for h in exact_plain}  # same candidate, now ranked by identity
 
 
