@@ -227,6 +227,34 @@ def test_a_worker_that_dies_is_reported_by_point(launcher, capfd):
     assert "error: sweep point #2 (fusion.rrf_k=66) got no result" in capfd.readouterr().err
 
 
+class _Referent:
+    pass
+
+
+def test_after_fork_survives_a_dead_weak_proxy():
+    """A weakref proxy whose object is gone raises ReferenceError when isinstance() asks it for its
+    class; after_fork walks every object the collector tracks, so one such proxy anywhere in the
+    process killed every worker (seen in a full test run: all points "got no result")."""
+    import weakref
+
+    from hydra_plugins.rag_experiments_launchers.forked import after_fork
+
+    referent = _Referent()
+    dead = [weakref.proxy(referent)]
+    del referent
+    pid = os.fork()
+    if pid == 0:  # the child: after_fork replaces stdin and clears memos, so only here
+        code = 0
+        try:
+            after_fork()
+        except BaseException:  # noqa: BLE001 - any failure is the finding
+            code = 3
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0, "after_fork raised in the child"
+    assert dead
+
+
 def test_n_jobs_values():
     assert forked.resolve_n_jobs(3) == 3
     assert forked.resolve_n_jobs("1") == 1

@@ -123,10 +123,13 @@ def after_fork() -> None:
     engine_type = _loaded_type("sqlalchemy.engine", "Engine")
     pg_type = _loaded_type("psycopg", "Connection")
     for obj in gc.get_objects():  # one pass (~0.1 s): MLflow caches its stores in several places
-        if engine_type is not None and isinstance(obj, engine_type):
+        # type(), not isinstance(): isinstance asks a weakref proxy for its __class__, and a proxy
+        # whose referent is gone raises ReferenceError (a worker died of it in a full test run)
+        cls = type(obj)
+        if engine_type is not None and issubclass(cls, engine_type):
             _KEEP.append(obj.pool)  # the parent's pooled connections: kept, not closed
             obj.dispose(close=False)
-        elif pg_type is not None and isinstance(obj, pg_type) and not obj.closed:
+        elif pg_type is not None and issubclass(cls, pg_type) and not obj.closed:
             _KEEP.append(obj)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
