@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 
@@ -42,6 +43,13 @@ def digest(value: Any) -> str:
     """Hex sha256 of the canonical JSON of ``value``. Embedding-space keys use it bare, because
     migration 0003 re-keys cached vectors with the same bytes computed in SQL."""
     return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+def file_identity(path: Path) -> tuple:
+    """What says a file is unchanged since it was last read, for in-process memos: device, inode,
+    size and modification time (ns). Raises OSError as ``stat`` does."""
+    st = path.stat()
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def cache_key(kind: str, **parts: Any) -> str:

@@ -19,6 +19,7 @@ import hashlib
 from importlib import resources
 from pathlib import Path
 
+from ..cache_key import file_identity
 from ..errors import CorpusError
 from ..limits import check_text
 from ..types import Document
@@ -110,10 +111,9 @@ def load_corpus(path: str | Path, corpus: str | None = None) -> list[Document]:
 
 def _file_identity(f: Path) -> tuple:
     try:
-        st = f.stat()
+        return (str(f), file_identity(f))
     except OSError:
         return (str(f), None)  # unreadable: reading it says so, naming the file
-    return (str(f), st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _read_documents(files: list[Path], root: Path, name: str) -> list[Document]:

@@ -23,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
+from ..cache_key import file_identity
 from ..errors import GoldenSetError
 from .records import Record, canonical, line_hash, new_id, now_iso, parse_record, validate
 
@@ -82,10 +83,9 @@ _VERIFIED_READS: dict[Path, tuple[tuple, list[Record], _Tally]] = {}
 
 def _identity_of(path: Path) -> tuple | None:
     try:
-        st = path.stat()
+        return file_identity(path)
     except FileNotFoundError:
         return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 class GoldenFile:
@@ -96,8 +96,7 @@ class GoldenFile:
         self._rebuilding = False  # rebuild_manifest: a missing manifest is what is being fixed
 
     def _identity(self) -> tuple:
-        st = self.path.stat()
-        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        return file_identity(self.path)
 
     # -- reading --------------------------------------------------------------------------------
     def exists(self) -> bool:

@@ -25,6 +25,7 @@ import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from ..cache_key import file_identity
 from ..redaction import SECRET_WORD, redact_obj, redact_text, secrets_known
 
 
@@ -67,18 +68,12 @@ def _redact_unless_checked(path: Path) -> None:
     """``multirun.yaml`` is written once per sweep but every job start would re-read it: skip it
     while it is the same file (inode, size, mtime) and no new secret has been learned since."""
     try:
-        st = path.stat()
+        if _CHECKED.get(path) == (file_identity(path), secrets_known()):
+            return
+        redact_yaml_file(path)
+        _CHECKED[path] = (file_identity(path), secrets_known())
     except OSError:
         return
-    identity = (st.st_ino, st.st_size, st.st_mtime_ns, secrets_known())
-    if _CHECKED.get(path) == identity:
-        return
-    redact_yaml_file(path)
-    try:
-        st = path.stat()
-    except OSError:
-        return
-    _CHECKED[path] = (st.st_ino, st.st_size, st.st_mtime_ns, secrets_known())
 
 
 def redact_output_folder(folder: Path) -> int:
