@@ -159,15 +159,12 @@ class MlflowSweepCallback(Callback):
         from .compare import build_comparison, run_labels
         from .configured import comparison_defaults
         from .runs import load_per_case
-        from .sweep_prefetch import is_missing, per_case_or_missing
 
         worst = float("-inf") if self.maximize else float("inf")
         rest = sorted(finished[1:], key=lambda r: r.metrics.get(objective, worst), reverse=self.maximize)
-        def per_case(r):
-            got = per_case_or_missing(self.prefetch, r.id)
-            return load_per_case(r.id, client, r.artifact_uri) if is_missing(got) else got
-
-        runs = [replace(r, per_case=per_case(r)) for r in (finished[0], *rest)]
+        read = self.prefetch.frames() if self.prefetch is not None else {}  # its thread has stopped
+        runs = [replace(r, per_case=read[r.id] if r.id in read else load_per_case(r.id, client, r.artifact_uri))
+                for r in (finished[0], *rest)]
         metrics, primary = comparison_defaults(runs)
         return build_comparison(runs, metrics, primary=primary, n_resamples=2000, labels=run_labels(runs))
 

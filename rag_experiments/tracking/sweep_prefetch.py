@@ -19,7 +19,6 @@ import os
 import threading
 from typing import Any
 
-_MISSING = object()
 _ACTIVE: list[PerCasePrefetch] = []
 
 
@@ -59,10 +58,10 @@ class PerCasePrefetch:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def per_case(self, run_id: str) -> Any:
-        """The child's per-case table as read during the sweep, or ``MISSING``."""
+    def frames(self) -> dict[str, Any]:
+        """Run id -> per-case table (None: the run logged none), for the children read so far."""
         with self._lock:
-            return self._frames.get(run_id, _MISSING)
+            return dict(self._frames)
 
     # -- the thread --------------------------------------------------------------------------------
     def _run(self) -> None:
@@ -100,14 +99,6 @@ class PerCasePrefetch:
             # each run is loaded once; one that commits its end after a later-ending run was seen
             # is left to the summary, which reads whatever is missing
             self._since_ms = max(self._since_ms, run.info.end_time or 0)
-
-
-def per_case_or_missing(prefetch: PerCasePrefetch | None, run_id: str) -> Any:
-    return _MISSING if prefetch is None else prefetch.per_case(run_id)
-
-
-def is_missing(value: Any) -> bool:
-    return value is _MISSING
 
 
 def _pause_before_fork() -> None:

@@ -10,7 +10,7 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from rag_experiments.tracking.runs import load_per_case
-from rag_experiments.tracking.sweep_prefetch import PerCasePrefetch, is_missing
+from rag_experiments.tracking.sweep_prefetch import PerCasePrefetch
 
 from .conftest import per_case_frame
 
@@ -34,16 +34,17 @@ def test_finished_children_are_read_as_the_summary_reads_them(store, make_run, m
     prefetch.poll_s = 0.05
     prefetch.start()
     try:
-        assert _wait(lambda: all(not is_missing(prefetch.per_case(r)) for r in done)), "children never read"
+        assert _wait(lambda: set(done) <= set(prefetch.frames())), "children never read"
     finally:
         prefetch.stop()
     assert not prefetch.running
     c = MlflowClient()
+    read = prefetch.frames()
     for run_id in done:
         expected = load_per_case(run_id, c, c.get_run(run_id).info.artifact_uri)
-        pd.testing.assert_frame_equal(prefetch.per_case(run_id), expected)
-    assert is_missing(prefetch.per_case(failed))  # a FAILED child is not part of the comparison
-    assert is_missing(prefetch.per_case(elsewhere))  # another sweep's child
+        pd.testing.assert_frame_equal(read[run_id], expected)
+    assert failed not in read  # a FAILED child is not part of the comparison
+    assert elsewhere not in read  # another sweep's child
 
 
 def test_a_fork_waits_for_the_thread_and_the_thread_resumes(store, make_parent):
