@@ -463,7 +463,7 @@ def bench_sweep(table: Table, url: str, repeats: int, overrides: list[str] = ())
         exp = client.get_experiment_by_name("rag-experiments")
         child = client.search_runs([exp.experiment_id], "tags.mlflow.parentRunId != ''", max_results=1)[0]
         parent = client.search_runs([exp.experiment_id], "tags.sweep = 'parent'", max_results=1)[0]
-    cmd = 'python run.py -m "fusion.rrf_k=range(5,105,5)" fusion.keyword_weight=0.5,0.75,1.0,1.25,1.5'
+    cmd = "python run.py -m " + " ".join(f'"{a}"' if "(" in a else a for a in SWEEP_100)
     table.add("sweep", f"{cmd}: wall, median of {repeats} ({', '.join(f'{w:.1f}' for w in walls)})",
               f"{statistics.median(walls):.1f}s")
     table.add("sweep", "one sweep point logs: metrics / params / tags",

@@ -223,12 +223,12 @@ def settings_from_cfg(cfg: Any) -> Settings:
     c = {k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k]) else cfg[k]
          for k in cfg if k != "hydra"}
     reject_unknown_keys(c)
-    groups = {k: _typed_group(k, v) for k, v in c.items() if k in _GROUP_TYPES and isinstance(v, dict)}
-    rest = {k: v for k, v in c.items() if k not in groups}
-    top = OmegaConf.to_object(OmegaConf.merge(_node(_TopLevel), {k: v for k, v in rest.items() if k in _TOP_FIELDS}))
-    if set(rest) - _TOP_FIELDS:  # a group given as something other than a mapping: OmegaConf's own error
-        return OmegaConf.to_object(OmegaConf.merge(schema(), c))
-    return Settings(**groups, **{k: getattr(top, k) for k in _TOP_FIELDS if k in rest})
+    if any(k in _GROUP_TYPES and not isinstance(v, dict) for k, v in c.items()):
+        return OmegaConf.to_object(OmegaConf.merge(schema(), c))  # a group that is not a mapping: OmegaConf's own error
+    groups = {k: _typed_group(k, v) for k, v in c.items() if k in _GROUP_TYPES}
+    scalars = {k: v for k, v in c.items() if k in _TOP_FIELDS}
+    top = OmegaConf.to_object(OmegaConf.merge(_node(_TopLevel), scalars))
+    return Settings(**groups, **{k: getattr(top, k) for k in scalars})
 
 
 @dataclass
