@@ -39,6 +39,25 @@ def sweep_points(config: Any) -> list[list[str]] | None:
 COMPOSING_ONCE = "hydra_plugins.rag_experiments_sweeper.basic_once.BasicSweeperComposingOnce"
 
 
+def check_launcher(config: Any) -> None:
+    """The default launcher's ``n_jobs``, read as the launcher will read it, before the MLflow
+    parent exists (Hydra would instantiate the launcher after it: an empty FAILED parent and
+    Hydra's four-line instantiation error)."""
+    from hydra_plugins.rag_experiments_launchers import forked
+    from hydra_plugins.rag_experiments_launchers.basic_once import BasicLauncherComposingOnce
+
+    from .errors import ConfigError
+
+    launcher = (config.get("hydra") or {}).get("launcher") or {}
+    ours = f"{BasicLauncherComposingOnce.__module__}.{BasicLauncherComposingOnce.__name__}"
+    if str(launcher.get("_target_", "")) != ours:
+        return
+    try:
+        forked.resolve_n_jobs(launcher.get("n_jobs", "auto"))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def _varying(points: list[list[str]], point: list[str]) -> str:
     """The part of ``point`` that differs between points (what the user swept)."""
     shared = set.intersection(*(set(p) for p in points)) if len(points) > 1 else set()
@@ -56,6 +75,7 @@ def check_points(config: Any) -> int:
     from .config import settings_from_cfg
     from .experiment import corpus_path, load_checked_golden
 
+    check_launcher(config)
     points = sweep_points(config)
     if points is None or not GlobalHydra.instance().is_initialized():  # not under Hydra (a test's callback)
         return 0

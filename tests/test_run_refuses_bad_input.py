@@ -41,6 +41,20 @@ def test_a_bad_value_in_one_sweep_point_stops_the_sweep_before_it_starts(project
     assert _no_runs(project) and not (project / "multirun").exists()
 
 
+@pytest.mark.parametrize("value, message", [
+    ("abc", "error: hydra.launcher.n_jobs: a number of workers or 'auto', got 'abc'"),
+    ("0", "error: hydra.launcher.n_jobs: must be >= 1, got 0"),
+])
+def test_a_bad_n_jobs_is_one_line_before_any_run(project, mini_golden, value, message):
+    """Before, Hydra instantiated the launcher after the MLflow parent existed: a FAILED empty
+    parent per attempt and Hydra's four-line instantiation error, exit 1."""
+    proc = _run_py(project, "-m", f"hydra.launcher.n_jobs={value}", "fusion.rrf_k=60,30", *_mini_overrides(mini_golden))
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert _error_lines(proc.stderr) == [message]
+    assert "Traceback" not in proc.stderr
+    assert _no_runs(project)
+
+
 def test_points_from_a_preset_are_checked_too(project, mini_golden):
     proc = _run_py(project, "experiment=rrf_sweep", "fusion.depth=10", *_mini_overrides(mini_golden))
     assert proc.returncode == 2
