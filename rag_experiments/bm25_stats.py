@@ -1,10 +1,11 @@
-"""BM25 statistics of a chunking strategy, kept in step with its chunks (migration 0002).
+"""BM25 statistics of a chunking strategy, kept in step with its chunks (migrations 0002, 0004).
 
 Called by :func:`rag_experiments.chunk_index.ingest` inside its write transaction, under the chunks
 writer lock, so the statistics commit (or roll back) with the chunks, and parallel ingests of
 other strategies never interleave with them. Incremental: only the chunks of re-chunked or
-removed documents are touched; a term's document frequency is its posting count, read at query
-time, so it cannot drift from the postings.
+removed documents are touched; N, the sum of chunk lengths and each lexeme's document frequency
+move by exactly the postings this ingest deletes and writes (one statement each, so a frequency
+cannot be adjusted without its postings changing, or the reverse).
 
 tf and dl are read from the chunk's stored english tsvector (the same lexemes ``ts_rank`` sees):
 tf = positions of the lexeme, dl = positions of all lexemes (a lexeme without positions counts 1,
@@ -19,8 +20,9 @@ _DL = "(SELECT coalesce(sum(coalesce(cardinality(v.positions), 1)), 0) FROM unne
 
 
 def remove_documents(conn: psycopg.Connection, strategy_id: str, doc_ids: list[str]) -> int:
-    """Drop the postings of these documents' chunks (call before deleting the chunks); return
-    the length they contributed to the strategy's sum of chunk lengths."""
+    """Drop the postings of these documents' chunks (call before deleting the chunks) and lower
+    the document frequencies by them; return the length they contributed to the strategy's sum
+    of chunk lengths."""
     if not doc_ids:
         return 0
     removed = conn.execute(
@@ -28,23 +30,30 @@ def remove_documents(conn: psycopg.Connection, strategy_id: str, doc_ids: list[s
         (strategy_id, doc_ids),
     ).fetchone()[0]
     conn.execute(
-        "DELETE FROM bm25_postings p USING chunks c WHERE c.strategy_id = %(sid)s AND c.doc_id = ANY(%(docs)s)"
-        " AND p.strategy_id = %(sid)s AND p.chunk_id = c.chunk_id",
+        "WITH gone AS (DELETE FROM bm25_postings p USING chunks c WHERE c.strategy_id = %(sid)s"
+        "   AND c.doc_id = ANY(%(docs)s) AND p.strategy_id = %(sid)s AND p.chunk_id = c.chunk_id RETURNING p.lexeme),"
+        " n AS (SELECT lexeme, count(*) AS k FROM gone GROUP BY lexeme)"
+        " UPDATE bm25_df d SET df = d.df - n.k FROM n WHERE d.strategy_id = %(sid)s AND d.lexeme = n.lexeme",
         {"sid": strategy_id, "docs": doc_ids},
     )
+    # A lexeme left in no chunk keeps no frequency row.
+    conn.execute("DELETE FROM bm25_df WHERE strategy_id = %s AND df = 0", (strategy_id,))
     return int(removed)
 
 
 def add_documents(conn: psycopg.Connection, strategy_id: str, doc_ids: list[str]) -> int:
-    """Write the postings of these documents' (just written) chunks; return their total length."""
+    """Write the postings of these documents' (just written) chunks and raise the document
+    frequencies by them; return their total length."""
     if not doc_ids:
         return 0
     conn.execute(
-        "INSERT INTO bm25_postings (strategy_id, lexeme, chunk_id, tf, dl)"
-        " SELECT c.strategy_id, u.lexeme, c.chunk_id, coalesce(cardinality(u.positions), 1), d.dl"
-        f" FROM chunks c CROSS JOIN LATERAL (SELECT {_DL} AS dl) d CROSS JOIN LATERAL unnest(c.tsv) u"
-        " WHERE c.strategy_id = %s AND c.doc_id = ANY(%s)",
-        (strategy_id, doc_ids),
+        "WITH new AS (INSERT INTO bm25_postings (strategy_id, lexeme, chunk_id, tf, dl)"
+        "   SELECT c.strategy_id, u.lexeme, c.chunk_id, coalesce(cardinality(u.positions), 1), d.dl"
+        f"  FROM chunks c CROSS JOIN LATERAL (SELECT {_DL} AS dl) d CROSS JOIN LATERAL unnest(c.tsv) u"
+        "   WHERE c.strategy_id = %(sid)s AND c.doc_id = ANY(%(docs)s) RETURNING lexeme)"
+        " INSERT INTO bm25_df (strategy_id, lexeme, df) SELECT %(sid)s, lexeme, count(*) FROM new GROUP BY lexeme"
+        " ON CONFLICT (strategy_id, lexeme) DO UPDATE SET df = bm25_df.df + EXCLUDED.df",
+        {"sid": strategy_id, "docs": doc_ids},
     )
     added = conn.execute(
         f"SELECT coalesce(sum({_DL}), 0) FROM chunks c WHERE c.strategy_id = %s AND c.doc_id = ANY(%s)",

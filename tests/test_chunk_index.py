@@ -132,3 +132,20 @@ def test_a_waiting_writer_holds_no_lock_on_chunks(fresh_db_url, mini_docs, embed
     assert not result["r"].unchanged and result["r"].n_chunks > 0
     for c in (first, holder, job):
         c.close()
+
+
+def test_an_ingest_leaves_its_tables_settled(fresh, mini_docs, embedder):
+    """After an ingest the full-text indexes hold no pending entries (every search would scan
+    them) and the BM25 tables are all-visible (the leg's index-only scans need no heap)."""
+    ingest(fresh, mini_docs, ChunkingParams("heading", 60), embedder)
+    for index in ("chunks_tsv_gin", "chunks_identifiers_gin"):
+        assert fresh.execute("SELECT gin_clean_pending_list(%s::regclass)", (index,)).fetchone()[0] == 0, index
+    for table in ("bm25_postings", "bm25_df"):
+        pages, visible = fresh.execute("SELECT relpages, relallvisible FROM pg_class WHERE relname = %s", (table,)).fetchone()
+        assert pages > 0 and visible == pages, (table, pages, visible)
+    # an edit: the re-ingest settles again
+    edited = [replace(d, text=d.text + "\nZebrafish autovacuum notes.\n") if i == 0 else d for i, d in enumerate(mini_docs)]
+    ingest(fresh, edited, ChunkingParams("heading", 60), embedder)
+    assert fresh.execute("SELECT gin_clean_pending_list('chunks_tsv_gin')").fetchone()[0] == 0
+    pages, visible = fresh.execute("SELECT relpages, relallvisible FROM pg_class WHERE relname = 'bm25_postings'").fetchone()
+    assert visible == pages

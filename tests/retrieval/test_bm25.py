@@ -114,6 +114,10 @@ def test_bm25_matches_bm25s_lucene_scores_and_ranking(conn, handbook_strategy):
             db = keyword_search(conn, sid, q, n, replace(BM25, k1=k1, b=b))
             assert ref, q
             assert_same(db, ref)
+            # a small depth cuts to the best chunks before scoring them exactly: the same prefix,
+            # ties at the cut broken by chunk id as in the whole list
+            for depth in (1, 5, 10):
+                assert_same(keyword_search(conn, sid, q, depth, replace(BM25, k1=k1, b=b)), ref[:depth])
             checked += 1
     assert checked == 4 * len(queries)
 
@@ -160,13 +164,17 @@ def _stats_from_chunks(conn, sid):
         "SELECT u.lexeme, c.chunk_id, cardinality(u.positions),"
         " (SELECT sum(cardinality(v.positions)) FROM unnest(c.tsv) v)::int"
         " FROM chunks c, unnest(c.tsv) u WHERE c.strategy_id = %s", (sid,)).fetchall())
-    return n, total, postings
+    df: dict[str, int] = {}
+    for lexeme, *_ in postings:
+        df[lexeme] = df.get(lexeme, 0) + 1
+    return n, total, postings, df
 
 
 def _stored_stats(conn, sid):
     n, total = conn.execute("SELECT n_chunks, sum_dl FROM bm25_stats WHERE strategy_id = %s", (sid,)).fetchone()
     postings = set(conn.execute("SELECT lexeme, chunk_id, tf, dl FROM bm25_postings WHERE strategy_id = %s", (sid,)).fetchall())
-    return n, total, postings
+    df = dict(conn.execute("SELECT lexeme, df FROM bm25_df WHERE strategy_id = %s", (sid,)).fetchall())
+    return n, total, postings, df
 
 
 def test_statistics_follow_incremental_reingest(fresh_db_url, mini_docs, embedder):
@@ -192,7 +200,8 @@ def test_statistics_follow_incremental_reingest(fresh_db_url, mini_docs, embedde
 
 
 def test_migration_backfills_statistics_of_existing_strategies(fresh_db_url, mini_docs, embedder):
-    """A database ingested before 0002 gets its statistics from the stored tsvectors."""
+    """A database ingested before 0002 gets its statistics from the stored tsvectors, and its
+    document frequencies from the postings (0004)."""
     from rag_experiments.db.connect import connect
     from rag_experiments.db.migrations import available
 
@@ -200,10 +209,10 @@ def test_migration_backfills_statistics_of_existing_strategies(fresh_db_url, min
     try:
         sid = ingest(conn, mini_docs, ChunkingParams("heading", 60), embedder).strategy_id
         expected = _stored_stats(conn, sid)
-        conn.execute("TRUNCATE bm25_postings, bm25_stats")
-        sql = next(text for version, _, text in available() if version == 2)
-        backfill = sql[sql.index("INSERT INTO bm25_postings"):]
-        conn.execute(backfill)
+        conn.execute("TRUNCATE bm25_postings, bm25_stats, bm25_df")
+        for version, start in ((2, "INSERT INTO bm25_postings"), (4, "INSERT INTO bm25_df")):
+            sql = next(text for v, _, text in available() if v == version)
+            conn.execute(sql[sql.index(start):])
         assert _stored_stats(conn, sid) == expected == _stats_from_chunks(conn, sid)
     finally:
         conn.close()
@@ -295,3 +304,25 @@ def test_a_strategy_without_statistics_is_an_error_not_an_empty_list(conn, mini_
             keyword_search(conn, sid, "memory", 10, BM25)
         raise psycopg.Rollback
     assert keyword_search(conn, sid, "memory", 10, BM25)
+
+
+def test_migration_0004_upgrades_a_database_ingested_before_it(fresh_db_url, mini_docs, embedder):
+    """Back to the schema before 0004 (plain key, no bm25_df) with a strategy ingested: the
+    migration backfills the document frequencies and the leg returns what it returned before."""
+    from rag_experiments.db.connect import connect
+    from rag_experiments.db.migrations import migrate
+
+    conn = connect(fresh_db_url)
+    try:
+        sid = ingest(conn, mini_docs, ChunkingParams("heading", 60), embedder).strategy_id
+        before = keyword_search(conn, sid, "sort memory index autovacuum", 20, BM25)
+        expected = _stored_stats(conn, sid)
+        conn.execute("DROP TABLE bm25_df")
+        conn.execute("ALTER TABLE bm25_postings DROP CONSTRAINT bm25_postings_pkey,"
+                     " ADD PRIMARY KEY (strategy_id, lexeme, chunk_id)")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 4")
+        assert migrate(conn) == ["0004_bm25_lookup.sql"]
+        assert _stored_stats(conn, sid) == expected
+        assert keyword_search(conn, sid, "sort memory index autovacuum", 20, BM25) == before != []
+    finally:
+        conn.close()
