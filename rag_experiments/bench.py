@@ -295,9 +295,10 @@ def bench_bm25_statistics(conn, strategy, ingest_seconds: float | None, table: T
     from . import bm25_stats
 
     size, n_chunks = conn.execute(
-        "SELECT pg_total_relation_size('bm25_postings') + pg_total_relation_size('bm25_stats'),"
+        "SELECT pg_total_relation_size('bm25_postings') + pg_total_relation_size('bm25_stats')"
+        " + pg_total_relation_size('bm25_df'),"
         " (SELECT count(*) FROM chunks)").fetchone()
-    table.add("bm25", f"statistics storage (postings + totals, {n_chunks} chunks), MB per 10k chunks",
+    table.add("bm25", f"statistics storage (postings + document frequencies + totals, {n_chunks} chunks), MB per 10k chunks",
               f"{size / 2**20 * 10_000 / max(n_chunks, 1):.1f}")
     tsv_size = conn.execute("SELECT pg_total_relation_size('chunks_tsv_gin')").fetchone()[0]
     table.add("bm25", "for scale: the tsvector GIN index, MB per 10k chunks", f"{tsv_size / 2**20 * 10_000 / max(n_chunks, 1):.1f}")
@@ -520,6 +521,10 @@ def main(argv: list[str] | None = None) -> int:
         strategy = strategy_info(conn, rep.strategy_id, settings.retrieval.hnsw)
         if "bm25" not in skip:
             bench_bm25_statistics(conn, strategy, None if rep.unchanged else rep.seconds, table)
+            if not rep.unchanged:
+                table.add("bm25", "settling after the cold ingest (GIN pending lists merged, BM25 tables vacuumed,"
+                          " ANALYZE), s", f"{rep.settle_seconds:.2f} ({100 * rep.settle_seconds / rep.seconds:.1f}%"
+                          " of that ingest)")
         hnsw_size = conn.execute("SELECT pg_size_pretty(pg_relation_size(%s::regclass))",
                                  (hnsw_index_name(rep.strategy_id, settings.retrieval.hnsw),)).fetchone()[0]
         table.add("ingest", f"default strategy: {len(docs)} documents, {rep.n_chunks} chunks; HNSW index", str(hnsw_size))

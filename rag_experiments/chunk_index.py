@@ -70,6 +70,7 @@ class IngestReport:
     embedding_cache_hits: int
     seconds: float
     unchanged: bool
+    settle_seconds: float = 0.0  # part of ``seconds``: see :func:`settle`
 
     def summary(self) -> str:
         if self.unchanged:
@@ -258,9 +259,11 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
         conn.execute("UPDATE strategies SET content_digest = %s, n_chunks = %s, built_at = now() WHERE strategy_id = %s",
                      (manifest["digest"], n_chunks, key))
         _ensure_hnsw_index(conn, key, dim, hnsw)
+    t_settle = time.perf_counter()
     settle(conn)
+    done = time.perf_counter()
     return IngestReport(key, corpus, len(docs), n_chunks, len(changed), len(chunks),
-                        len(chunks) - cache_hits if chunks else 0, cache_hits, time.perf_counter() - t0, False)
+                        len(chunks) - cache_hits if chunks else 0, cache_hits, done - t0, False, done - t_settle)
 
 
 def settle(conn: psycopg.Connection) -> None:

@@ -72,14 +72,7 @@ def paired_permutation_test(a: Sequence[float], b: Sequence[float], n_resamples:
     observed = abs(d.sum())
     tol = 1e-9 * float(np.abs(d).sum())
     if m <= exact_max:
-        total = 1 << m
-        hits = 0
-        bits = np.arange(m, dtype=np.int64)
-        for lo in range(0, total, _CHUNK):
-            codes = np.arange(lo, min(lo + _CHUNK, total), dtype=np.int64)
-            signs = 1.0 - 2.0 * ((codes[:, None] >> bits) & 1)
-            hits += int(np.count_nonzero(np.abs(signs @ d) >= observed - tol))
-        return float(min(1.0, hits / total))
+        return float(min(1.0, _exact_hits(d, observed - tol) / (1 << m)))
     if n_resamples <= 0:
         raise ValueError(f"n_resamples must be > 0, got {n_resamples}")
     rng = np.random.default_rng(seed)
@@ -92,6 +85,34 @@ def paired_permutation_test(a: Sequence[float], b: Sequence[float], n_resamples:
         hits += int(np.count_nonzero(np.abs(signs @ d) >= observed - tol))
         done += size
     return float(min(1.0, (hits + 1) / (n_resamples + 1)))
+
+
+def _signed_sums(x: np.ndarray) -> np.ndarray:
+    """All ``2**len(x)`` sums ``sum(±x_i)``."""
+    sums = np.zeros(1)
+    for v in x:
+        sums = np.concatenate((sums + v, sums - v))
+    return sums
+
+
+def _exact_hits(d: np.ndarray, threshold: float) -> int:
+    """How many of the ``2**m`` sign vectors ``s`` give ``|s · d| >= threshold``.
+
+    Meet in the middle: the signed sums of each half of ``d`` (``2**(m/2)`` each), one half
+    sorted, and for every sum ``a`` of the other half a binary search counts the ``b`` with
+    ``a + b >= threshold`` or ``a + b <= -threshold``. That is ``O(2**(m/2) m)`` instead of the
+    ``O(2**m m)`` of enumerating every vector (m = 20: ~1 ms instead of 0.2-0.5 s, a cost a
+    100-point sweep's summary paid per run and metric). The counts equal the enumeration's: the
+    caller's threshold carries a tolerance of 1e-9 of ``sum|d|``, far above the float rounding
+    in which the two ways of summing differ (checked on random and metric-like arrays)."""
+    if threshold <= 0:
+        return 1 << len(d)
+    half = len(d) // 2
+    left = _signed_sums(d[:half])
+    right = np.sort(_signed_sums(d[half:]))
+    at_least = len(right) - np.searchsorted(right, threshold - left, side="left")
+    at_most = np.searchsorted(right, -threshold - left, side="right")
+    return int(at_least.sum() + at_most.sum())
 
 
 def paired_bootstrap_delta_ci(a: Sequence[float], b: Sequence[float], samples: int = 1000, seed: int = 13,
