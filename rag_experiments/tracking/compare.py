@@ -20,6 +20,7 @@ than the baseline get no p-value (their cases do not pair); a different golden s
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
@@ -137,8 +138,9 @@ def run_labels(runs: Sequence[RunView]) -> list[str]:
 def known_segments(runs: Sequence[RunView], primary: str | None = None) -> list[Segment]:
     """The query kinds, then the doc types, of the runs' per-case tables (in order of appearance),
     then those only in logged names of ``primary`` (``recall_at_5.exact``)."""
+    # each table's distinct values in order of appearance (not a Segment per case: 46k for a sweep)
     found = [Segment(col, str(v)) for r in runs if r.per_case is not None for col in ("kind", "doc_type")
-             if col in r.per_case for v in r.per_case[col].dropna()]
+             if col in r.per_case for v in pd.unique(r.per_case[col].dropna())]
     found = sorted(dict.fromkeys(found), key=lambda s: s.column != "kind")
     logged = [MetricKey.parse(n) for r in runs for n in r.metrics if not n.endswith((".ci_low", ".ci_high"))]
     logged = [k.segment for k in logged if k.segment and k.column == primary and k.segment not in found]
@@ -179,16 +181,38 @@ def _slice(per_case: pd.DataFrame, segment: Segment | None) -> pd.DataFrame:
 
 
 # -- values ---------------------------------------------------------------------------------------
+# (mean, bootstrap interval) of a column (on a segment) of a per-case table, per table while it
+# lives: a sweep summary asks for the same ones in its table and again in its plots. Keyed by the
+# table's id, evicted when the table is collected (so an id is never reused while cached); the
+# tables are read-only once loaded.
+_FROM_CASES: dict[int, dict] = {}
+
+
+def _from_cases(per_case: pd.DataFrame, key: MetricKey, samples: int, seed: int) -> tuple[float, tuple[float, float]] | None:
+    memo = _FROM_CASES.get(id(per_case))
+    if memo is None:
+        memo = _FROM_CASES[id(per_case)] = {}
+        weakref.finalize(per_case, _FROM_CASES.pop, id(per_case), None)
+    k = (key.column, key.segment, samples, seed)
+    if k not in memo:
+        vals = per_case[key.column].to_numpy(dtype=float)
+        if key.segment is not None:  # _slice's rows, without copying every column of them
+            seg = key.segment
+            vals = vals[per_case[seg.column].astype(str).to_numpy() == seg.value] if seg.column in per_case else vals[:0]
+        memo[k] = (float(vals.mean()), bootstrap_interval(vals, samples, seed)) if len(vals) else None
+    return memo[k]
+
+
 def value_and_interval(run: RunView, key: MetricKey, samples: int = 1000,
                        seed: int = 13) -> tuple[float | None, tuple[float, float] | None]:
     """The logged value and interval; recomputed from the per-case table when not logged."""
     value = run.metric(key.mlflow_name)
     interval = run.interval(key.mlflow_name)
     if (value is None or interval is None) and run.per_case is not None and key.column in run.per_case:
-        vals = _slice(run.per_case, key.segment)[key.column].to_numpy(dtype=float)
-        if len(vals):
-            value = float(vals.mean()) if value is None else value
-            interval = bootstrap_interval(vals, samples, seed) if interval is None else interval
+        found = _from_cases(run.per_case, key, samples, seed)
+        if found is not None:
+            value = found[0] if value is None else value
+            interval = found[1] if interval is None else interval
     return value, interval
 
 
@@ -203,11 +227,16 @@ class _Pairing:
 
     def __init__(self, base: pd.DataFrame, other: pd.DataFrame) -> None:
         for name, df in (("baseline", base), ("candidate", other)):
-            if df["case_id"].duplicated().any():
+            if not df["case_id"].is_unique:
                 raise UserError(f"{name} per-case table has duplicate case ids; cannot pair cases")
+        self.base, self.other = base, other
+        ids = base["case_id"].to_numpy()
+        if len(base) == len(other) and (ids == other["case_id"].to_numpy()).all():
+            # the same cases in the same order (runs on one golden set): what the join returns
+            self.ia = self.ib = np.arange(len(base))
+            return
         joined = (base[["case_id"]].assign(_ia=np.arange(len(base)))
                   .merge(other[["case_id"]].assign(_ib=np.arange(len(other))), on="case_id"))
-        self.base, self.other = base, other
         self.ia, self.ib = joined["_ia"].to_numpy(), joined["_ib"].to_numpy()
 
     def values(self, metric: str, segment: Segment | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -272,7 +301,8 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
     raw: dict[str, list[Cell]] = {c.key.mlflow_name: [] for c in columns}
     # the baseline's value per column once (it may be a bootstrap from the per-case table), not per run
     base_values = {c.key.mlflow_name: value_and_interval(base, c.key, seed=seed)[0] for c in columns}
-    for r in runs:
+    pairings: dict[int, _Pairing] = {}  # per run: the win/tie/loss below pairs the same cases again
+    for i, r in enumerate(runs):
         same_golden = r.golden is not None and r.golden == base.golden
         pairing = None
         for c in columns:
@@ -283,7 +313,7 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
                 bval = base_values[c.key.mlflow_name]
                 delta = None if bval is None else value - bval
                 if same_golden and base.per_case is not None and r.per_case is not None:
-                    pairing = pairing or _Pairing(base.per_case, r.per_case)
+                    pairing = pairing or pairings.setdefault(i, _Pairing(base.per_case, r.per_case))
                     a, b = pairing.values(c.key.column, c.key.segment)
                     n = len(a)
                     if n:
@@ -304,7 +334,8 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
             flags.append("corpus")
         wtl = None
         if i and "golden" not in flags and base.per_case is not None and r.per_case is not None:
-            a, b = paired_values(base.per_case, r.per_case, primary)
+            pairing = pairings.get(i) or _Pairing(base.per_case, r.per_case)
+            a, b = pairing.values(primary)
             if len(a):
                 wtl = win_tie_loss(a, b)
                 if len(a) != len(base.per_case) or len(a) != len(r.per_case):
