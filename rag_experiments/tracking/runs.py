@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+import orjson
 import pandas as pd
 
 from ..errors import UserError
@@ -121,9 +122,18 @@ def check_run_id(run_id: str) -> str:
     return run_id.lower()
 
 
-def parse_per_case(payload: dict | str) -> pd.DataFrame:
+def _loads(text: str | bytes):
+    """orjson (a sweep summary parses a hundred ~460 KB tables: 1.8 vs 6.4 ms each); the json
+    module for what orjson refuses and json reads (NaN / Infinity tokens, integers above 64 bits)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+def parse_per_case(payload: dict | str | bytes) -> pd.DataFrame:
     """The per-case table from ``mlflow.log_table``'s JSON (``{"columns": [...], "data": [...]}``)."""
-    data = json.loads(payload) if isinstance(payload, str) else payload
+    data = _loads(payload) if isinstance(payload, (str, bytes)) else payload
     if not isinstance(data, dict) or "columns" not in data or "data" not in data:
         raise ValueError("not a table written by mlflow.log_table (expected 'columns' and 'data')")
     return pd.DataFrame(data["data"], columns=data["columns"])
@@ -146,14 +156,14 @@ def load_per_case(run_id: str, c=None, artifact_uri: str = "") -> pd.DataFrame |
     place (a sweep summary reads a hundred of them; MLflow's download copies each first)."""
     local = _local_artifact_dir(artifact_uri)
     if local is not None and (local / PER_CASE_ARTIFACT).is_file():
-        return parse_per_case((local / PER_CASE_ARTIFACT).read_text())
+        return parse_per_case((local / PER_CASE_ARTIFACT).read_bytes())
     c = c or client()
     names = {f.path for f in c.list_artifacts(run_id)}
     if PER_CASE_ARTIFACT not in names:
         return None
     with tempfile.TemporaryDirectory() as tmp:
         path = c.download_artifacts(run_id, PER_CASE_ARTIFACT, tmp)
-        return parse_per_case(Path(path).read_text())
+        return parse_per_case(Path(path).read_bytes())
 
 
 def load_config_text(run_id: str, c=None) -> str:

@@ -80,3 +80,21 @@ def test_respects_mlflow_tracking_uri(store, make_run, monkeypatch, tmp_path_fac
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{other}")
     assert R.client().tracking_uri == f"sqlite:///{other}"
     assert R.search() == []
+
+
+def test_per_case_tables_parse_the_same_with_nan_and_huge_integers():
+    """orjson reads the tables; what it refuses (NaN / Infinity tokens, integers beyond 64 bits,
+    which json.dumps writes) falls back to the json module: the same frame either way."""
+    import json
+
+    import pandas as pd
+
+    from rag_experiments.tracking.runs import parse_per_case
+
+    plain = {"columns": ["case_id", "recall_at_5", "ranked_ids"], "data": [["a", 1.0, ["x", "y"]], ["b", 0.5, []]]}
+    odd = {"columns": ["case_id", "first_relevant_rank", "n"], "data": [["a", float("nan"), 2**70], ["b", float("inf"), 1]]}
+    for table in (plain, odd):
+        text = json.dumps(table)
+        expected = pd.DataFrame(table["data"], columns=table["columns"])
+        for payload in (text, text.encode(), table):
+            pd.testing.assert_frame_equal(parse_per_case(payload), expected)
