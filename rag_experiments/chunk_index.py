@@ -272,10 +272,11 @@ def settle(conn: psycopg.Connection) -> None:
 
     * GIN pending lists merged: fresh tsvector and identifier entries wait in a list every
       full-text search scans linearly (up to 4 MB). Right after a cold demo ingest a bare AND
-      full-text query took p50 9.4 ms instead of 0.3-0.5 ms.
+      full-text query took p50 9.4 ms instead of 0.5-0.6 ms.
     * The BM25 tables vacuumed: their visibility map lets the leg read postings and document
-      frequencies from the covering keys alone (index-only scans; migration 0004). Whole manual,
-      before autovacuum had passed: leg p50 43 ms; after: 12.7 ms.
+      frequencies from the covering keys alone (index-only scans; migration 0004). The whole
+      manual's leg (before 0004) took p50 43 ms right after its ingest, 27.5 ms once autovacuum
+      had passed.
     * Planner statistics for all three.
     ``chunks`` itself is not vacuumed: after a re-ingest that would also run the HNSW index's
     bulk delete, which can take minutes on a large table; autovacuum does that in the background.
