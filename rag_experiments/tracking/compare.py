@@ -172,12 +172,11 @@ def resolve_segments(names: Sequence[str] | None, runs: Sequence[RunView], prima
     return out
 
 
-def _slice(per_case: pd.DataFrame, segment: Segment | None) -> pd.DataFrame:
-    if segment is None:
-        return per_case
+def _in_segment(per_case: pd.DataFrame, segment: Segment) -> np.ndarray:
+    """Which rows of a per-case table belong to ``segment`` (none when it lacks the column)."""
     if segment.column not in per_case:
-        return per_case.iloc[0:0]
-    return per_case[per_case[segment.column].astype(str) == segment.value]
+        return np.zeros(len(per_case), dtype=bool)
+    return per_case[segment.column].astype(str).to_numpy() == segment.value
 
 
 # -- values ---------------------------------------------------------------------------------------
@@ -196,9 +195,8 @@ def _from_cases(per_case: pd.DataFrame, key: MetricKey, samples: int, seed: int)
     k = (key.column, key.segment, samples, seed)
     if k not in memo:
         vals = per_case[key.column].to_numpy(dtype=float)
-        if key.segment is not None:  # _slice's rows, without copying every column of them
-            seg = key.segment
-            vals = vals[per_case[seg.column].astype(str).to_numpy() == seg.value] if seg.column in per_case else vals[:0]
+        if key.segment is not None:
+            vals = vals[_in_segment(per_case, key.segment)]
         memo[k] = (float(vals.mean()), bootstrap_interval(vals, samples, seed)) if len(vals) else None
     return memo[k]
 
@@ -244,9 +242,7 @@ class _Pairing:
             return np.array([]), np.array([])
         ia, ib = self.ia, self.ib
         if segment is not None:
-            if segment.column not in self.base:
-                return np.array([]), np.array([])
-            keep = self.base[segment.column].astype(str).to_numpy()[ia] == segment.value
+            keep = _in_segment(self.base, segment)[ia]
             ia, ib = ia[keep], ib[keep]
         return (self.base[metric].to_numpy(dtype=float)[ia], self.other[metric].to_numpy(dtype=float)[ib])
 
