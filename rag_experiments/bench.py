@@ -139,8 +139,8 @@ def bench_latency(conn, strategy, embedder, queries, table: Table, params: Retri
         table.add("latency", f"{label} p50 / p95 ms", f"{_pct(times, .5):.1f} / {_pct(times, .95):.1f}")
         bare[key] = _pct(times, .5)
     bench_keyword_ranks(conn, strategy, embedder, queries, table, bare)
-    # the configured keyword leg, fusion and rerank (the dataclass defaults rank with ts_rank; the
-    # shipped configs with bm25: these rows used to time ts_rank under the default's name)
+    # the configured keyword leg, fusion and rerank (these rows once timed the dataclass default,
+    # then ts_rank, under the configured bm25's name; both rank with bm25 now, and the row says which)
     params = params or RetrievalParams()
     rank = params.keyword.rank
     for variant in VARIANTS:
