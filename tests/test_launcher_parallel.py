@@ -255,6 +255,36 @@ def test_after_fork_survives_a_dead_weak_proxy():
     assert dead
 
 
+def test_a_frozen_heap_still_has_its_engines_disposed_in_the_worker(tmp_path):
+    """The launcher freezes the heap before forking (gc.freeze, so workers' collections skip the
+    first point's memos), and gc.get_objects() does not list frozen objects; after_fork must
+    still find the inherited SQLAlchemy engine and give the worker its own connections."""
+    import gc
+
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    with engine.connect() as conn:
+        conn.exec_driver_sql("select 1")
+    inherited = engine.pool
+    gc.collect()
+    gc.freeze()
+    try:
+        pid = os.fork()
+        if pid == 0:
+            code = 3
+            try:
+                forked.after_fork()
+                code = 0 if engine.pool is not inherited and gc.get_freeze_count() > 0 else 4
+            except BaseException:  # noqa: BLE001 - any failure is the finding
+                pass
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        gc.unfreeze()
+    assert os.WEXITSTATUS(status) == 0, "the inherited engine was not disposed (3: after_fork raised)"
+
+
 def test_n_jobs_values():
     assert forked.resolve_n_jobs(3) == 3
     assert forked.resolve_n_jobs("1") == 1

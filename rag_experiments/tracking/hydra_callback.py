@@ -108,7 +108,9 @@ class MlflowSweepCallback(Callback):
         os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # reading per-case tables
         client = MlflowClient()
         parent_id = self.parent_id
-        children = sweep_children(parent_id, per_case=False, c=client)
+        # the prefetch has stopped: what it read stays as it is
+        known = self.prefetch.runs() if self.prefetch is not None else []
+        children = sweep_children(parent_id, per_case=False, c=client, known=known)
         n_failed = sum(c.status != "FINISHED" for c in children)
         failed = n_failed > 0 or len(children) < self.n_jobs
         try:

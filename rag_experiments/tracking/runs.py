@@ -222,9 +222,22 @@ def runs_by_ids(ids: Iterable[str], per_case: bool = True, c=None) -> list[RunVi
     return out
 
 
-def sweep_children(parent_id: str, per_case: bool = True, c=None) -> list[RunView]:
-    """The child runs of a sweep parent, in the order they started."""
-    return search(tag_filter(PARENT_TAG, check_run_id(parent_id)), per_case=per_case, c=c)
+def sweep_children(parent_id: str, per_case: bool = True, c=None, known: Iterable[RunView] = ()) -> list[RunView]:
+    """The child runs of a sweep parent, in the order they started (MLflow's own order: start
+    time, then run id).
+
+    ``known``: children already read, returned as given (FINISHED ones: nothing rewrites a finished
+    sweep point); only the others are searched: the sweep summary reads most children while the sweep runs
+    (:mod:`.sweep_prefetch`), and a search loading 100 runs' metrics, params and tags took ~0.7 s.
+    """
+    found = tag_filter(PARENT_TAG, check_run_id(parent_id))
+    known = {r.id: r for r in known}
+    if known:
+        found += " AND attributes.run_id NOT IN (" + ", ".join(_quote(i) for i in sorted(known)) + ")"
+    runs = search(found, per_case=per_case, c=c)
+    if not known:
+        return runs
+    return sorted([*known.values(), *runs], key=lambda r: (r.start_time, r.id))
 
 
 def runs_by_tag(spec: str, per_case: bool = True, c=None) -> list[RunView]:

@@ -9,7 +9,8 @@ starts with them in memory.
 
 It is only a cache: a child it did not get to is read at the end as before, and what it holds
 is what :func:`.runs.load_per_case` returns for the same file (a FINISHED run's artifacts are
-complete and not written again). Before any ``os.fork`` of this process it stops and waits for
+complete and not written again). The runs it found (params, metrics, tags) are kept too, so the
+summary's own search loads only the children it did not get to. Before any ``os.fork`` of this process it stops and waits for
 its current read (a forked child must not inherit a lock this thread holds); it resumes after.
 """
 
@@ -32,6 +33,7 @@ class PerCasePrefetch:
         self.parent_id = parent_id
         self.experiment_id = experiment_id
         self._frames: dict[str, Any] = {}
+        self._runs: dict[str, Any] = {}  # run id -> RunView (without its per-case table)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -66,6 +68,12 @@ class PerCasePrefetch:
         with self._lock:
             return dict(self._frames)
 
+    def runs(self) -> list[Any]:
+        """The FINISHED children read so far, as :class:`.runs.RunView` without per-case tables
+        (the summary then searches only the others: :func:`.runs.sweep_children`)."""
+        with self._lock:
+            return list(self._runs.values())
+
     # -- the thread --------------------------------------------------------------------------------
     def _run(self) -> None:
         try:
@@ -83,7 +91,7 @@ class PerCasePrefetch:
             return
 
     def _poll(self, client) -> None:
-        from .runs import load_per_case
+        from .runs import load_per_case, view
 
         found = client.search_runs(
             [self.experiment_id], max_results=1000,
@@ -99,6 +107,7 @@ class PerCasePrefetch:
             frame = load_per_case(run_id, client, run.info.artifact_uri)
             with self._lock:
                 self._frames[run_id] = frame
+                self._runs[run_id] = view(run, client, per_case=False)
             # each run is loaded once; one that commits its end after a later-ending run was seen
             # is left to the summary, which reads whatever is missing
             self._since_ms = max(self._since_ms, run.info.end_time or 0)

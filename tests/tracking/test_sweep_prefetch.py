@@ -63,3 +63,36 @@ def test_a_fork_waits_for_the_thread_and_the_thread_resumes(store, make_parent):
         assert prefetch.running  # and started again after it, in this process
     finally:
         prefetch.stop()
+
+
+def test_the_summary_searches_only_the_children_the_prefetch_did_not_read(store, make_run, make_parent):
+    """sweep_children(known=...) returns what a whole search returns (same runs, same order, same
+    params/metrics/tags); the known ones are excluded from the store query itself."""
+    from rag_experiments.tracking import runs as R
+
+    _, exp_id = store
+    parent = make_parent()
+    early = [make_run(per_case_frame([1, 0, 1, 1], seed=i), name=f"p{i}", parent=parent) for i in range(3)]
+    prefetch = PerCasePrefetch(parent, exp_id)
+    prefetch.poll_s = 0.05
+    prefetch.start()
+    try:
+        assert _wait(lambda: {r.id for r in prefetch.runs()} >= set(early)), "children never read"
+    finally:
+        prefetch.stop()
+    late = [make_run(per_case_frame([0, 1, 1, 0], seed=i), name=f"late{i}", parent=parent) for i in range(2)]
+    failed = make_run(per_case_frame([0, 0, 1, 0]), name="failed", parent=parent, status="FAILED")
+    c = MlflowClient()
+    whole = R.sweep_children(parent, per_case=False, c=c)
+    searched = []
+    real_search = R.search
+    R.search = lambda f, **kw: searched.append(f) or real_search(f, **kw)
+    try:
+        merged = R.sweep_children(parent, per_case=False, c=c, known=prefetch.runs())
+    finally:
+        R.search = real_search
+    assert [r.id for r in merged] == [r.id for r in whole] == [*early, *late, failed]
+    for a, b in zip(merged, whole):
+        for f in ("status", "start_time", "experiment_id", "tags", "metrics", "params", "artifact_uri", "name"):
+            assert getattr(a, f) == getattr(b, f), f
+    assert all(f"'{i}'" in searched[0] for i in early) and "NOT IN" in searched[0]
