@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import subprocess
 import sys
 import time
@@ -64,6 +65,38 @@ def _machine() -> str:
 
     return (f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Python {platform.python_version()}, "
             f"onnxruntime {onnxruntime.__version__}")
+
+
+def reference_workload_s(repeats: int = 3) -> float:
+    """Seconds one core takes for a fixed pure-Python task (median of ``repeats``): a gauge of this
+    machine's speed at the moment of the bench, since a shared VM's speed moves with its host's
+    load (the same sweep code measured 57-64 s one day and 37-44 s another). Compare benches by
+    their times divided by this, not only by their times."""
+    import statistics
+
+    def task() -> int:
+        acc = 0
+        for i in range(6_000_000):
+            acc = (acc + i * i) % 1_000_003
+        return acc
+
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        task()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def cpu_steal_s() -> float:
+    """CPU time this VM's host gave to others while this VM wanted it (``/proc/stat`` steal),
+    seconds summed over cores since boot; 0 where the kernel does not report it."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK") if fields[0] == "cpu" and len(fields) > 8 else 0.0
+    except (OSError, ValueError):
+        return 0.0
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -457,13 +490,21 @@ def bench_sweep(table: Table, url: str, repeats: int, overrides: list[str] = ())
         # multirun/ folders in the temporary directory
         env = {**os.environ, "DATABASE_URL": url, "RAG_EXP_HOME": str(project_root()),
                "MLFLOW_TRACKING_URI": f"sqlite:///{home}/mlflow.db"}
+        cpus, steals = [], []
         for i in range(repeats):
+            gauge = reference_workload_s(1)
+            usage, steal = resource.getrusage(resource.RUSAGE_CHILDREN), cpu_steal_s()
             t = time.perf_counter()
             proc = subprocess.run([sys.executable, str(run_py), "-m", *SWEEP_100, *overrides], cwd=home, env=env,
                                   capture_output=True, text=True, check=False)
             walls.append(time.perf_counter() - t)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            # the sweep's process and its forked workers (waited for, so counted as its children)
+            cpus.append(after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime)
+            steals.append(cpu_steal_s() - steal)
             points = sum(line.startswith("#") for line in proc.stdout.splitlines())
-            print(f"    sweep repeat {i + 1}: {walls[-1]:.1f}s, {points} points, exit {proc.returncode}")
+            print(f"    sweep repeat {i + 1}: {walls[-1]:.1f}s wall, {cpus[-1]:.1f}s CPU, {steals[-1]:.1f}s stolen, "
+                  f"speed gauge {gauge:.2f}s, {points} points, exit {proc.returncode}")
             if proc.returncode != 0:
                 table.add("sweep", "100-point sweep", f"failed (exit {proc.returncode}): "
                           f"{(proc.stderr.strip().splitlines() or [''])[-1][:200]}")
@@ -477,6 +518,8 @@ def bench_sweep(table: Table, url: str, repeats: int, overrides: list[str] = ())
     cmd = "python run.py -m " + " ".join(f'"{a}"' if "(" in a else a for a in SWEEP_100)
     table.add("sweep", f"{cmd}: wall, median of {repeats} ({', '.join(f'{w:.1f}' for w in walls)})",
               f"{statistics.median(walls):.1f}s")
+    table.add("sweep", "its CPU (the sweep's processes, user + system; PostgreSQL's not counted) / CPU time stolen "
+              "by the VM's host during it, median s", f"{statistics.median(cpus):.1f} / {statistics.median(steals):.1f}")
     table.add("sweep", "one sweep point logs: metrics / params / tags",
               f"{len(child.data.metrics)} / {len(child.data.params)} / {len(child.data.tags)}")
     table.add("sweep", "the sweep's parent: metrics / params / tags",
@@ -523,6 +566,8 @@ def main(argv: list[str] | None = None) -> int:
         conn = connect(url)
         table.add("machine", "PostgreSQL", conn.execute("SHOW server_version").fetchone()[0])
         table.add("machine", "corpus", settings.corpus.name)
+        table.add("machine", "speed gauge: a fixed pure-Python task on one core, s (median of 3; lower is faster)",
+                  f"{reference_workload_s():.2f}")
         docs = load_corpus(settings.corpus.path, settings.corpus.name)
         embedder = load_embedder()
         if "ingest" not in skip:

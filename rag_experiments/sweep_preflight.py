@@ -85,7 +85,7 @@ def check_points(config: Any) -> int:
     for point in points:
         where = f"sweep point {_varying(points, point)}"
         try:
-            settings = settings_from_cfg(compose_point(loader, config, list(point), composed))
+            settings = settings_from_cfg(compose_point(loader, config, list(point), composed, app_only=True))
             key = (settings.golden.file, str(corpus_path(settings)), settings.corpus.name)
             if key not in golden_checked:
                 load_checked_golden(settings)

@@ -21,7 +21,7 @@ def test_bench_prints_its_table_on_a_small_corpus_and_drops_its_database(pg_serv
     assert bench.main(["--corpus", str(FIXTURES / "mini_corpus"), "--corpus-name", "mini", "--strategies", "heading",
                        "--queries", "3", "--skip", "eval,metrics,memory,sweep"]) == 0
     out = capsys.readouterr().out
-    for row in ("| machine | corpus", "heading: cold ingest chunks/s", "HNSW index", "postings + document frequencies",
+    for row in ("| machine | corpus", "| machine | speed gauge", "heading: cold ingest chunks/s", "HNSW index", "postings + document frequencies",
                 "bare pgvector KNN", "bare full-text query (OR, depth 50)", "bare KNN + bare OR FTS", "hybrid (uncached legs)",
                 # the configured keyword leg (bm25), not the dataclass default (ts_rank)
                 "keyword (uncached legs) p50 / p95 ms, keyword rank=bm25", "pyfunc predict([q])", "requests/s (1 client)"):

@@ -58,6 +58,9 @@ def test_each_point_equals_hydras_own_composition(hydra_loader):
             continue
         mine = compose_point(loader, master, point, composed)
         assert _plain(mine) == _plain(theirs), point
+        # the preflight's variant: the same application config, without the hydra node
+        app = _plain(compose_point(loader, master, point, composed, app_only=True))
+        assert app == {k: v for k, v in _plain(theirs).items() if k != "hydra"}, point
         assert list(mine.hydra.overrides.task) == point
         ours.append((point, _plain(mine)))
     # a shared composition is copied, never changed: composing again gives the same configs
@@ -74,6 +77,7 @@ def test_bad_values_fail_as_in_hydra(hydra_loader, point):
     loader, master = hydra_loader
     with pytest.raises(Exception) as theirs:
         loader.load_sweep_config(master, list(point))
-    with pytest.raises(type(theirs.value)) as mine:
-        compose_point(loader, master, point, {})
-    assert str(mine.value).splitlines()[0] == str(theirs.value).splitlines()[0]
+    for app_only in (False, True):
+        with pytest.raises(type(theirs.value)) as mine:
+            compose_point(loader, master, point, {}, app_only=app_only)
+        assert str(mine.value).splitlines()[0] == str(theirs.value).splitlines()[0]

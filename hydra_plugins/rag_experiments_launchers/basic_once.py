@@ -72,19 +72,38 @@ def _is_plain_value(o: Any) -> bool:
         and o.package is None
 
 
-def compose_point(loader: Any, master: DictConfig, overrides: Sequence[str], composed: dict) -> DictConfig:
+def compose_point(loader: Any, master: DictConfig, overrides: Sequence[str], composed: dict,
+                  app_only: bool = False) -> DictConfig:
     """The point's config as ``loader.load_sweep_config(master, overrides)`` returns it; compositions
-    are shared through ``composed`` between points that differ only in plain value overrides."""
+    are shared through ``composed`` between points that differ only in plain value overrides.
+
+    ``app_only``: without the ``hydra`` node (the sweep preflight validates the application's
+    config only; the node is most of what each point copies: 7.3 of 7.3 + 2.7 ms a copy here).
+    """
     parsed = OverridesParser.create().parse_overrides(list(overrides))
     values = [o for o in parsed if _is_plain_value(o)]
     keys = [o.key_or_group for o in values]
     others_plain = all(not (o.is_delete() or o.is_add() or o.is_force_add()) for o in parsed)
     if not values or len(set(keys)) != len(keys) or not others_plain:
-        return loader.load_sweep_config(master, list(overrides))
+        cfg = loader.load_sweep_config(master, list(overrides))
+        if app_only:
+            with open_dict(cfg):
+                del cfg["hydra"]
+        return cfg
     structural = [o.input_line for o in parsed if not _is_plain_value(o)]
     base_key = tuple(structural)
     if base_key not in composed:
         composed[base_key] = loader.load_sweep_config(master, structural)
+    if app_only:
+        if ("app only", base_key) not in composed:
+            app = copy.deepcopy(composed[base_key])
+            with open_dict(app):
+                del app["hydra"]
+            composed[("app only", base_key)] = app
+        cfg = copy.deepcopy(composed[("app only", base_key)])
+        ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
+        OmegaConf.copy_cache(from_config=master, to_config=cfg)
+        return cfg
     cfg = copy.deepcopy(composed[base_key])
     ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
     # what _load_configuration_impl derives from the full override list
