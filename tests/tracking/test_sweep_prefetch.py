@@ -96,3 +96,10 @@ def test_the_summary_searches_only_the_children_the_prefetch_did_not_read(store,
         for f in ("status", "start_time", "experiment_id", "tags", "metrics", "params", "artifact_uri", "name"):
             assert getattr(a, f) == getattr(b, f), f
     assert all(f"'{i}'" in searched[0] for i in early) and "NOT IN" in searched[0]
+    # more known runs than one filter may list: every child is searched, with the same result
+    R.KNOWN_IN_FILTER_MAX, was = 2, R.KNOWN_IN_FILTER_MAX
+    try:
+        capped = R.sweep_children(parent, per_case=False, c=c, known=prefetch.runs())
+    finally:
+        R.KNOWN_IN_FILTER_MAX = was
+    assert [r.id for r in capped] == [r.id for r in whole]
