@@ -281,4 +281,9 @@ def install_sigterm_handler() -> None:
     try:
         signal.signal(signal.SIGTERM, _raise)
     except ValueError:  # not the main thread
-        pass
+        return
+    # a blocked SIGTERM would never reach the handler, and a blocked signal mask is inherited
+    # through fork and exec: a parent that blocks it while it spawns (loky's resource tracker
+    # does) would pass that on to a child started meanwhile
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})

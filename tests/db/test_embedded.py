@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import psutil
 import psycopg
@@ -118,10 +119,47 @@ def test_sigterm_runs_exit_handlers(tmp_path, pg_folder):
     try:
         assert client.stdout.readline().strip() == "up"
         client.send_signal(signal.SIGTERM)
-        assert client.wait(timeout=20) == 128 + signal.SIGTERM
+        try:
+            code = client.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # say what state it is in (seen once in a CI run: no exit in 20 s)
+            status = Path(f"/proc/{client.pid}/status").read_text().splitlines()
+            wchan = Path(f"/proc/{client.pid}/wchan").read_text()
+            client.kill()
+            pytest.fail(f"no exit 60 s after SIGTERM; wchan={wchan!r}; " + "; ".join(
+                line for line in status if line.split(":")[0] in ("State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")))
+        assert code == 128 + signal.SIGTERM
         assert marker.read_text() == "yes"  # atexit ran (Python's default SIGTERM skips it)
         srv = EmbeddedPostgres(pgdata)
         with psycopg.connect(srv.ensure_running()) as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)
     finally:
         EmbeddedPostgres(pgdata).stop()
+
+
+def test_sigterm_reaches_the_handler_when_the_parent_had_it_blocked(tmp_path):
+    """A signal mask is inherited through fork and exec. A parent that blocks SIGTERM while it
+    spawns (loky's resource tracker does, around its own spawn) passes the block to any child
+    started meanwhile; the handler must unblock it, or SIGTERM stays pending and the process
+    never ends (the symptom of a CI failure of the test above: no exit 20 s after SIGTERM)."""
+    marker = tmp_path / "cleaned"
+    code = textwrap.dedent(f"""
+        import atexit, pathlib, time
+        from rag_experiments.db.embedded import install_sigterm_handler
+        install_sigterm_handler()
+        atexit.register(lambda: pathlib.Path({str(marker)!r}).write_text("yes"))
+        print("up", flush=True)
+        time.sleep(60)
+    """)
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        client = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+    try:
+        assert client.stdout.readline().strip() == "up"
+        client.send_signal(signal.SIGTERM)
+        assert client.wait(timeout=20) == 128 + signal.SIGTERM
+        assert marker.read_text() == "yes"
+    finally:
+        client.kill()
+        client.wait()
