@@ -97,6 +97,8 @@ def test_sweep_parent_and_per_case_table_in_the_mlflow_ui(sync_playwright, mlflo
             # 1. the runs view (the URL the README gives): the parent row with its best metric
             page.goto(runs_view_url(mlflow_server, exp_id))
             page.get_by_role("link", name="fusion.rrf_k=10,30,60").wait_for()
+            # in "Model training" mode (its menu has the model registry; the GenAI menu has none)
+            page.get_by_text("Model registry", exact=True).first.wait_for()
             close_assistant = page.get_by_role("button", name="Close")  # MLflow 3's side panel takes a third
             if close_assistant.count():
                 close_assistant.first.click()
