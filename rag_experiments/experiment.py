@@ -170,16 +170,22 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
             conn.close()
 
 
+#: seconds of retrieval before its progress bar shows (tqdm's ``delay``)
+PROGRESS_DELAY_S = 1.0
+
+
 def _search_with_progress(retriever: Retriever, queries: list[str], limit: int, progress: bool) -> SearchOutcome:
     """Batches of queries (cached work is fetched in bulk); the bar moves after every query, so a
-    slow one (a reranker: seconds a query) still shows progress. A query that fails on its own is
-    counted, not fatal (see :mod:`rag_experiments.retrieval.failures`)."""
+    slow one (a reranker: seconds a query) still shows progress, and appears only once the
+    retrieval has taken a second: a sweep point on cached legs (~0.1 s) printed a finished bar,
+    100 of them in a 100-point sweep's log. A query that fails on its own is counted, not fatal
+    (see :mod:`rag_experiments.retrieval.failures`)."""
     bar = None
     if progress and len(queries) > 1:
         from tqdm import tqdm
 
         bar = tqdm(total=len(queries), desc=f"retrieval ({retriever.params.variant})", unit="query",
-                   mininterval=0.5)
+                   mininterval=0.5, delay=PROGRESS_DELAY_S)
     on_query = None if bar is None else bar.update
     try:
         return search_degrading(lambda qs: retriever.search_many(qs, limit, on_query=on_query), queries,

@@ -179,3 +179,18 @@ def test_a_bad_value_in_a_later_sweep_point_still_stops_the_sweep(project, mini_
     assert proc.returncode != 0
     assert "not_a_number" in proc.stderr and "fusion.rrf_k" in proc.stderr
     assert "is validated against ConfigStore schema" not in proc.stderr
+
+
+def test_the_retrieval_bar_shows_only_when_retrieval_takes_a_while(project, mini_golden, capsys, monkeypatch):
+    """A run on cached legs (a sweep point: ~0.1 s) prints no bar; one that takes longer than the
+    delay does (here the delay is 0, standing for a slow retrieval)."""
+    import rag_experiments.experiment as E
+
+    settings = settings_from_cfg(_compose(_mini_overrides(mini_golden, "progress=true", "tracking.enabled=false")))
+    run_experiment(settings)  # warms the leg cache
+    capsys.readouterr()
+    run_experiment(settings)
+    assert "retrieval (" not in capsys.readouterr().err
+    monkeypatch.setattr(E, "PROGRESS_DELAY_S", 0.0)
+    run_experiment(settings)
+    assert "retrieval (hybrid)" in capsys.readouterr().err
