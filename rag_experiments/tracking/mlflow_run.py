@@ -141,15 +141,22 @@ def flatten(obj: Any, prefix: str = "") -> dict[str, str]:
 
 
 def git_state() -> dict[str, str]:
+    """The project tree's commit and whether tracked files differ from it. ``unknown`` for what
+    git cannot say (no git, not a repository, a repository without a commit): a failed ``git
+    status`` prints nothing, which read as a clean tree (``git_dirty=false``) before."""
+    unknown = {"git_commit": "unknown", "git_dirty": "unknown"}
     root = project_root()
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                                timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        head = subprocess.run(["git", "rev-parse", "--verify", "HEAD"], cwd=root, capture_output=True, text=True,
+                              timeout=5)
+        if head.returncode != 0 or not head.stdout.strip():
+            return unknown
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                                capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
-        return {"git_commit": "unknown", "git_dirty": "unknown"}
-    return {"git_commit": commit or "unknown", "git_dirty": str(bool(dirty)).lower()}
+        return unknown
+    dirty = "unknown" if status.returncode != 0 else str(bool(status.stdout.strip())).lower()
+    return {"git_commit": head.stdout.strip(), "git_dirty": dirty}
 
 
 def per_case_for_mlflow(per_case: pd.DataFrame) -> pd.DataFrame:
