@@ -70,7 +70,7 @@ def _machine() -> str:
 def reference_workload_s(repeats: int = 3) -> float:
     """Seconds one core takes for a fixed pure-Python task (median of ``repeats``): a gauge of this
     machine's speed at the moment of the bench, since a shared VM's speed moves with its host's
-    load (the same sweep code measured 57-64 s one day and 37-44 s another). Compare benches by
+    load (the same sweep code measured 57-64 s early one morning and 31-44 s a few hours later). Compare benches by
     their times divided by this, not only by their times."""
     import statistics
 

@@ -72,6 +72,12 @@ def _is_plain_value(o: Any) -> bool:
         and o.package is None
 
 
+def _without_hydra(cfg: DictConfig) -> DictConfig:
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return cfg
+
+
 def compose_point(loader: Any, master: DictConfig, overrides: Sequence[str], composed: dict,
                   app_only: bool = False) -> DictConfig:
     """The point's config as ``loader.load_sweep_config(master, overrides)`` returns it; compositions
@@ -86,36 +92,28 @@ def compose_point(loader: Any, master: DictConfig, overrides: Sequence[str], com
     others_plain = all(not (o.is_delete() or o.is_add() or o.is_force_add()) for o in parsed)
     if not values or len(set(keys)) != len(keys) or not others_plain:
         cfg = loader.load_sweep_config(master, list(overrides))
-        if app_only:
-            with open_dict(cfg):
-                del cfg["hydra"]
-        return cfg
+        return _without_hydra(cfg) if app_only else cfg
     structural = [o.input_line for o in parsed if not _is_plain_value(o)]
     base_key = tuple(structural)
     if base_key not in composed:
         composed[base_key] = loader.load_sweep_config(master, structural)
     if app_only:
-        if ("app only", base_key) not in composed:
-            app = copy.deepcopy(composed[base_key])
-            with open_dict(app):
-                del app["hydra"]
-            composed[("app only", base_key)] = app
-        cfg = copy.deepcopy(composed[("app only", base_key)])
-        ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
-        OmegaConf.copy_cache(from_config=master, to_config=cfg)
-        return cfg
+        base_key = ("app only", base_key)
+        if base_key not in composed:
+            composed[base_key] = _without_hydra(copy.deepcopy(composed[base_key[1]]))
     cfg = copy.deepcopy(composed[base_key])
     ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
-    # what _load_configuration_impl derives from the full override list
-    app = [o for o in parsed if not o.is_hydra_override()]
-    with open_dict(cfg.hydra):
-        cfg.hydra.overrides.task = [o.input_line for o in app]
-        cfg.hydra.job.override_dirname = get_overrides_dirname(
-            overrides=app,
-            kv_sep=cfg.hydra.job.config.override_dirname.kv_sep,
-            item_sep=cfg.hydra.job.config.override_dirname.item_sep,
-            exclude_keys=cfg.hydra.job.config.override_dirname.exclude_keys,
-        )
+    if not app_only:
+        # what _load_configuration_impl derives from the full override list
+        app = [o for o in parsed if not o.is_hydra_override()]
+        with open_dict(cfg.hydra):
+            cfg.hydra.overrides.task = [o.input_line for o in app]
+            cfg.hydra.job.override_dirname = get_overrides_dirname(
+                overrides=app,
+                kv_sep=cfg.hydra.job.config.override_dirname.kv_sep,
+                item_sep=cfg.hydra.job.config.override_dirname.item_sep,
+                exclude_keys=cfg.hydra.job.config.override_dirname.exclude_keys,
+            )
     OmegaConf.copy_cache(from_config=master, to_config=cfg)
     return cfg
 

@@ -10,8 +10,9 @@ starts with them in memory.
 It is only a cache: a child it did not get to is read at the end as before, and what it holds
 is what :func:`.runs.load_per_case` returns for the same file (a FINISHED run's artifacts are
 complete and not written again). The runs it found (params, metrics, tags) are kept too, so the
-summary's own search loads only the children it did not get to. Before any ``os.fork`` of this process it stops and waits for
-its current read (a forked child must not inherit a lock this thread holds); it resumes after.
+summary's own search loads only the children it did not get to. Before any ``os.fork`` of this
+process it stops and waits for its current read (a forked child must not inherit a lock this
+thread holds); it resumes after.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ def test_a_fork_waits_for_the_thread_and_the_thread_resumes(store, make_parent):
         prefetch.stop()
 
 
-def test_the_summary_searches_only_the_children_the_prefetch_did_not_read(store, make_run, make_parent):
+def test_the_summary_searches_only_the_children_the_prefetch_did_not_read(store, make_run, make_parent, monkeypatch):
     """sweep_children(known=...) returns what a whole search returns (same runs, same order, same
     params/metrics/tags); the known ones are excluded from the store query itself."""
     from rag_experiments.tracking import runs as R
@@ -86,20 +86,15 @@ def test_the_summary_searches_only_the_children_the_prefetch_did_not_read(store,
     whole = R.sweep_children(parent, per_case=False, c=c)
     searched = []
     real_search = R.search
-    R.search = lambda f, **kw: searched.append(f) or real_search(f, **kw)
-    try:
-        merged = R.sweep_children(parent, per_case=False, c=c, known=prefetch.runs())
-    finally:
-        R.search = real_search
+    monkeypatch.setattr(R, "search", lambda f, **kw: searched.append(f) or real_search(f, **kw))
+    merged = R.sweep_children(parent, per_case=False, c=c, known=prefetch.runs())
+    monkeypatch.setattr(R, "search", real_search)
     assert [r.id for r in merged] == [r.id for r in whole] == [*early, *late, failed]
     for a, b in zip(merged, whole):
         for f in ("status", "start_time", "experiment_id", "tags", "metrics", "params", "artifact_uri", "name"):
             assert getattr(a, f) == getattr(b, f), f
     assert all(f"'{i}'" in searched[0] for i in early) and "NOT IN" in searched[0]
     # more known runs than one filter may list: every child is searched, with the same result
-    R.KNOWN_IN_FILTER_MAX, was = 2, R.KNOWN_IN_FILTER_MAX
-    try:
-        capped = R.sweep_children(parent, per_case=False, c=c, known=prefetch.runs())
-    finally:
-        R.KNOWN_IN_FILTER_MAX = was
+    monkeypatch.setattr(R, "KNOWN_IN_FILTER_MAX", 2)
+    capped = R.sweep_children(parent, per_case=False, c=c, known=prefetch.runs())
     assert [r.id for r in capped] == [r.id for r in whole]
