@@ -433,7 +433,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
                              hint="retire the case or re-anchor the span (rag-exp golden reanchor --ref ...)")
     counts = Counter(type(r).__name__.lower() for r in records)  # Case -> "case", as on disk
     drift = drift_status(gf.path, docs)
-    print(f"{gf.path}: OK, {len(records)} records ({_counter_line(dict(counts))}); manifest checked; "
+    beyond = gf.beyond_manifest()
+    vouched = len(records) - beyond
+    manifest_note = (f"manifest checked (it vouches for lines 1-{vouched}; the {beyond} line(s) after it, "
+                     f"{vouched + 1}-{len(records)}, continue its chain)") if beyond else "manifest checked"
+    print(f"{gf.path}: OK, {len(records)} records ({_counter_line(dict(counts))}); {manifest_note}; "
           f"{drift['spans']} labelled spans resolve in corpus {args.corpus}"
           + (f" ({drift['pending']} drifted: rag-exp golden check)" if drift["pending"] else ""))
     print(f"sha256 (golden-set version): {gf.digest()}")

@@ -38,6 +38,8 @@ class _Tally:
         self.ids: set[str] = set()
         self.n = 0
         self.head = ""
+        self.heads: list[str] = []  # the chain head after each line: the manifest's line is checked by it
+        self.beyond_manifest = 0  # lines after the ones the manifest vouches for (a chain continuing them)
         self.sha = hashlib.sha256()
         self.counts: dict[str, Counter] = {k: Counter() for k in (
             "type", "kind", "doc_type", "verdict", "judge", "anchor")}
@@ -46,6 +48,7 @@ class _Tally:
         self.ids.add(rec["id"])
         self.n += 1
         self.head = line_hash(line)
+        self.heads.append(self.head)
         c, t = self.counts, rec["type"]
         c["type"][t] += 1
         if t == "case":
@@ -116,6 +119,11 @@ class GoldenFile:
         the version as a prefix of the chain (see :mod:`.versions`)."""
         return self._current_tally().head
 
+    def beyond_manifest(self) -> int:
+        """Lines after the ones the manifest vouches for (verified as a chain continuing them): e.g.
+        records appended on another branch and merged, whose manifest was not rewritten."""
+        return self._current_tally().beyond_manifest
+
     def read(self) -> list[dict]:
         """All records as on disk (JSON objects), after checking the chain and the manifest."""
         return [r.raw for r in self.read_records()]
@@ -137,7 +145,7 @@ class GoldenFile:
             records, tally = known[1], known[2]
         else:
             records, tally = self._read_chain()
-            self._check_manifest(tally.n, tally.head)
+            self._check_manifest(tally)
             _VERIFIED_READS[self.path.resolve()] = (key, records, tally)
         self._verified = (identity, tally)
         return list(records), tally
@@ -188,7 +196,12 @@ class GoldenFile:
         tally.sha.update(raw)
         return records, tally
 
-    def _check_manifest(self, n: int, last_hash: str) -> None:
+    def _check_manifest(self, tally: _Tally) -> None:
+        """The manifest vouches for its first ``records`` lines: the line at that number must still
+        hash to the manifest's ``head`` whatever follows it (through the ``prev`` links that pins
+        every line before it). Lines beyond it are accepted only as a chain continuing that prefix
+        (they are: the chain was verified line by line) and are counted in ``beyond_manifest``."""
+        n = tally.n
         if not self.manifest_path.exists():
             if self._rebuilding:
                 return
@@ -207,14 +220,25 @@ class GoldenFile:
         except (ValueError, KeyError, TypeError):
             raise GoldenSetError(f"{self.manifest_path}: unreadable manifest",
                                  hint="restore it from git; it is rewritten by every append") from None
+        if m_n < 0:
+            raise GoldenSetError(f"{self.manifest_path}: unreadable manifest (records {m_n})",
+                                 hint="restore it from git; it is rewritten by every append")
         if n < m_n:
             raise GoldenSetError(
                 f"{self.path}:{n + 1}: file truncated: the manifest records {m_n} lines, the file has {n}",
                 hint="restore the file from git (git checkout -- FILE)",
             )
-        if n == m_n and last_hash != m_head:
-            raise GoldenSetError(f"{self.path}:{n}: the last line was edited after it was written",
-                                 hint="restore the file from git; append a superseding record instead")
+        at = tally.heads[m_n - 1] if m_n else ""
+        if at != m_head:
+            if n == m_n:
+                raise GoldenSetError(f"{self.path}:{n}: the last line was edited after it was written",
+                                     hint="restore the file from git; append a superseding record instead")
+            raise GoldenSetError(
+                f"{self.path}:{m_n}: line {m_n} is not the line the manifest vouches for (it hashes to {at[:12] or '(empty)'}, "
+                f"the manifest's head is {m_head[:12] or '(empty)'}): a line at or before {m_n} was edited and the "
+                f"chain re-linked, with {n - m_n} line(s) appended after it",
+                hint="restore the file from git (git checkout -- FILE); append a superseding record instead of editing")
+        tally.beyond_manifest = n - m_n
 
     # -- writing --------------------------------------------------------------------------------
     def append(self, new_records: Iterable[dict]) -> list[dict]:
