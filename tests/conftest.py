@@ -21,6 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 sys.path.insert(0, str(FIXTURES))
 
+from tests import ci_extras  # noqa: E402
+
+ci_extras.install()  # under CI=true, pytest.importorskip of a missing extra fails instead of skipping
+
 
 def pytest_collection_modifyitems(items):
     """The Ray cluster file is the longest (minutes): run it first, so that under ``make test``'s
