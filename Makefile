@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: setup setup-test run test bench ui clean-db scale-demo
+.PHONY: setup setup-test run test bench ui serve clean-db scale-demo
 
 # the package, its test tools and the Hydra sweep plugins (no torch)
 setup: $(VENV)/.installed
@@ -46,6 +46,12 @@ UI_PORT ?= 5000
 ui: setup
 	@$(BIN)/python -c "from rag_experiments.tracking.mlflow_run import print_ui_url; print_ui_url('http://127.0.0.1:$(UI_PORT)')"
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlruns/mlflow.db --port $(UI_PORT) --workers 1
+
+# the champion over HTTP: the registry is re-populated from experiments/promoted/ first and the
+# venv's bin folder leads PATH (mlflow models serve --env-manager local execs uvicorn from there)
+SERVE_PORT ?= 5001
+serve: setup
+	$(BIN)/rag-exp serve -p $(SERVE_PORT) -w 1
 
 clean-db:
 	-$(BIN)/rag-exp db stop

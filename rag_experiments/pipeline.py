@@ -122,6 +122,18 @@ def log_result(result: ExperimentResult, cfg: DictConfig, run_name: str, validat
     )
 
 
+def _mirror_champion_record() -> None:
+    """A fresh store's registry gets the committed champion (a failure here never fails the run)."""
+    from .serving.model_logging import ensure_registered
+
+    try:
+        ensure_registered("default")
+    except Exception as exc:  # noqa: BLE001 - the run is logged; say why the registry is not populated
+        print(f"WARNING: the registry was not populated from experiments/promoted/default.record.json "
+              f"({type(exc).__name__}: {redact_text(str(exc)).splitlines()[0] if str(exc) else ''}); "
+              "`rag-exp serve` or `rag-exp search` will retry", file=sys.stderr)
+
+
 _WARNED: set = set()
 
 
@@ -170,6 +182,8 @@ def run_from_hydra(cfg: DictConfig) -> float:
         print(point_line(result, run_id, *_job_identity()), flush=True)
     else:
         print_summary(result, run_id)
+        if run_id is not None:
+            _mirror_champion_record()
     from .embedding.cost import describe_usage
 
     usage_line = describe_usage(result.usage)

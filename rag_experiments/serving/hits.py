@@ -79,17 +79,22 @@ def hits_frame(per_query: list[tuple[str, list[SearchHit]]]):
 def signature():
     from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema
+    from mlflow.types.schema import AnyType
 
     types = {"rank": "long", "start": "long", "end": "long", "score": "double"}
     outputs = [ColSpec("string", "query")] + [
         ColSpec("long" if c in RANK_COLUMNS else types.get(c, "string"), c, required=c not in RANK_COLUMNS)
         for c in HIT_COLUMNS]
-    # one unnamed string column: MLflow's schema enforcement then accepts a plain list of queries
-    # as well as a DataFrame with a ``query`` column (a named column rejects the list)
+    # one unnamed column: MLflow's schema enforcement then accepts a plain list of queries as well
+    # as a DataFrame with a ``query`` column (a named column rejects the list). Of type Any, not
+    # string: a string column made the server cast ``{"inputs": [1, 2]}`` to the queries "1" and
+    # "2"; uncast, a query that is not a string reaches predict and is refused there (HTTP 400).
+    # Params: ``k`` only. Ingesting is an operator's decision (rag-exp ingest, Retriever.from_config(
+    # ingest=True)), never a request parameter: any HTTP client could otherwise start one.
     return ModelSignature(
-        inputs=Schema([ColSpec("string")]),
+        inputs=Schema([ColSpec(AnyType())]),
         outputs=Schema(outputs),
-        params=ParamSchema([ParamSpec("k", "long", DEFAULT_K), ParamSpec("ingest", "boolean", False)]),
+        params=ParamSchema([ParamSpec("k", "long", DEFAULT_K)]),
     )
 
 

@@ -190,6 +190,19 @@ def sync_with_record(name: str, c) -> str | None:
     return register_record(name, record, c)
 
 
+def ensure_registered(name: str = "default") -> str | None:
+    """After a single run (``python run.py``, the README's first command): the registry mirrors the
+    committed champion record, so ``mlflow.pyfunc.load_model("models:/rag-retriever-default@champion")``
+    and ``mlflow models serve`` work in a fresh store without another command first. A no-op (one
+    registry look-up) once it mirrors; None when there is no record."""
+    from ..tracking.champion import record_path
+    from ..tracking.runs import client
+
+    if not record_path(name).exists():
+        return None
+    return sync_with_record(name, client())
+
+
 def register_record(name: str, record, c) -> str:
     import mlflow
     import yaml

@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..config import Settings, settings_from_cfg
 from ..errors import ConfigError, UserError
+from ..limits import query_problem
 from .hits import SearchHit
 
 if TYPE_CHECKING:
     from ..chunk_index import StrategyInfo
 
-MAX_QUERY_CHARS = 4000  # a question, not a document: the embedder reads 256 tokens at most
+from ..limits import MAX_QUERY_CHARS  # noqa: E402,F401 - one limit for every entry point (re-exported)
 MAX_QUERIES = 100  # per call (one HTTP request)
 
 
@@ -152,8 +153,8 @@ class Retriever:
         key = strategy_key(corpus_name(self.settings), self.settings.chunking, self.embedder.model_id)
         info = strategy_info(self.conn, key)
         expected = self.expected_corpus_digest
-        how = (f"ingest it: {ingest_command(self._overrides)} (or pass ingest=True; "
-               "served: params={\"ingest\": true})")
+        how = (f"an operator ingests it: {ingest_command(self._overrides)} (from Python: ingest=True; "
+               "a served model never ingests on request)")
         if info and (expected is None or info.content_digest == expected):
             return info
         if not ingest:
@@ -203,8 +204,9 @@ class Retriever:
                 raise InvalidQuery(f"query[{i}]: must be a string, got {type(q).__name__}")
             if not q.strip():
                 raise InvalidQuery(f"query[{i}]: is empty")
-            if len(q) > MAX_QUERY_CHARS:
-                raise InvalidQuery(f"query[{i}]: {len(q)} characters; at most {MAX_QUERY_CHARS}")
+            problem = query_problem(q)  # the limits every entry point applies (NUL, characters, words)
+            if problem:
+                raise InvalidQuery(f"query[{i}]: {problem}")
             out.append(q)
         return out
 

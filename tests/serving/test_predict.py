@@ -21,11 +21,25 @@ def test_predict_refuses_a_database_without_the_corpus_then_ingests_when_asked(p
         model.predict([QUERY], params={"k": 5})
     msg = err.value.message
     assert "\n" not in msg and "has no strategy heading-" in msg and "rag-exp ingest --set corpus.path=" in msg
-    assert '"ingest": true' in msg and err.value.get_http_status_code() == 503
+    assert "a served model never ingests on request" in msg and err.value.get_http_status_code() == 503
 
-    out = model.predict([QUERY], params={"k": 5, "ingest": True})
+    # a request cannot make it ingest (issue 33: any HTTP client could start one)
+    with pytest.raises(MlflowException) as err:
+        model.predict([QUERY], params={"k": 5, "ingest": True})
+    assert err.value.get_http_status_code() == 503
+
+    ingest_as_operator(model)
+    out = model.predict([QUERY], params={"k": 5})
     assert list(out["rank"]) == [1, 2, 3, 4, 5] and set(out["query"]) == {QUERY}
     assert out["score"].is_monotonic_decreasing
+
+
+def ingest_as_operator(model) -> None:
+    """What an operator does (Python API; `rag-exp ingest` from the shell): build the strategy."""
+    from rag_experiments import Retriever
+
+    with Retriever.from_config(model.unwrap_python_model().config, ingest=True):
+        pass
 
 
 def test_predict_list_dataframe_and_retriever_search_return_the_same_hits(promote_mini, pg_url, monkeypatch,
@@ -35,7 +49,8 @@ def test_predict_list_dataframe_and_retriever_search_return_the_same_hits(promot
     monkeypatch.setenv("DATABASE_URL", pg_url)
     promote_mini()
     model = mlflow.pyfunc.load_model(MODEL_URI)
-    by_list = model.predict([QUERY, "text search configuration"], params={"k": 5, "ingest": True})
+    ingest_as_operator(model)
+    by_list = model.predict([QUERY, "text search configuration"], params={"k": 5})
     by_frame = model.predict(pd.DataFrame({"query": [QUERY, "text search configuration"]}), params={"k": 5})
     pd.testing.assert_frame_equal(by_list, by_frame)
     assert len(by_list) == 10
@@ -70,11 +85,11 @@ def test_a_database_on_another_corpus_version_is_refused_even_with_ingest(promot
 
     monkeypatch.setenv("DATABASE_URL", pg_url)
     promote_mini(corpus_digest="0" * 64)  # promoted on a corpus that is not the files on disk
-    with pytest.raises(MlflowException) as err:
-        mlflow.pyfunc.load_model(MODEL_URI).predict([QUERY], params={"ingest": True})
-    assert "has digest" in err.value.message and "promoted on 000000000000" in err.value.message
     with pytest.raises(UserError, match="promoted on 000000000000"):
-        Retriever.from_champion("default")
+        Retriever.from_champion("default", ingest=True)  # the operator's ingest refuses another corpus
+    with pytest.raises(MlflowException) as err:
+        mlflow.pyfunc.load_model(MODEL_URI).predict([QUERY], params={"k": 5})
+    assert err.value.get_http_status_code() == 503
 
 
 BAD_INPUT = [
@@ -82,7 +97,11 @@ BAD_INPUT = [
     (["   "], {"k": 5}, "query[0]: is empty"),
     ([QUERY], {"k": 0}, "k: must be between 1 and 50"),
     ([QUERY], {"k": 10**9}, "k: must be between 1 and 50"),
-    (["x" * 100_000], {"k": 5}, "100000 characters; at most 4000"),
+    (["x" * 100_000], {"k": 5}, "has 100,000 characters; the limit is 4,000"),
+    (["sort\x00memory"], {"k": 5}, "contains a NUL character (at 4)"),
+    ([1, 2], {"k": 5}, "query[0]: must be a string, got int"),
+    ([QUERY, 2], {"k": 5}, "query[1]: must be a string, got int"),
+    ([QUERY] * 101, {"k": 5}, "at most 100 queries per call, got 101"),
 ]
 
 
@@ -90,7 +109,8 @@ def test_bad_input_is_an_invalid_parameter_error(promote_mini, pg_url, monkeypat
     monkeypatch.setenv("DATABASE_URL", pg_url)
     promote_mini()
     model = mlflow.pyfunc.load_model(MODEL_URI)
+    ingest_as_operator(model)
     for bad, params, needle in BAD_INPUT:
         with pytest.raises(MlflowException) as err:
-            model.predict(bad, params={**params, "ingest": True})
+            model.predict(bad, params=params)
         assert needle in err.value.message and err.value.get_http_status_code() == 400, (bad[0][:20], params)

@@ -66,7 +66,9 @@ def served_champion(promote_mini, pg_url, monkeypatch, tmp_path):
     monkeypatch.setenv("DATABASE_URL", pg_url)
     promote_mini()
     model = mlflow.pyfunc.load_model(MODEL_URI)
-    model.predict([QUERY], params={"k": 1, "ingest": True})  # the database holds the corpus from here on
+    from .test_predict import ingest_as_operator
+
+    ingest_as_operator(model)  # the database holds the corpus from here on
     port = free_port()
     # --env-manager local execs `uvicorn` from PATH: the interpreter's own bin folder first
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
@@ -119,11 +121,68 @@ def test_served_champion_answers_like_predict_and_rejects_bad_input_with_400(ser
         ({"inputs": [QUERY], "params": {"k": 0}}, "k: must be between 1 and 50"),
         ({"inputs": [QUERY], "params": {"k": -3}}, "k: must be between 1 and 50"),
         ({"inputs": [QUERY], "params": {"k": 10**12}}, "k: must be between 1 and 50"),
-        ({"inputs": ["x" * 100_000], "params": {"k": 5}}, "100000 characters; at most 4000"),
+        ({"inputs": ["x" * 100_000], "params": {"k": 5}}, "has 100,000 characters; the limit is 4,000"),
         ({"inputs": [QUERY], "params": {"k": "ten"}}, "k"),
+        ({"inputs": ["sort\u0000memory"], "params": {"k": 5}}, "contains a NUL character"),
+        ({"inputs": [1, 2], "params": {"k": 5}}, "query[0]: must be a string, got int"),
+        ({"inputs": [QUERY, None], "params": {"k": 5}}, "query[1]: must be a string"),
+        ({"inputs": [QUERY] * 101, "params": {"k": 5}}, "at most 100 queries per call"),
     ]:
         status, body = post(url, payload)
         assert status == 400, (payload["params"], status, body)
         assert needle in body.get("message", ""), body
         assert "Traceback" not in json.dumps(body) and "stack_trace" not in body
     assert "Traceback" not in log.read_text()
+
+
+def test_rag_exp_serve_works_as_written_from_a_fresh_registry_and_a_bare_path(promote_mini, pg_url, monkeypatch,
+                                                                                tmp_path, store):
+    """Issue 33: `.venv/bin/mlflow models serve -m models:/...@champion` failed on a fresh clone
+    (`exec: uvicorn: not found` without .venv/bin on PATH; "Registered Model not found" until a
+    command re-populated the registry from the committed record). `rag-exp serve` (`make serve`)
+    does both first. Here: the record committed, the registry emptied, PATH without the venv."""
+    from rag_experiments.tracking.champion import model_name, record_path
+    from rag_experiments.tracking.mlflow_run import tracking_uri
+    from rag_experiments.tracking.runs import client
+
+    monkeypatch.setenv("DATABASE_URL", pg_url)
+    promote_mini()
+    assert record_path("default").exists()
+    model = mlflow.pyfunc.load_model(MODEL_URI)
+    from .test_predict import ingest_as_operator
+
+    ingest_as_operator(model)
+    client().delete_registered_model(model_name("default"))  # a fresh store: only the committed record
+    port = free_port()
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"), "RAG_EXP_HOME": str(store[0]),
+           "MLFLOW_TRACKING_URI": tracking_uri(), "DATABASE_URL": pg_url,
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    log = tmp_path / "serve.log"
+    rag_exp = str(Path(sys.executable).parent / "rag-exp")
+    with log.open("w") as fh:
+        proc = subprocess.Popen([rag_exp, "serve", "-p", str(port)], cwd=store[0], env=env, stdout=fh,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_until_up(proc, base, log)
+        status, body = post(base + "/invocations", {"inputs": [QUERY], "params": {"k": 3}})
+        assert status == 200, body
+        assert [h["rank"] for h in body["predictions"]] == [1, 2, 3]
+        status, body = post(base + "/invocations", {"inputs": [QUERY], "params": {"k": 3, "ingest": True}})
+        assert status == 200 and "stack_trace" not in body  # ignored: not a parameter of the served model
+    finally:
+        stop(proc)
+    assert "serving models:/rag-retriever-default@champion" in log.read_text()
+
+
+def test_a_single_run_populates_an_empty_registry_from_the_record(promote_mini, store):
+    from rag_experiments.serving.model_logging import ensure_registered
+    from rag_experiments.tracking.champion import model_name
+    from rag_experiments.tracking.runs import client
+
+    promote_mini()
+    client().delete_registered_model(model_name("default"))
+    version = ensure_registered("default")
+    assert version is not None
+    assert mlflow.pyfunc.load_model(MODEL_URI) is not None
+    assert ensure_registered("default") == version  # mirrors now: nothing registered twice
