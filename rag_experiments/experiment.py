@@ -24,6 +24,7 @@ from .golden.anchoring import drift_status, drift_warning
 from .golden.evidence_check import require_cases, require_same_corpus, require_scorable
 from .golden.resolve import GoldenSet, load_golden
 from .retrieval.failures import SearchOutcome, search_degrading
+from .retrieval.filter_check import check_filters
 from .retrieval.retriever import Retriever
 from .scale.executors import embedding_executor
 from .chunk_index import IngestReport, StrategyInfo, ingest, strategy_info
@@ -101,6 +102,7 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
     t0 = time.perf_counter()
     # the golden set and the corpus first: a bad golden set stops the run before any other work
     golden, docs = load_checked_golden(settings)
+    check_filters(settings.retrieval.filters, docs, str(settings.corpus.path))  # a filter matching nothing
     manifest = corpus_manifest(docs)
     drift = drift_status(golden, docs)  # read-only: evaluation never writes the golden set
     message = drift_warning(drift, settings.golden.file, settings.corpus.path)

@@ -101,3 +101,21 @@ def test_a_span_past_the_end_of_its_document_stops_the_run(project, mini_golden,
     [err] = _error_lines(proc.stderr)
     assert f"{mini_golden}:{line}: case {bad['id']}" in err and "lies outside document" in err
     assert _no_runs(project)
+
+
+@pytest.mark.parametrize("override, message", [
+    ("retrieval.filters.doc_types=['errcodes,indexes']",
+     "error: retrieval.filters.doc_types: 'errcodes,indexes' is not a doc type of corpus"),
+    ("retrieval.filters.doc_types=[errcodes,nosuch]",
+     "error: retrieval.filters.doc_types: 'nosuch' is not a doc type of corpus"),
+    ("retrieval.filters.source_uri_prefix=nowhere/", "error: retrieval.filters.source_uri_prefix: no document"),
+])
+def test_a_filter_that_matches_nothing_is_an_error_before_any_work(project, mini_golden, override, message):
+    """Issue 33: before, recall@5 0.000 and exit 0 (every leg returned nothing)."""
+    proc = _run_py(project, override, *_mini_overrides(mini_golden))
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = _error_lines(proc.stderr)
+    assert len(lines) == 1 and lines[0].startswith(message), proc.stderr[-2000:]
+    if "doc_types" in override:
+        assert "known doc types: config, errcodes, fulltext, functions, reference, tutorial" in lines[0]
+    assert "Traceback" not in proc.stderr and _no_runs(project)

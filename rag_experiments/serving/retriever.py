@@ -109,10 +109,24 @@ class Retriever:
         self.where = redact_url(resolve_database_url(settings.db.url, settings.db.pgdata_dir))
         self.embedder = load_embedder(settings.embedding.name)
         self.strategy = self._strategy(ingest)
+        self._check_filters()
         from ..retrieval.retriever import Retriever as Engine
 
         self._engine = Engine(self.conn, self.strategy, self.embedder, self.settings.retriever_params)
         self._blocks: dict[str, tuple[str, list]] = {}  # doc_id -> (title, parsed blocks), for breadcrumbs
+
+    def _check_filters(self) -> None:
+        """A filter value no document of the served corpus has is an error, not empty answers."""
+        from types import SimpleNamespace
+
+        from ..retrieval.filter_check import check_filters
+
+        filters = self.settings.retrieval.filters
+        if filters.is_empty():
+            return
+        rows = self.conn.execute("SELECT doc_type, source_uri FROM documents WHERE corpus = %s",
+                                 (self.strategy.corpus,)).fetchall()
+        check_filters(filters, [SimpleNamespace(doc_type=t, source_uri=u) for t, u in rows], self.strategy.corpus)
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
