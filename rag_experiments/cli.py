@@ -41,9 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .redaction import redact_text, register_argv
+    from .redaction import redact_process_output, redact_text, register_argv
 
     register_argv(sys.argv[1:] if argv is None else argv)
+    if argv is None or "--debug" in (argv or []) or os.environ.get("HYDRA_FULL_ERROR") == "1":
+        # the console script, and every traceback a debug run prints: secrets masked on the way out
+        redact_process_output()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

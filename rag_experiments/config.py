@@ -183,22 +183,118 @@ def reject_unknown_keys(c: dict, node: type = Settings, prefix: str = "") -> Non
 def check_override_keys(overrides: list[str], conf_dir: Path) -> None:
     """Command-line overrides of keys the schema does not know, in the same one-line form as
     :func:`reject_unknown_keys` (Hydra itself prints a multi-line hint to append the key with
-    ``+``, which would be accepted and ignored). Group choices, ``hydra.*`` and ``+``/``~``
-    overrides are left to Hydra and to the check of the composed config."""
+    ``+``, which would be accepted and ignored); a group option that does not exist
+    (``retrieval=nosuch``); and a value of the wrong type (``fusion.rrf_k=abc``: Hydra's own
+    five-line message, exit 1). ``hydra.*`` and ``+``/``~`` overrides are left to Hydra and to the
+    check of the composed config; values are checked as OmegaConf would convert them into the
+    schema, every value of a sweep (``-m fusion.rrf_k=30,abc``) alike."""
     import re
 
     groups = {p.name for p in conf_dir.iterdir() if p.is_dir()} if conf_dir.is_dir() else set()
     for arg in overrides:
         m = re.match(r"([A-Za-z_][\w.]*)=", arg)
-        if not m or m.group(1).startswith("hydra.") or m.group(1) in groups:
+        if not m or m.group(1).startswith("hydra."):
+            continue
+        key = m.group(1)
+        if key in groups:
+            _check_group_option(key, arg[m.end():], conf_dir)
             continue
         nested: dict = {}
         node = nested
-        *parents, last = m.group(1).split(".")
+        *parents, last = key.split(".")
         for part in parents:
             node = node.setdefault(part, {})
         node[last] = None
         reject_unknown_keys(nested)
+        _check_override_type(arg, key)
+
+
+def _override_values(arg: str) -> list | None:
+    """The value(s) Hydra's grammar reads from ``arg`` (each element of a choice/range sweep), or
+    None when it is not a plain value to check here (an interval sweep, an interpolation). An
+    override Hydra cannot parse (a mis-quoted value) is a ConfigError in one line; the caller
+    prints it redacted (it may quote a password)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        ov = OverridesParser.create().parse_override(arg)
+    except HydraException as exc:
+        raise ConfigError(f"{arg}: cannot be parsed ({describe_hydra_error(exc)})",
+                          hint="quote a value holding spaces, '=' or '?' as key='value' (and the whole "
+                          "override for the shell: \"key='value'\")") from None
+    try:
+        values = list(ov.sweep_iterator()) if ov.is_sweep_override() else [ov.value()]
+    except Exception:  # noqa: BLE001 - an interval sweep (Optuna): not a list of values
+        return None
+    values = [_plain(v) for v in values]
+    if any(isinstance(v, str) and "${" in v for v in values):
+        return None
+    return values
+
+
+def _plain(value):
+    """A swept element as the value Hydra will set: a quoted element of a choice sweep
+    (``a=1,'b c'``) comes as a QuotedString, which OmegaConf would read as a mapping."""
+    from hydra.core.override_parser.types import QuotedString
+
+    if isinstance(value, QuotedString):
+        return value.text
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _check_override_type(arg: str, key: str) -> None:
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    values = _override_values(arg)
+    for value in values or ():
+        nested: dict = {}
+        node = nested
+        *parents, last = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+        try:
+            OmegaConf.merge(schema(), nested)
+        except OmegaConfBaseException as exc:
+            reason = (str(exc).strip().splitlines() or [""])[0]
+            raise ConfigError(f"{key}: {reason}") from None
+
+
+def _check_group_option(group: str, raw: str, conf_dir: Path) -> None:
+    """``group=option`` names a file conf/<group>/<option>.yaml (every option of a sweep too)."""
+    values = _override_values(f"{group}={raw}")
+    if values is None:
+        return
+    known = sorted(p.stem for p in (conf_dir / group).glob("*.yaml"))
+    for value in values:
+        if value is None or not isinstance(value, str):
+            continue
+        if not (conf_dir / group / f"{value}.yaml").is_file():
+            import difflib
+
+            close = difflib.get_close_matches(value, known, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise ConfigError(f"{group}={value}: no such option ({hint}options of {group}: {', '.join(known)})")
+
+
+def describe_hydra_error(exc: BaseException) -> str:
+    """One line for a Hydra or OmegaConf composition error (their messages run to several lines:
+    the full key, the object type, the available options)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    first = lines[0]
+    if any(line.startswith("Available options") for line in lines):
+        i = next(i for i, line in enumerate(lines) if line.startswith("Available options"))
+        first += f" ({lines[i].rstrip(':')}: {', '.join(lines[i + 1:])})"
+    full_key = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("full_key:")), None)
+    return f"{full_key}: {first}" if full_key else first
 
 
 def exit_on_unknown_override_keys(argv: list[str], conf_dir: Path) -> None:

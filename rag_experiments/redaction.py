@@ -203,10 +203,28 @@ def register_argv(argv: list[str]) -> None:
                 value = value[1:-1]
             if SECRET_KEY.search(key):
                 register_secret(value)
-            _dsn_password(value)
+            if _dsn_password(value) is None:
+                _loose_passwords(value)  # quoting gone wrong: libpq cannot parse it, Hydra will quote it back
             if "://" in value:
                 _mask_url(value)
         redact_text(arg)
+
+
+# ``password=`` (or another secret name) and whatever follows up to the next ``name=`` of a libpq
+# string or the end: a mis-quoted value (``password=''S3cret PW2''``) is still the secret
+_LOOSE_SECRET = re.compile(r"(?:password|passwd|api[_-]?key|secret|token)\s*=\s*(.*?)(?=\s+[A-Za-z_]+\s*=|$)", re.I)
+
+
+def _loose_passwords(value: str) -> None:
+    """Learn what follows a secret's name in a value libpq could not parse: the whole remainder
+    with its quotes stripped, and each of its words (Hydra's parse errors quote single tokens)."""
+    for m in _LOOSE_SECRET.finditer(value):
+        raw = m.group(1).strip().strip("'\"").strip()
+        if not raw:
+            continue
+        register_secret(raw)
+        for word in re.split(r"\s+", raw):
+            register_secret(word.strip("'\""))
 
 
 class RedactingFilter(logging.Filter):

@@ -31,12 +31,21 @@ def compose_settings(overrides: list[str] | None = None) -> tuple[Settings, obje
 
     from .config import register_schema
 
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from .config import describe_hydra_error
+    from .errors import ConfigError
+
     register_schema()
     check_override_keys(list(overrides or []), conf_dir())
     if GlobalHydra.instance().is_initialized():
         GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=list(overrides or []))
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+            cfg = compose(config_name="config", overrides=list(overrides or []))
+    except (HydraException, OmegaConfBaseException) as exc:  # one line (redacted where printed), no traceback
+        raise ConfigError(f"overrides {' '.join(overrides or [])}: {describe_hydra_error(exc)}") from None
     return settings_from_cfg(cfg), cfg
 
 

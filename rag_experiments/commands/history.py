@@ -47,6 +47,10 @@ def cmd_history(args: argparse.Namespace) -> int:
         champion = current_champion(args.name, c, record_fallback=True)
         metric = (champion.metric if champion is not None else None) or "recall_at_5"
     points = build_history(args.name, metric, args.last, c)
+    if points and all(p.value is None for p in points):
+        logged = sorted({m for p in points for m in p.run.metrics if not m.startswith(("cache.", "time.", "history."))})
+        raise UserError(f"--metric {metric}: no point of the history logged it; metrics they logged: "
+                        f"{', '.join(logged) or '(none)'}")
     out = console()
     if not points:
         out.print(f"no nightly gate run and no promotion of {model_name(args.name)} yet")

@@ -209,6 +209,7 @@ def register_record(name: str, record, c) -> str:
 
     from ..tracking.mlflow_run import flatten, setup
     from ..tracking.champion import PROMOTED_DIR, model_name
+    from ..tracking.runs import TAG_CORPUS
     from ..config import project_root
 
     path = project_root() / PROMOTED_DIR / f"{name}.yaml"
@@ -227,7 +228,7 @@ def register_record(name: str, record, c) -> str:
     # no golden_sha256 tag: this run is a stand-in for the model, never a promotion candidate
     tags = {"champion_source": RECORD_SOURCE, "record_run_id": run.id, "champion": "true",
             "champion_of": model_name(name), "record.golden_sha256": run.golden or "",
-            "record.corpus_digest": run.corpus or ""}
+            TAG_CORPUS: run.corpus or ""}  # the one corpus tag name: history chains through it
     with mlflow.start_run(experiment_id=exp_id, run_name=f"champion of record: {run.name or run.id}"[:250],
                           tags=tags):
         mlflow.log_params(flatten(config))

@@ -74,6 +74,8 @@ def collect(name: str, metric: str, last: int | None = None, c=None) -> list[tup
     model = model_name(name)
     out = []
     for r in search(tag_filter("champion_of", model), per_case=False, c=c):
+        if r.tags.get("champion_source") == "record":
+            continue  # a stand-in the registry was re-populated with: the record's own point below is it
         out.append((_promoted_ms(r), KIND_PROMOTION, r))
     promoted = {r.id for _, _, r in out}
     record = _record_point(name)
@@ -232,16 +234,31 @@ def figure(points: Sequence[Point], metric: str, name: str):
     return fig
 
 
+def _experiment_exists(c, experiment_id: str) -> bool:
+    try:
+        return c.get_experiment(experiment_id).lifecycle_stage == "active"
+    except Exception:  # noqa: BLE001 - MlflowException: no such experiment in this store
+        return False
+
+
+def _project_experiment() -> str:
+    from .mlflow_run import setup
+
+    return setup(None, "rag-experiments")
+
+
 def log_history(points: Sequence[Point], metric: str, name: str, c=None) -> str:
     """Log the table, the plot and the series as metrics (step = point, timestamp = its time) to a
     run named ``history <name>`` (tag ``history=true``); return its id."""
     from mlflow.entities import Metric
 
     from .plots import pyplot
-    from .runs import experiment_ids
 
     c = c or client()
-    exp = points[0].run.experiment_id if points else experiment_ids(c)[0]
+    # the experiment of a point that is in this store (the committed record's run usually is not: a
+    # fresh store in CI), else the project's experiment
+    exp = next((p.run.experiment_id for p in points if p.run.experiment_id and _experiment_exists(c, p.run.experiment_id)),
+               None) or _project_experiment()
     run = c.create_run(exp, run_name=f"history {name}", tags={"history": "true", "history_metric": metric,
                                                               "history_name": name})
     rid = run.info.run_id

@@ -34,6 +34,10 @@ _RUN_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 _TAG_KEY = re.compile(r"^[A-Za-z0-9_.\-/ ]+$")
 
 
+#: the one tag name for a run's corpus digest (every run, the champion of record's stand-in too)
+TAG_CORPUS = "corpus_digest"
+
+
 @dataclass(frozen=True, eq=False)
 class RunView:
     """One logged run, read back. ``per_case`` is None when the run logged no per-case table."""
@@ -59,7 +63,9 @@ class RunView:
 
     @property
     def corpus(self) -> str | None:
-        return self.tags.get("corpus_digest")
+        """The corpus digest, read here only (tag ``corpus_digest``; stand-ins of the champion of
+        record logged before issue 33 carried it as ``record.corpus_digest``)."""
+        return self.tags.get(TAG_CORPUS) or self.tags.get(f"record.{TAG_CORPUS}")
 
     @property
     def parent_id(self) -> str | None:

@@ -70,3 +70,61 @@ def test_history_without_points_says_so(store, capsys):
     assert cli("history", "--markdown-summary", str(summary)) == 0
     assert "no nightly gate run and no promotion" in capsys.readouterr().out
     assert "No nightly gate run or promotion yet" in summary.read_text()
+
+
+def _fresh_store_with_the_record(path, exp):
+    """A promoted champion whose run and registry entry are gone (a fresh clone's store): only the
+    committed record knows it, with an experiment id this store does not have."""
+    import json
+
+    from rag_experiments.tracking.champion import model_name, record_path
+
+    cases = [c.case_id for c in load_golden(path).cases]
+    champion = log_golden_run(path, name="champion", exp_id=exp, miss={cases[0]})
+    assert cli("promote") == 0
+    c = MlflowClient()
+    c.delete_registered_model(model_name("default"))
+    c.delete_run(champion)
+    record = json.loads(record_path("default").read_text())
+    record["experiment_id"] = "999"
+    record_path("default").write_text(json.dumps(record))
+    return cases
+
+
+def test_history_on_a_fresh_store_with_the_committed_record(golden, capsys):  # noqa: F811
+    """Issue 33: it printed its table, then `No Experiment with id=1 exists` (a traceback)."""
+    path, exp = golden
+    _fresh_store_with_the_record(path, exp)
+    assert cli("history") == 0
+    out = capsys.readouterr().out
+    assert "recall_at_5 over time" in out and "logged history/table.md" in out
+    mlflow.end_run()
+
+
+def test_the_record_stand_in_chains_with_the_next_nightly_run(golden, capsys):  # noqa: F811
+    """Issue 33: once the registry was re-populated from the record, history called the stand-in and
+    the next nightly run "another corpus: chain restarted" (the stand-in carried the digest as
+    record.corpus_digest) and listed the same champion twice as a promotion."""
+    from rag_experiments.serving.model_logging import sync_with_record
+
+    path, exp = golden
+    cases = _fresh_store_with_the_record(path, exp)
+    assert sync_with_record("default", MlflowClient()) is not None  # the stand-in run and version
+    night = log_golden_run(path, name="nightly", exp_id=exp, miss={cases[0]})
+    assert cli("gate", "--run", night) == 0
+    points = build_history("default", "recall_at_5")
+    assert [p.kind for p in points] == ["promotion", "nightly"]
+    assert "chain restarted" not in points[1].note and points[1].delta == 0 and points[1].shared == 10
+    mlflow.end_run()
+
+
+def test_history_of_a_metric_no_point_logged_names_the_logged_ones(golden, capsys):  # noqa: F811
+    path, exp = golden
+    log_golden_run(path, name="champion", exp_id=exp)
+    assert cli("promote") == 0
+    capsys.readouterr()
+    assert cli("history", "--metric", "recall_at_7") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --metric recall_at_7: no point of the history logged it; metrics they logged: ")
+    assert "recall_at_5" in err
+    mlflow.end_run()
