@@ -32,6 +32,10 @@ from .golden_file import GoldenFile
 TAG_SHA = "golden_sha256"
 TAG_RECORDS = "golden_records"
 TAG_HEAD = "golden_head"
+#: a run's artifact: the hash of each line of the golden version it was scored on (one per line),
+#: so a later file that is not a continuation can be told where it first differs
+LINES_ARTIFACT = "golden_lines.txt"
+LINE_HASH_CHARS = 16  # 64 bits per line: 870 lines are 15 KB, and a collision is not a concern
 
 
 class NotAnAncestor(GoldenSetError):
@@ -103,8 +107,8 @@ def _prefix(path: Path, lines: list[bytes], version: GoldenVersion) -> int:
     if actual != (version.head or ""):
         raise NotAnAncestor(
             f"{path}:{n}: line {n} hashes to {actual[:12] or '(empty)'}, but the recorded golden version's chain "
-            f"head is {(version.head or '')[:12] or '(empty)'}: not an ancestor (another golden set, or its "
-            "history was rewritten)")
+            f"head is {(version.head or '')[:12] or '(empty)'}: the file differs from that version at or before "
+            f"line {n}: not an ancestor (another golden set, or its history was rewritten)")
     sha = hashlib.sha256(b"".join(lines[:n])).hexdigest()
     if sha != version.sha256:
         raise NotAnAncestor(
@@ -123,6 +127,35 @@ def _prefix_by_sha(path: Path, lines: list[bytes], sha256: str) -> int:
             return n
     raise NotAnAncestor(f"{path}: no prefix of the file has sha256 {sha256[:12]} (the run recorded no record "
                         "count): not an ancestor (another golden set, or its history was rewritten)")
+
+
+def line_hashes_text(path: str | Path, version: GoldenVersion) -> str | None:
+    """The :data:`LINES_ARTIFACT` text for ``version`` of ``path`` (its first ``records`` lines),
+    or None when the file no longer holds that version as a prefix (it changed under the run)."""
+    path = Path(path)
+    try:
+        lines = path.read_bytes().split(b"\n")[:-1]
+    except OSError:
+        return None
+    n = version.records
+    if n is None or n > len(lines):
+        return None
+    hashes = [hashlib.sha256(line).hexdigest() for line in lines[:n]]
+    if (hashes[-1] if hashes else "") != (version.head or ""):
+        return None
+    return "".join(h[:LINE_HASH_CHARS] + "\n" for h in hashes)
+
+
+def first_difference(path: str | Path, recorded: str) -> int | None:
+    """The first line (1-based) at which ``path`` differs from the version whose line hashes are
+    ``recorded`` (a :data:`LINES_ARTIFACT` text); None when that version is a prefix of the file.
+    A file shorter than the version differs at the line after its last one."""
+    old = recorded.split()
+    lines = Path(path).read_bytes().split(b"\n")[:-1]
+    for n, h in enumerate(old, start=1):
+        if n > len(lines) or hashlib.sha256(lines[n - 1]).hexdigest()[:LINE_HASH_CHARS] != h:
+            return n
+    return None
 
 
 def locate(path: str | Path, version: GoldenVersion) -> GoldenSet:

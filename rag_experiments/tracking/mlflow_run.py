@@ -240,6 +240,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
             if failed:
                 files["retrieval_failures.json"] = dict_json({"failed_cases": failed})
             files["corpus_manifest.json"] = dict_json(result.corpus_manifest)
+            files.update(golden_lines_artifact(result.golden))
             if judge_validation is not None:
                 files["judge_validation.json"] = dict_json(judge_validation)
             log_files(client, run_id, files)
@@ -309,6 +310,15 @@ def log_batch(client, run_id: str, params: dict[str, str] | None = None, metrics
         room -= len(bt)
         bm, m = m[:room], m[room:]
         client.log_batch(run_id, metrics=bm, params=bp, tags=bt)
+
+
+def golden_lines_artifact(golden) -> dict[str, str]:
+    """Each line's hash of the golden version scored, so a comparison with a file that is not a
+    continuation of it can name the first line that differs (rag_experiments.golden.versions)."""
+    from ..golden.versions import LINES_ARTIFACT, GoldenVersion, line_hashes_text
+
+    text = line_hashes_text(golden.path, GoldenVersion.of(golden))
+    return {LINES_ARTIFACT: text} if text is not None else {}
 
 
 def golden_version_tags(golden) -> dict[str, str]:

@@ -71,19 +71,57 @@ class Alignment:
 
 # -- finding the chain ----------------------------------------------------------------------------
 def candidate_files(runs: Sequence[RunView]) -> list[Path]:
-    """Golden files the runs may have used: their ``golden.path`` param, then
-    ``experiments/golden/<golden_set tag>``, relative to the project root."""
+    """Golden files the runs used: their ``golden.path`` param (relative to the project root).
+    Only a run that recorded none, or whose file is gone, falls back to
+    ``experiments/golden/<golden_set tag>``: a default file no run used must not be searched, or
+    its unrelated state ("has only N records") would be reported as if it concerned these runs."""
     root = project_root()
     out: list[Path] = []
+
+    def add(raw: str) -> None:
+        p = Path(raw).expanduser()
+        p = p if p.is_absolute() else root / p
+        if p not in out:
+            out.append(p)
+
     for r in runs:
-        for raw in (r.params.get("golden.path"), f"experiments/golden/{r.tags['golden_set']}"
-                    if r.tags.get("golden_set") else None):
-            if not raw:
+        used = r.params.get("golden.path")
+        if used:
+            add(used)
+    for r in runs:
+        used = r.params.get("golden.path")
+        p = Path(used).expanduser() if used else None
+        if p is not None and not p.is_absolute():
+            p = root / p
+        if (p is None or not p.is_file()) and r.tags.get("golden_set"):
+            add(f"experiments/golden/{r.tags['golden_set']}")
+    return out
+
+
+def first_differing_lines(runs: Sequence[RunView], files: Sequence[Path], c=None) -> list[str]:
+    """For each run whose golden version is not a prefix of a file in use, the first line of that
+    file that differs from it, from the run's stored line hashes (runs logged before they were
+    stored say nothing here; the NotAnAncestor message then bounds the line from above)."""
+    from ..golden.versions import LINES_ARTIFACT, first_difference
+    from .runs import client
+
+    c = c or client()
+    out: list[str] = []
+    for r in runs:
+        try:
+            if LINES_ARTIFACT not in {f.path for f in c.list_artifacts(r.id)}:
                 continue
-            p = Path(raw).expanduser()
-            p = p if p.is_absolute() else root / p
-            if p not in out:
-                out.append(p)
+            with tempfile.TemporaryDirectory() as tmp:
+                recorded = Path(c.download_artifacts(r.id, LINES_ARTIFACT, tmp)).read_text(encoding="utf-8")
+        except Exception:  # noqa: BLE001 - a champion known only from its committed record
+            continue
+        for path in files:
+            if not path.is_file():
+                continue
+            n = first_difference(path, recorded)
+            if n is not None:
+                out.append(f"{path}:{n} is the first line that differs from the version run {r.id[:12]} "
+                           f"({r.label}) was scored on")
     return out
 
 
@@ -167,10 +205,13 @@ def align(runs: Sequence[RunView], c=None) -> Alignment:
         return Alignment(runs, reason=f"run {missing[0].id[:12]} recorded no golden-set version (tag golden_sha256)")
     if len({v.sha256 for v in versions}) == 1:
         return Alignment(runs)
+    files = candidate_files(runs)
     try:
-        path, located = find_chain(versions, candidate_files(runs))
+        path, located = find_chain(versions, files)
     except NotAnAncestor as exc:
-        return Alignment(runs, reason=f"NOT COMPARABLE: the golden-set versions are not on one chain: {exc}")
+        where = first_differing_lines(runs, files, c)
+        return Alignment(runs, reason=f"NOT COMPARABLE: the golden-set versions are not on one chain: "
+                         + ("; ".join(where) + ". " if where else "") + str(exc))
     by_size = sorted(located.values(), key=lambda g: len(g.records))
     older, newer = by_size[0], by_size[-1]
     active = {case.case_id for case in newer.cases}

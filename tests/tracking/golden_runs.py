@@ -57,7 +57,8 @@ def log_golden_run(golden_path: Path, config=good, *, name: str = "run", miss: s
     import mlflow
     import yaml
 
-    from rag_experiments.tracking.mlflow_run import flatten, golden_version_tags, log_files, run_file_artifact
+    from rag_experiments.tracking.mlflow_run import (flatten, golden_lines_artifact, golden_version_tags, log_files,
+                                                     run_file_artifact)
 
     golden, results = ranked(golden_path, config, miss)
     ev = evaluate(golden, results)
@@ -71,7 +72,8 @@ def log_golden_run(golden_path: Path, config=good, *, name: str = "run", miss: s
             mlflow.log_text(yaml.safe_dump(cfg, sort_keys=False), "config.yaml")
             mlflow.log_metrics(aggregate(ev.per_case))
             mlflow.log_table(ev.per_case, artifact_file="per_case.json")
+            files = golden_lines_artifact(golden)
             if run_file:
-                log_files(mlflow.tracking.MlflowClient(), run.info.run_id,
-                          run_file_artifact(SimpleNamespace(results=results), name))
+                files.update(run_file_artifact(SimpleNamespace(results=results), name))
+            log_files(mlflow.tracking.MlflowClient(), run.info.run_id, files)
     return run.info.run_id

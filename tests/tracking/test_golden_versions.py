@@ -165,6 +165,23 @@ def test_a_rewritten_golden_file_is_not_comparable(golden, tmp_path, capsys):
     assert "not an ancestor" in summary.read_text()
 
 
+def test_an_edited_and_rechained_line_is_named_as_the_first_line_that_differs(golden, capsys):
+    """Before: the message named the recorded version's last line (mini.jsonl:10) for an edit of line 3."""
+    path, exp = golden
+    _promote_champion(path, exp)
+    records = GoldenFile(path).read()
+    assert records[2]["type"] == "case"
+    records[2]["query"] += " (edited)"
+    path.unlink()
+    path.with_name(path.stem + ".manifest.json").unlink()
+    GoldenFile(path).append([{k: v for k, v in r.items() if k != "prev"} for r in records])  # re-chained
+    now = log_golden_run(path, name="nightly", exp_id=exp)
+    assert cli("gate", "--run", now) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"{path}:3 is the first line that differs from the version run" in out
+    assert "at or before line 10" in out
+
+
 def test_a_newer_run_without_stored_ranked_lists_cannot_be_rescored(golden, golden_add, capsys):
     path, exp = golden
     _promote_champion(path, exp)
@@ -195,3 +212,17 @@ def test_rescored_values_pair_with_logged_ones_as_ties(golden, golden_add):
     new = log_golden_run(path, third, name="after", exp_id=exp)
     a, b = align([get_run(old), get_run(new)]).runs
     assert a.per_case["mrr_at_10"].tolist() == b.per_case["mrr_at_10"].tolist() == [0.3333333333] * 10
+
+
+def test_only_the_golden_files_in_use_are_searched_for_the_versions(golden, tmp_path):
+    """Before: the default experiments/golden/<golden_set tag> was searched too, and its unrelated
+    state ("has only N records ... truncated") was reported for runs that never used it."""
+    from types import SimpleNamespace
+
+    from rag_experiments.tracking.versioned import candidate_files
+
+    path, _ = golden
+    used = SimpleNamespace(params={"golden.path": str(path)}, tags={"golden_set": "demo.jsonl"})
+    assert candidate_files([used]) == [path]
+    gone = SimpleNamespace(params={"golden.path": str(tmp_path / "moved.jsonl")}, tags={"golden_set": "demo.jsonl"})
+    assert candidate_files([gone])[-1].name == "demo.jsonl"  # a file no longer there: the tag is the fallback
