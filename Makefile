@@ -18,11 +18,12 @@ $(VENV)/.installed: pyproject.toml
 
 # + the [rerank] extra (torch CPU, sentence-transformers: the cross-encoder plumbing test),
 # the [api] extra (voyageai, openai, cohere SDKs, tested against local stubs) and the [ray] extra
-# (the Ray cluster test)
+# (the Ray cluster test) and the [integrations] extra (LangChain, LlamaIndex: examples/ measured as
+# external retrievers)
 setup-test: $(VENV)/.installed-test
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/pip install --quiet -e '.[test,sweep,rerank,api,ray]'
+	$(BIN)/pip install --quiet -e '.[test,sweep,rerank,api,ray,integrations]'
 	touch $@
 
 run: setup

@@ -28,8 +28,9 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
-    from rag_experiments.config import exit_on_unknown_override_keys
+    from rag_experiments.config import exit_on_unknown_override_keys, free_mapping_overrides
 
     redact_process_output()  # Hydra's own error messages quote overrides (and their passwords)
     exit_on_unknown_override_keys(sys.argv[1:], Path(__file__).resolve().parent / "conf")
+    sys.argv[1:] = free_mapping_overrides(sys.argv[1:])  # a team's own knobs: retrieval.external.params.*
     main()

@@ -23,6 +23,7 @@ from .embedding.options import EmbeddingParams
 from .errors import ConfigError
 from .evaluation.evaluate import EvalParams
 from .evaluation.metric_key import MetricKey
+from .retrieval.external_params import ExternalParams, HttpParams
 from .retrieval.filters import Filters
 from .retrieval.fusion import FusionParams
 from .retrieval.legs import KeywordParams
@@ -53,11 +54,18 @@ class RetrievalConfig:
     """The ``retrieval`` group. With ``fusion`` and ``rerank`` it makes the Retriever's
     :class:`RetrievalParams` (:attr:`Settings.retriever_params`), which checks ``variant``."""
 
-    variant: str = "hybrid"  # vector | keyword | hybrid | hybrid_rerank
+    variant: str = "hybrid"  # vector | keyword | hybrid | hybrid_rerank | external | http
     keyword: KeywordParams = field(default_factory=KeywordParams)
     filters: Filters = field(default_factory=Filters)
     hnsw: HnswParams = field(default_factory=HnswParams)
     use_cache: bool = True
+    external: ExternalParams = field(default_factory=ExternalParams)  # variant=external: a team's Python target
+    http: HttpParams = field(default_factory=HttpParams)  # variant=http: a team's search service
+
+    def __post_init__(self) -> None:
+        if self.variant in ("external", "http") and not self.filters.is_empty():
+            raise ConfigError(f"retrieval.filters: apply to the built-in variants only, not {self.variant!r} "
+                              "(a team's system filters itself: pass its filter in its params)")
 
 
 @dataclass(frozen=True)
@@ -180,6 +188,24 @@ def reject_unknown_keys(c: dict, node: type = Settings, prefix: str = "") -> Non
             reject_unknown_keys(value, sub, f"{path}.")
 
 
+#: config keys holding free mappings (a team's own knobs): any key below them is accepted
+FREE_MAPPINGS = ("retrieval.external.params.", "retrieval.external.init.", "retrieval.http.params.")
+
+
+def free_mapping_overrides(overrides: list[str]) -> list[str]:
+    """``retrieval.external.params.chunk_size=256`` as Hydra must read it: ``++`` (add or
+    override), since a key of a free mapping is in no schema and usually in no YAML file
+    (Hydra's struct mode refuses it without ``+``, and ``+`` refuses a key that exists)."""
+    out = []
+    for arg in overrides:
+        if arg.startswith(FREE_MAPPINGS):
+            arg = "++" + arg
+        elif arg.startswith("+") and not arg.startswith("++") and arg[1:].startswith(FREE_MAPPINGS):
+            arg = "+" + arg
+        out.append(arg)
+    return out
+
+
 def check_override_keys(overrides: list[str], conf_dir: Path) -> None:
     """Command-line overrides of keys the schema does not know, in the same one-line form as
     :func:`reject_unknown_keys` (Hydra itself prints a multi-line hint to append the key with
@@ -192,6 +218,8 @@ def check_override_keys(overrides: list[str], conf_dir: Path) -> None:
 
     groups = {p.name for p in conf_dir.iterdir() if p.is_dir()} if conf_dir.is_dir() else set()
     for arg in overrides:
+        if arg.lstrip("+").startswith(FREE_MAPPINGS):
+            continue  # a team's own knob: any name, any value
         m = re.match(r"([A-Za-z_][\w.]*)=", arg)
         if not m or m.group(1).startswith("hydra."):
             continue

@@ -25,7 +25,9 @@ from .golden.evidence_check import require_cases, require_same_corpus, require_s
 from .golden.resolve import GoldenSet, load_golden
 from .retrieval.failures import SearchOutcome, search_degrading
 from .retrieval.filter_check import check_filters
-from .retrieval.retriever import Retriever
+from .retrieval.external import ExternalRetriever, load_system
+from .retrieval.protocol import SearchSystem
+from .retrieval.retriever import EXTERNAL_VARIANTS, Retriever
 from .scale.executors import embedding_executor
 from .chunk_index import IngestReport, StrategyInfo, ingest, strategy_info
 from .types import Hit, RankedList
@@ -46,6 +48,8 @@ class ExperimentResult:
     results: dict[str, RankedList] = field(default_factory=dict)
     usage: dict[str, float] = field(default_factory=dict)  # paid API usage and cost (estimated and real)
     failed: dict[str, str] = field(default_factory=dict)  # case id -> why its query could not be searched
+    external: dict[str, float] = field(default_factory=dict)  # a team's system: alignment counts, its latency
+    alignment_failures: list = field(default_factory=list)  # its passages that could not be placed
 
 
 def corpus_path(settings: Settings) -> str | Path:
@@ -109,6 +113,8 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
     if message:
         warnings.warn(message, stacklevel=2)
     timings["load_s"] = time.perf_counter() - t0
+    if settings.retrieval.variant in EXTERNAL_VARIANTS:
+        return _run_external(settings, golden, docs, manifest, drift, timings, t0, conn)
     t = time.perf_counter()
     own_conn = conn is None
     conn = conn or open_database(settings)
@@ -172,11 +178,81 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
             conn.close()
 
 
+def external_cache_enabled(settings: Settings) -> bool:
+    r = settings.retrieval
+    return r.use_cache and (r.external.cache if r.variant == "external" else True)
+
+
+def _run_external(settings: Settings, golden: GoldenSet, docs: list, manifest: dict, drift: dict,
+                  timings: dict[str, float], t0: float, conn: psycopg.Connection | None) -> ExperimentResult:
+    """A team's own system through the same protocol: its passages placed in the corpus, then the
+    same search loop, evaluation and result as a built-in variant. The database is opened only
+    for the answer cache; nothing is ingested (the system indexes its documents itself)."""
+    r = settings.retrieval
+    t = time.perf_counter()
+    system = load_system(r.variant, r.external, r.http)  # import/URL/auth problems before any work
+    timings["model_load_s"] = time.perf_counter() - t
+    use_cache = external_cache_enabled(settings)
+    own_conn = conn is None and use_cache
+    if own_conn:
+        t = time.perf_counter()
+        conn = open_database(settings)
+        timings["db_connect_s"] = time.perf_counter() - t
+    try:
+        retriever = ExternalRetriever(system, docs, r.variant, conn if use_cache else None, use_cache,
+                                      r.external.max_unplaced)
+        cases = golden.scorable
+        t = time.perf_counter()
+        outcome = _search_with_progress(retriever, [c.query for c in cases], settings.eval.depth_needed,
+                                        settings.progress)
+        timings["retrieval_s"] = time.perf_counter() - t
+        retriever.check_unplaced()
+        results = {c.case_id: rl for c, rl in zip(cases, outcome.ranked) if rl is not None}
+        failed = {cases[i].case_id: why for i, why in sorted(outcome.failed.items())}
+        if settings.eval.level == "document":
+            lengths = {d.doc_id: len(d.text) for d in docs}
+            results = {cid: collapse_to_documents(rl, {**lengths, **{h.doc_id: 0 for h in rl.hits
+                                                                      if h.doc_id not in lengths}})
+                       for cid, rl in results.items()}
+        t = time.perf_counter()
+        ev = evaluate(golden, results, settings.eval, failed=tuple(failed))
+        timings["evaluate_s"] = time.perf_counter() - t
+        timings["total_s"] = time.perf_counter() - t0
+        strategy, report = external_index(settings, system, docs)
+        return ExperimentResult(
+            settings=settings, eval=ev, golden=golden, ingest=report, strategy=strategy,
+            embedding_model=f"external:{system.identity.get('version') or system.name}"[:250],
+            corpus_manifest=manifest, timings=timings, cache=retriever.stats.cache_counts(), results=results,
+            drift=drift, failed=failed, external=retriever.stats.metrics(),
+            alignment_failures=list(retriever.stats.failures),
+        )
+    finally:
+        if own_conn:
+            conn.close()
+
+
+class ExternalIndex(IngestReport):
+    """What stands where a built-in run reports its ingest: the system indexes its documents itself."""
+
+    def summary(self) -> str:
+        return f"{self.strategy_id}: nothing ingested here (the system indexes the {self.n_documents} documents itself)"
+
+
+def external_index(settings: Settings, system, docs: list) -> tuple[StrategyInfo, IngestReport]:
+    """The external system as a strategy (its id is the system's identity): the run's `strategy`
+    tag tells two systems, or two versions of one, apart."""
+    sid = "external:" + system.key[:16]
+    corpus = settings.corpus.name or str(settings.corpus.path)
+    info = StrategyInfo(sid, corpus, settings.retrieval.variant, {**system.identity, "params": system.params},
+                        "external", 0, system.key, 0)
+    return info, ExternalIndex(sid, corpus, len(docs), 0, 0, 0, 0, 0, 0.0, True)
+
+
 #: seconds of retrieval before its progress bar shows (tqdm's ``delay``)
 PROGRESS_DELAY_S = 1.0
 
 
-def _search_with_progress(retriever: Retriever, queries: list[str], limit: int, progress: bool) -> SearchOutcome:
+def _search_with_progress(retriever: SearchSystem, queries: list[str], limit: int, progress: bool) -> SearchOutcome:
     """Batches of queries (cached work is fetched in bulk); the bar moves after every query, so a
     slow one (a reranker: seconds a query) still shows progress, and appears only once the
     retrieval has taken a second: a sweep point on cached legs (~0.1 s) printed a finished bar,
@@ -186,7 +262,7 @@ def _search_with_progress(retriever: Retriever, queries: list[str], limit: int, 
     if progress and len(queries) > 1:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(queries), desc=f"retrieval ({retriever.params.variant})", unit="query",
+        bar = tqdm(total=len(queries), desc=f"retrieval ({retriever.variant})", unit="query",
                    mininterval=0.5, delay=PROGRESS_DELAY_S)
     on_query = None if bar is None else bar.update
     try:

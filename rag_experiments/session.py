@@ -12,7 +12,7 @@ from pathlib import Path
 
 from psycopg.rows import dict_row
 
-from .config import Settings, check_override_keys, project_root, settings_from_cfg
+from .config import Settings, check_override_keys, free_mapping_overrides, project_root, settings_from_cfg
 from .corpus.loader import load_corpus
 from .embedding.cost import CostGate
 from .experiment import check_credentials, corpus_path, load_settings_embedder, open_database
@@ -43,7 +43,7 @@ def compose_settings(overrides: list[str] | None = None) -> tuple[Settings, obje
         GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-            cfg = compose(config_name="config", overrides=list(overrides or []))
+            cfg = compose(config_name="config", overrides=free_mapping_overrides(list(overrides or [])))
     except (HydraException, OmegaConfBaseException) as exc:  # one line (redacted where printed), no traceback
         raise ConfigError(f"overrides {' '.join(overrides or [])}: {describe_hydra_error(exc)}") from None
     return settings_from_cfg(cfg), cfg

@@ -37,6 +37,9 @@ from .rerank import RerankParams, Reranker, cached_scores, load_reranker, rerank
 #: the first-stage legs (:class:`.legs.Leg`) each variant fuses; one leg is served as it is
 VARIANT_LEGS = {"vector": ("vector",), "keyword": ("keyword",), "hybrid": ("vector", "keyword"), "hybrid_rerank": ("vector", "keyword")}
 VARIANTS = tuple(VARIANT_LEGS)
+#: a team's own system behind the same protocol (rag_experiments.retrieval.external)
+EXTERNAL_VARIANTS = ("external", "http")
+ALL_VARIANTS = VARIANTS + EXTERNAL_VARIANTS
 
 
 class SearchMemo:
@@ -77,8 +80,8 @@ class RetrievalParams:
     use_cache: bool = True
 
     def __post_init__(self) -> None:
-        if self.variant not in VARIANTS:
-            raise ConfigError(f"retrieval.variant: unknown variant {self.variant!r}; use one of {', '.join(VARIANTS)}")
+        if self.variant not in ALL_VARIANTS:
+            raise ConfigError(f"retrieval.variant: unknown variant {self.variant!r}; use one of {', '.join(ALL_VARIANTS)}")
         if self.fusion.engine == "sql" and self.variant != "hybrid":
             raise ConfigError(f"fusion.engine=sql implements variant 'hybrid' only, not {self.variant!r}")
 
@@ -92,6 +95,8 @@ class CacheStats:
 
 
 class Retriever:
+    """The built-in variants: an implementation of :class:`.protocol.SearchSystem`."""
+
     def __init__(self, conn: psycopg.Connection, strategy: StrategyInfo, embedder, params: RetrievalParams,
                  memo: SearchMemo = MEMO) -> None:
         self.conn = conn
@@ -107,6 +112,10 @@ class Retriever:
         self.legs: dict[str, Leg] = {leg.name: leg for leg in (
             VectorLeg(conn, strategy, p.fusion.depth, p.filters, p.ef_search, embedder.model_id, self.query_vector),
             KeywordLeg(conn, strategy, p.fusion.depth, p.filters, p.keyword))}
+
+    @property
+    def variant(self) -> str:
+        return self.params.variant
 
     # -- caches ---------------------------------------------------------------------------------
     def leg_key(self, leg: str, query: str) -> str:

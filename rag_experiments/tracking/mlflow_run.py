@@ -180,7 +180,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
 
     s = result.settings
     exp_id = setup(s.tracking.uri, s.tracking.experiment)
-    safe_config = redact(config_dict)
+    safe_config = redact(_only_the_variants_own(config_dict))
     tags = {
         "variant": s.retrieval.variant,
         "strategy": result.strategy.strategy_id,
@@ -212,6 +212,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
     metrics = R.run_metrics(result.eval.metrics, result.eval.headline or s.eval.metric_names(), s.objective,
                             intervals, s.tracking.log_intervals)
     metrics.update(getattr(result, "usage", {}))  # paid API tokens and cost: embedding.*, rerank.*
+    metrics.update(getattr(result, "external", {}))  # a team's system: alignment.*, its own latency
     failed = getattr(result, "failed", {})
     metrics["retrieval.failed_queries"] = float(len(failed))  # excluded from the metrics, never scored as misses
     tables = {}
@@ -241,6 +242,8 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
                 files["retrieval_failures.json"] = dict_json({"failed_cases": failed})
             files["corpus_manifest.json"] = dict_json(result.corpus_manifest)
             files.update(golden_lines_artifact(result.golden))
+            if getattr(result, "alignment_failures", None):
+                files["alignment_failures.json"] = dict_json({"unplaced_passages": result.alignment_failures})
             if judge_validation is not None:
                 files["judge_validation.json"] = dict_json(judge_validation)
             log_files(client, run_id, files)
@@ -310,6 +313,26 @@ def log_batch(client, run_id: str, params: dict[str, str] | None = None, metrics
         room -= len(bt)
         bm, m = m[:room], m[room:]
         client.log_batch(run_id, metrics=bm, params=bp, tags=bt)
+
+
+def _only_the_variants_own(config: dict) -> dict:
+    """The config without the knobs of retrievers this run did not use: a built-in run logs no
+    ``retrieval.external.*``/``retrieval.http.*`` (else it would differ from an external run by
+    ``target=None``), an external run no ``retrieval.http.*``, an http run of ``retrieval.external``
+    only ``max_unplaced`` (the one knob they share)."""
+    retrieval = config.get("retrieval") if isinstance(config, dict) else None
+    if not isinstance(retrieval, dict):
+        return config
+    variant = retrieval.get("variant")
+    out = {k: v for k, v in retrieval.items() if k not in ("external", "http")}
+    if variant == "external" and "external" in retrieval:
+        out["external"] = retrieval["external"]
+    if variant == "http":
+        if "http" in retrieval:
+            out["http"] = retrieval["http"]
+        if isinstance(retrieval.get("external"), dict):
+            out["external"] = {"max_unplaced": retrieval["external"].get("max_unplaced")}
+    return {**config, "retrieval": out}
 
 
 def golden_lines_artifact(golden) -> dict[str, str]:

@@ -1,0 +1,71 @@
+"""The knobs of a team's own retriever: ``retrieval.external`` (a Python target) and
+``retrieval.http`` (a search service). Plain frozen dataclasses like every group's params.
+
+``external.params`` is a free mapping: its keys are the team's knobs (``chunk_size``,
+``top_n`` ...), passed to the target as keyword arguments, logged as params
+(``retrieval.external.params.chunk_size``) and sweepable like any key
+(``-m retrieval.external.params.chunk_size=256,512``). It is the one place where keys the
+schema does not know are accepted (see :func:`rag_experiments.config.free_mapping_overrides`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConfigError
+
+#: "package.module:attribute" (the attribute may be dotted: "pkg.mod:Class.factory")
+TARGET_PATTERN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+@dataclass(frozen=True)
+class ExternalParams:
+    target: str | None = None  # "package.module:attribute": a function f(query, k, **params) or a class with search()
+    init: dict[str, Any] = field(default_factory=dict)  # kwargs for a class target, constructed once per process
+    params: dict[str, Any] = field(default_factory=dict)  # the system's own knobs: kwargs of every call
+    version: str | None = None  # declared identity of the system (else: the target module's file digest)
+    cache: bool = True  # false for a system that changes under you (every run calls it again)
+    max_unplaced: float = 0.1  # share of hits that may fail to be placed in the corpus before the run stops
+
+    def __post_init__(self) -> None:
+        if self.target is not None and not TARGET_PATTERN.match(self.target):
+            raise ConfigError(f"retrieval.external.target: {self.target!r} is not 'package.module:attribute'",
+                              hint="e.g. retrieval.external.target=my_rag.search:retrieve")
+        if not (0.0 <= self.max_unplaced <= 1.0) or math.isnan(self.max_unplaced):
+            raise ConfigError(f"retrieval.external.max_unplaced: must be within 0..1, got {self.max_unplaced}")
+        for name in ("init", "params"):
+            bad = [k for k in getattr(self, name) if not str(k).isidentifier()]
+            if bad:
+                raise ConfigError(f"retrieval.external.{name}.{bad[0]}: not a keyword argument name")
+
+
+@dataclass(frozen=True)
+class HttpParams:
+    """POST ``{"query", "k", "params"}`` to ``url``; the answer is a JSON list of passages (or an
+    object whose ``passages``/``results``/``hits`` field is one)."""
+
+    url: str | None = None
+    timeout_s: float = 30.0
+    retries: int = 2  # on connection errors, timeouts, 429 and 5xx, with exponential backoff
+    backoff_s: float = 0.5  # first retry's wait; doubled each retry
+    concurrency: int = 4  # requests in flight at once
+    auth_env: str | None = None  # name of the environment variable holding the header's value (never logged)
+    auth_header: str = "Authorization"
+    params: dict[str, Any] = field(default_factory=dict)  # sent as "params": the service's own knobs
+
+    def __post_init__(self) -> None:
+        if self.url is not None and not re.match(r"^https?://", self.url):
+            raise ConfigError(f"retrieval.http.url: {self.url!r} is not an http(s) URL")
+        if not self.timeout_s > 0:
+            raise ConfigError(f"retrieval.http.timeout_s: must be > 0, got {self.timeout_s}")
+        if self.retries < 0:
+            raise ConfigError(f"retrieval.http.retries: must be >= 0, got {self.retries}")
+        if self.backoff_s < 0:
+            raise ConfigError(f"retrieval.http.backoff_s: must be >= 0, got {self.backoff_s}")
+        if self.concurrency < 1:
+            raise ConfigError(f"retrieval.http.concurrency: must be >= 1, got {self.concurrency}")
+        if self.auth_env is not None and not re.match(r"^[A-Za-z_]\w*$", self.auth_env):
+            raise ConfigError(f"retrieval.http.auth_env: {self.auth_env!r} is not an environment variable name")

@@ -1,0 +1,108 @@
+"""Retrievers a team might write, as ``retrieval.external.target`` values for the tests.
+
+``oracle`` knows the mini golden set's evidence (read from the golden file named by
+$RAG_EXP_TEST_GOLDEN) and returns it at a chosen rank, as offsets or as text, altered or not:
+what the metrics must then be is known by hand. ``overlap`` is a small real system of its own
+(paragraph chunks, term-overlap ranking). ``CALLS`` counts calls, to prove the cache.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from rag_experiments.corpus.loader import load_corpus
+from rag_experiments.golden.resolve import load_golden
+
+MINI = os.path.join(os.path.dirname(__file__), "..", "fixtures", "mini_corpus")
+CALLS = {"n": 0}
+
+
+def _evidence(query: str):
+    golden = load_golden(os.environ["RAG_EXP_TEST_GOLDEN"])
+    case = next(c for c in golden.scorable if c.query == query)
+    span = case.relevant[0].span
+    doc = next(d for d in load_corpus(MINI, "mini") if d.doc_id == span.doc_id)
+    return doc, span
+
+
+def _filler(n: int) -> list[dict]:
+    doc = next(d for d in load_corpus(MINI, "mini") if "tutorial" not in d.doc_id and "errcodes" in d.doc_id)
+    return [{"source_uri": doc.source_uri, "start": 0, "end": 10 + i} for i in range(n)]
+
+
+def oracle(query: str, k: int, rank: int = 1, mode: str = "offsets") -> list[dict]:
+    CALLS["n"] += 1
+    doc, span = _evidence(query)
+    text = doc.text[span.start:span.end]
+    if mode == "offsets":
+        hit = {"source_uri": doc.source_uri, "start": span.start, "end": span.end}
+    elif mode == "text":
+        hit = {"doc_id": doc.doc_id, "text": text, "score": 1.0}
+    elif mode == "reflowed":  # whitespace and markup changed, a breadcrumb in front
+        hit = {"source_uri": doc.source_uri, "text": "Docs > Page\n" + re.sub(r"\s+", "  ", text.replace("`", ""))}
+    else:
+        raise ValueError(mode)
+    out = _filler(rank - 1) + [hit] + _filler(k)[rank - 1:]
+    return out[:k]
+
+
+def overlap(query: str, k: int, min_len: int = 0) -> list[dict]:
+    CALLS["n"] += 1
+    q = set(re.findall(r"\w+", query.lower()))
+    paras = [(d.source_uri, p) for d in load_corpus(MINI, "mini") for p in re.split(r"\n\s*\n", d.text)
+             if len(p.strip()) >= max(min_len, 1)]
+    ranked = sorted(range(len(paras)), key=lambda i: -len(q & set(re.findall(r"\w+", paras[i][1].lower()))))
+    return [{"source_uri": paras[i][0], "text": paras[i][1]} for i in ranked[:k]]
+
+
+class Searcher:
+    """A class target: constructed once per process with retrieval.external.init."""
+
+    built = 0
+
+    def __init__(self, min_len: int = 0) -> None:
+        Searcher.built += 1
+        self.min_len = min_len
+
+    def search(self, query: str, k: int) -> list[dict]:
+        return overlap(query, k, self.min_len)
+
+
+def twice(query: str, k: int) -> list[dict]:
+    """A fusion system that returns its best chunk twice."""
+    first = oracle(query, k)[0]
+    return ([first, dict(first)] + _filler(k))[:k]
+
+
+def elsewhere(query: str, k: int) -> list[dict]:
+    """Passages from documents the corpus does not have."""
+    return [{"source_uri": f"other/{i}.html", "text": "nothing here"} for i in range(k)]
+
+
+def broken(query: str, k: int) -> list[dict]:
+    raise RuntimeError("index shard 3 is offline")
+
+
+def too_many(query: str, k: int) -> list[dict]:
+    return _filler(k + 1)
+
+
+def not_a_list(query: str, k: int):
+    return 42
+
+
+def nan_score(query: str, k: int) -> list[dict]:
+    return [{**_filler(1)[0], "score": float("nan")}]
+
+
+def outside(query: str, k: int) -> list[dict]:
+    return [{**_filler(1)[0], "start": 0, "end": 10_000_000}]
+
+
+def no_document(query: str, k: int) -> list[dict]:
+    return [{"text": "shared memory"}]
+
+
+def wrong_signature(query: str) -> list[dict]:
+    return []

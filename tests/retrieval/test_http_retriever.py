@@ -1,0 +1,114 @@
+"""retrieval=http against a real HTTP server on 127.0.0.1 (a thread of this process, started and
+stopped by the test): real requests through httpx, real JSON answers, real retries."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from rag_experiments.errors import UserError
+from rag_experiments.experiment import run_experiment
+
+from . import external_targets
+from .test_external import golden_env, settings  # noqa: F401 - the fixture
+
+SEEN: list[dict] = []
+
+
+class Handler(BaseHTTPRequestHandler):
+    flaky = {"n": 0}
+    failed_once: set = set()
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        SEEN.append({"path": self.path, "body": body, "auth": self.headers.get("X-Api-Key")})
+        if self.path == "/flaky":
+            Handler.flaky["n"] += 1
+            if body["query"] not in Handler.failed_once:  # each query's first attempt fails
+                Handler.failed_once.add(body["query"])
+                return self._send(503, b"busy")
+        if self.path == "/missing":
+            return self._send(404, b"no such index")
+        if self.path == "/html":
+            return self._send(200, b"<html>oops</html>")
+        if self.path == "/slow":
+            import time
+
+            time.sleep(2)
+        passages = external_targets.oracle(body["query"], body["k"], **body["params"])
+        self._send(200, json.dumps({"passages": passages}).encode())
+
+    def _send(self, status, data):
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+def http_settings(golden, url, *extra):
+    return settings(golden, "oracle", "retrieval=http", f"retrieval.http.url={url}", "retrieval.use_cache=false",
+                    *extra)
+
+
+def test_a_service_scores_exactly_as_the_same_system_called_in_process(golden_env, server, monkeypatch):
+    monkeypatch.setenv("TEAM_SEARCH_KEY", "k-123-secret")
+    SEEN.clear()
+    over_http = run_experiment(http_settings(golden_env, f"{server}/search", "retrieval.http.params.rank=3",
+                                             "retrieval.http.auth_env=TEAM_SEARCH_KEY",
+                                             "retrieval.http.auth_header=X-Api-Key"))
+    in_process = run_experiment(settings(golden_env, "oracle", "retrieval.external.params.rank=3"))
+    assert over_http.eval.per_case.drop(columns=["latency_ms"], errors="ignore").equals(
+        in_process.eval.per_case.drop(columns=["latency_ms"], errors="ignore"))
+    assert over_http.eval.metrics["mrr_at_10"] == pytest.approx(1 / 3)
+    assert len(SEEN) == 10 and all(s["auth"] == "k-123-secret" for s in SEEN)
+    assert SEEN[0]["body"]["k"] == 20 and SEEN[0]["body"]["params"] == {"rank": 3}
+    assert "k-123-secret" not in json.dumps(over_http.strategy.params)  # the identity names the URL only
+
+
+def test_5xx_is_retried_with_backoff(golden_env, server):
+    Handler.flaky["n"] = 0
+    Handler.failed_once.clear()
+    result = run_experiment(http_settings(golden_env, f"{server}/flaky", "retrieval.http.backoff_s=0.01"))
+    assert result.eval.metrics["recall_at_5"] == 1.0 and Handler.flaky["n"] == 20
+
+
+@pytest.mark.parametrize("path, extra, message", [
+    ("/missing", (), "HTTP 404 ('no such index')"),
+    ("/html", (), "the answer is not JSON"),
+    ("/slow", ("retrieval.http.timeout_s=0.3", "retrieval.http.retries=1", "retrieval.http.backoff_s=0"),
+     "ReadTimeout after 2 attempt(s)"),
+])
+def test_http_failures_are_one_line_naming_the_url_and_query(golden_env, server, path, extra, message):
+    with pytest.raises(UserError) as exc:
+        run_experiment(http_settings(golden_env, f"{server}{path}", "retrieval.http.concurrency=1", *extra))
+    assert message in exc.value.message and f"POST {server}{path}" in exc.value.message
+    assert "query #" in exc.value.message and "\n" not in exc.value.message
+
+
+def test_a_missing_auth_variable_is_an_error_before_any_request(golden_env, server, monkeypatch):
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    SEEN.clear()
+    with pytest.raises(UserError, match=r"\$NO_SUCH_KEY_VAR is not set"):
+        run_experiment(http_settings(golden_env, f"{server}/search", "retrieval.http.auth_env=NO_SUCH_KEY_VAR"))
+    assert SEEN == []
+
+
+def test_a_refused_connection_is_one_line(golden_env):
+    with pytest.raises(UserError, match=r"POST http://127.0.0.1:9/x: ConnectError after 1 attempt"):
+        run_experiment(http_settings(golden_env, "http://127.0.0.1:9/x", "retrieval.http.retries=0"))
