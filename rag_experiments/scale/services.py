@@ -102,6 +102,20 @@ class MlflowServer:
         return f"http://{self.host}:{self.port}"
 
     def start(self, timeout: float = 120.0) -> str:
+        """Start it; a port chosen here is free when chosen, but the server binds it ~10 s later
+        (its imports), so another process can take it in between: then again on a new port."""
+        chosen = not self.port
+        for attempt in range(3):
+            try:
+                return self._start_once(timeout)
+            except UserError:
+                log = self.folder / "mlflow-server.log"
+                taken = log.is_file() and "address already in use" in log.read_text(errors="replace")
+                if not (chosen and taken) or attempt == 2:
+                    raise
+                self.port = 0
+
+    def _start_once(self, timeout: float) -> str:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.port = self.port or free_port(self.host)
         log = self.folder / "mlflow-server.log"

@@ -63,6 +63,11 @@ def setup(uri: str | None, experiment: str) -> str:
     if why := unreachable_reason(resolved):
         raise UserError(f"the MLflow tracking server at {resolved} does not answer: {why}",
                         hint="start it (mlflow server ...) or fix MLFLOW_TRACKING_URI / tracking.uri")
+    if resolved.startswith(("file:", "/", "./", "../")) and os.environ.get("MLFLOW_ALLOW_FILE_STORE") != "true":
+        # MLflow 3.17 refuses its file store with a 30-line traceback, after the run's work is done
+        raise UserError(f"tracking.uri: {resolved} is MLflow's file store, which this MLflow refuses "
+                        "(maintenance mode)", hint="use sqlite:///path/to/mlflow.db (the default store is "
+                        "sqlite under mlruns/), or set MLFLOW_ALLOW_FILE_STORE=true")
     if not user_chose or resolved == tracking_uri_default():
         location = artifact_root()
     else:
