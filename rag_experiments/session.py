@@ -12,6 +12,7 @@ from pathlib import Path
 
 from psycopg.rows import dict_row
 
+from .retrieval.retriever import EXTERNAL_VARIANTS
 from .config import Settings, check_override_keys, free_mapping_overrides, project_root, settings_from_cfg
 from .corpus.loader import load_corpus
 from .embedding.cost import CostGate
@@ -59,6 +60,9 @@ class RetrieverSession:
         docs = load_corpus(corpus_path(settings), settings.corpus.name)
         self._docs = {d.doc_id: d for d in docs}
         self._by_uri = {d.source_uri: d for d in docs}
+        if settings.retrieval.variant in EXTERNAL_VARIANTS:  # a team's system: nothing of ours to ingest
+            self._open_external(settings, docs)
+            return
         self.embedder = load_settings_embedder(settings)
         self.cost_gate = CostGate(self.embedder, confirm=settings.embedding.confirm and not yes,
                                   dry_run=dry_run)
@@ -71,6 +75,22 @@ class RetrieverSession:
             raise
         self.strategy = strategy_info(self.conn, self.ingest_report.strategy_id, settings.retrieval.hnsw)
         self.retriever = Retriever(self.conn, self.strategy, self.embedder, settings.retriever_params)
+
+    def _open_external(self, settings: Settings, docs: list) -> None:
+        from .experiment import external_cache_enabled, external_index
+        from .retrieval.external import ExternalRetriever, load_system
+
+        r = settings.retrieval
+        try:
+            system = load_system(r.variant, r.external, r.http)
+        except BaseException:
+            self.conn.close()
+            raise
+        self.embedder = None
+        self.strategy, self.ingest_report = external_index(settings, system, docs)
+        use_cache = external_cache_enabled(settings)
+        self.retriever = ExternalRetriever(system, docs, r.variant, self.conn if use_cache else None, use_cache,
+                                           r.external.max_unplaced)
 
     @property
     def strategy_id(self) -> str:
@@ -99,8 +119,11 @@ class RetrieverSession:
     def search(self, query: str, k: int = 20) -> list[dict]:
         """The configured retriever's hits as records with their text and document hash."""
         docs = self._docs
-        return [{**asdict(h), "text": docs[h.doc_id].text[h.start:h.end], "doc_hash": docs[h.doc_id].content_hash}
-                for h in self.retriever.search(query, k).hits]
+        out = []
+        for h in self.retriever.search(query, k).hits:
+            d = docs.get(h.doc_id)  # None: an external passage that could not be placed in the corpus
+            out.append({**asdict(h), "text": d.text[h.start:h.end] if d else "", "doc_hash": d.content_hash if d else ""})
+        return out
 
     def close(self) -> None:
         self.conn.close()

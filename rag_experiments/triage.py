@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from .errors import UserError
 from .evaluation.relevance import matches
-from .retrieval.retriever import VARIANTS, Retriever
+from .retrieval.retriever import EXTERNAL_VARIANTS, VARIANTS, Retriever
 
 _SPAN = re.compile(r"^(?P<uri>.+):(?P<start>\d+)-(?P<end>\d+)$")
 
@@ -104,6 +104,10 @@ def _rank(hits, exp: Expected) -> int | None:
 
 def triage(session, query: str, expected: Expected, context: int = 8) -> TriageReport:
     params = session.settings.retriever_params
+    if params.variant in EXTERNAL_VARIANTS:
+        raise UserError(f"triage of retrieval={params.variant} is not supported yet: it ranks the query through "
+                        "the built-in variants' legs", hint="measure the external system with run.py; triage "
+                        "the built-in variants with retrieval=hybrid (or vector, keyword, hybrid_rerank)")
     depth = params.fusion.depth
     ranks: dict[str, int | None] = {}
     configured_hits = ()

@@ -223,6 +223,7 @@ class ExternalRetriever:
         self.placer = Placer(docs)
         self.stats = ExternalStats()
         self.reranker = None  # the protocol's: an external system reranks itself
+        self._texts: dict[str, str] = {}  # chunk id -> text of the last search's hits (chunk_texts)
 
     def _key(self, query: str, k: int) -> str:
         return cache_key("external-answer", system=self.system.key, q=query, k=k)
@@ -264,6 +265,7 @@ class ExternalRetriever:
     def search_many(self, queries: Sequence[str], limit: int = 20,
                     on_query: Callable[[int], object] | None = None) -> list[RankedList]:
         done = on_query or (lambda n: None)
+        self._texts = {}
         keys = [self._key(q, limit) for q in queries]
         found = self._cached(list(dict.fromkeys(keys)))
         todo = [i for i, key in enumerate(keys) if key not in found]
@@ -302,8 +304,15 @@ class ExternalRetriever:
                                             "method": placement.method, "note": placement.note,
                                             "text": (p.text or "")[:300]})
             self.stats.alignment[placement.method] += 1
-            hits.append(placed_hit(p, placement, len(hits) + 1))
+            hit = placed_hit(p, placement, len(hits) + 1)
+            hits.append(hit)
+            self._texts[hit.chunk_id] = (placement.doc.text[placement.start:placement.end]
+                                         if placement.method in PLACED else (p.text or ""))
         return hits
+
+    def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """The text of hits of the last search (what serving shows beside each hit)."""
+        return {c: self._texts.get(c, "") for c in chunk_ids}
 
     def check_unplaced(self) -> None:
         """Stop with one line when too many hits could not be placed: the metrics would then

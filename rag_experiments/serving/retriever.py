@@ -107,13 +107,38 @@ class Retriever:
         self._lock = threading.Lock()  # one connection; the scoring server calls predict from threads
         self.conn = open_database(settings)
         self.where = redact_url(resolve_database_url(settings.db.url, settings.db.pgdata_dir))
-        self.embedder = load_embedder(settings.embedding.name)
-        self.strategy = self._strategy(ingest)
-        self._check_filters()
-        from ..retrieval.retriever import Retriever as Engine
+        from ..retrieval.retriever import EXTERNAL_VARIANTS
 
-        self._engine = Engine(self.conn, self.strategy, self.embedder, self.settings.retriever_params)
+        if settings.retrieval.variant in EXTERNAL_VARIANTS:  # a team's system: it calls the target
+            self._open_external()
+        else:
+            self.embedder = load_embedder(settings.embedding.name)
+            self.strategy = self._strategy(ingest)
+            self._check_filters()
+            from ..retrieval.retriever import Retriever as Engine
+
+            self._engine = Engine(self.conn, self.strategy, self.embedder, self.settings.retriever_params)
         self._blocks: dict[str, tuple[str, list]] = {}  # doc_id -> (title, parsed blocks), for breadcrumbs
+
+    def _open_external(self) -> None:
+        """retrieval=external|http: the target is called per request and its passages placed in the
+        corpus as in a run (no answer cache: a served model answers what the system says now);
+        the corpus must be the one the champion was measured on."""
+        from ..corpus.loader import corpus_manifest, load_corpus
+        from ..experiment import corpus_path, external_index
+        from ..retrieval.external import ExternalRetriever, load_system
+
+        docs = load_corpus(corpus_path(self.settings), self.settings.corpus.name)
+        digest = corpus_manifest(docs)["digest"]
+        if self.expected_corpus_digest and digest != self.expected_corpus_digest:
+            raise NotIngested(f"the corpus at {corpus_path(self.settings)} has digest {digest[:12]}, but this "
+                              f"retriever was promoted on {self.expected_corpus_digest[:12]}: its passages would "
+                              "be placed in another corpus")
+        r = self.settings.retrieval
+        system = load_system(r.variant, r.external, r.http)
+        self.embedder = None
+        self.strategy, _ = external_index(self.settings, system, docs)
+        self._engine = ExternalRetriever(system, docs, r.variant, None, False, r.external.max_unplaced)
 
     def _check_filters(self) -> None:
         """A filter value no document of the served corpus has is an error, not empty answers."""

@@ -173,3 +173,16 @@ def test_unplaced_passages_are_listed_in_an_artifact(golden_env):
     path = client.download_artifacts(run_id, "alignment_failures.json", str(golden_env.parent))
     assert json.loads(Path(path).read_text())["unplaced_passages"][0]["document"] == "x"
     assert client.get_run(run_id).data.metrics["alignment.exact"] > 0
+
+
+def test_rag_exp_search_and_the_python_api_call_the_external_target(golden_env):
+    """The serving Retriever (rag-exp search, the pyfunc model) goes through the same protocol."""
+    from rag_experiments.serving.retriever import Retriever
+
+    with Retriever.from_config([f"corpus.path={MINI}", "corpus.name=mini", "retrieval=external",
+                                f"retrieval.external.target={TARGETS}:oracle", "retrieval.external.params.rank=2",
+                                "retrieval.external.params.mode=text"]) as r:
+        hits = r.search("What is work_mem used for?", k=5)
+    assert len(hits) == 5
+    assert hits[1].text.startswith("Sets the base maximum amount of memory to be used by a query operation")
+    assert r.strategy.strategy_id.startswith("external:")
