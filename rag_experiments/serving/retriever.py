@@ -124,16 +124,10 @@ class Retriever:
         """retrieval=external|http: the target is called per request and its passages placed in the
         corpus as in a run (no answer cache: a served model answers what the system says now);
         the corpus must be the one the champion was measured on."""
-        from ..corpus.loader import corpus_manifest, load_corpus
-        from ..experiment import corpus_path, external_index
+        from ..experiment import external_index
         from ..retrieval.external import ExternalRetriever, load_system
 
-        docs = load_corpus(corpus_path(self.settings), self.settings.corpus.name)
-        digest = corpus_manifest(docs)["digest"]
-        if self.expected_corpus_digest and digest != self.expected_corpus_digest:
-            raise NotIngested(f"the corpus at {corpus_path(self.settings)} has digest {digest[:12]}, but this "
-                              f"retriever was promoted on {self.expected_corpus_digest[:12]}: its passages would "
-                              "be placed in another corpus")
+        docs = self._promoted_corpus()
         r = self.settings.retrieval
         system = load_system(r.variant, r.external, r.http)
         self.embedder = None
@@ -206,10 +200,11 @@ class Retriever:
                               f"{expected[:12]}: {how}")
         return self._ingest(key)
 
-    def _ingest(self, key: str) -> StrategyInfo:
+    def _promoted_corpus(self) -> list:
+        """The configured corpus's documents, refused when they are not the corpus the retriever
+        was promoted on (its chunks, or an external system's placed passages, would be another's)."""
         from ..corpus.loader import corpus_manifest, load_corpus
         from ..experiment import corpus_path
-        from ..chunk_index import ingest, strategy_info
 
         docs = load_corpus(corpus_path(self.settings), self.settings.corpus.name)
         digest = corpus_manifest(docs)["digest"]
@@ -217,6 +212,12 @@ class Retriever:
             raise NotIngested(f"the corpus at {corpus_path(self.settings)} has digest {digest[:12]}, but this "
                               f"retriever was promoted on {self.expected_corpus_digest[:12]}: refusing to serve "
                               "another corpus (check out the promoted corpus, or promote a run made on this one)")
+        return docs
+
+    def _ingest(self, key: str) -> StrategyInfo:
+        from ..chunk_index import ingest, strategy_info
+
+        docs = self._promoted_corpus()
         with self._lock:
             ingest(self.conn, docs, self.settings.chunking, self.embedder, self.settings.retrieval.hnsw,
                    progress=self.settings.progress, model_batch_size=self.settings.embedding.batch_size)
