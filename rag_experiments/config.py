@@ -23,7 +23,7 @@ from .embedding.options import EmbeddingParams
 from .errors import ConfigError
 from .evaluation.evaluate import EvalParams
 from .evaluation.metric_key import MetricKey
-from .retrieval.external_params import ExternalParams, HttpParams
+from .retrieval.external_params import ExternalParams, HttpParams, StoredParams
 from .retrieval.filters import Filters
 from .retrieval.fusion import FusionParams
 from .retrieval.legs import KeywordParams
@@ -61,9 +61,10 @@ class RetrievalConfig:
     use_cache: bool = True
     external: ExternalParams = field(default_factory=ExternalParams)  # variant=external: a team's Python target
     http: HttpParams = field(default_factory=HttpParams)  # variant=http: a team's search service
+    stored: StoredParams = field(default_factory=StoredParams)  # variant=stored: a run file (rag-exp import-run)
 
     def __post_init__(self) -> None:
-        if self.variant in ("external", "http") and not self.filters.is_empty():
+        if self.variant in ("external", "http", "stored") and not self.filters.is_empty():
             raise ConfigError(f"retrieval.filters: apply to the built-in variants only, not {self.variant!r} "
                               "(a team's system filters itself: pass its filter in its params)")
 

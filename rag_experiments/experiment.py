@@ -180,6 +180,8 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
 
 def external_cache_enabled(settings: Settings) -> bool:
     r = settings.retrieval
+    if r.variant == "stored":
+        return False  # the file is its own cache
     return r.use_cache and (r.external.cache if r.variant == "external" else True)
 
 
@@ -190,7 +192,8 @@ def _run_external(settings: Settings, golden: GoldenSet, docs: list, manifest: d
     for the answer cache; nothing is ingested (the system indexes its documents itself)."""
     r = settings.retrieval
     t = time.perf_counter()
-    system = load_system(r.variant, r.external, r.http)  # import/URL/auth problems before any work
+    system = load_system(r.variant, r.external, r.http, r.stored,  # import/URL/auth problems before any work
+                         {c.case_id: c.query for c in golden.scorable})
     timings["model_load_s"] = time.perf_counter() - t
     use_cache = external_cache_enabled(settings)
     own_conn = conn is None and use_cache
@@ -219,11 +222,14 @@ def _run_external(settings: Settings, golden: GoldenSet, docs: list, manifest: d
         timings["evaluate_s"] = time.perf_counter() - t
         timings["total_s"] = time.perf_counter() - t0
         strategy, report = external_index(settings, system, docs)
+        extra = retriever.stats.metrics()
+        if hasattr(system.search, "missing"):  # a stored run: cases it holds no list for (scored as empty)
+            extra["alignment.missing_queries"] = float(system.search.missing)
         return ExperimentResult(
             settings=settings, eval=ev, golden=golden, ingest=report, strategy=strategy,
             embedding_model=f"external:{system.identity.get('version') or system.name}"[:250],
             corpus_manifest=manifest, timings=timings, cache=retriever.stats.cache_counts(), results=results,
-            drift=drift, failed=failed, external=retriever.stats.metrics(),
+            drift=drift, failed=failed, external=extra,
             alignment_failures=list(retriever.stats.failures),
         )
     finally:

@@ -38,7 +38,7 @@ from typing import Any, Callable, Sequence
 from ..cache_key import cache_key
 from ..errors import ConfigError, UserError
 from ..types import Document, Hit, RankedList
-from .external_params import ExternalParams, HttpParams
+from .external_params import ExternalParams, HttpParams, StoredParams
 from .passages import ExternalResultError, Passage, read_result
 from .placement import METHODS, PLACED, Placer, placed_hit
 
@@ -186,8 +186,29 @@ def load_http_target(p: HttpParams) -> System:
     return System(p.url or "", HttpSearch(p), {"target": "http", "url": p.url}, dict(p.params), p.concurrency)
 
 
-def load_system(variant: str, external: ExternalParams, http: HttpParams) -> System:
-    return load_http_target(http) if variant == "http" else load_python_target(external)
+def load_stored_run(p: StoredParams, queries_by_case: dict[str, str]) -> System:
+    from pathlib import Path
+
+    from ..config import project_path
+    from .stored_run import StoredSearch
+
+    if not p.path:
+        raise ConfigError("retrieval.stored.path: not set", hint="rag-exp import-run FILE --format trec|jsonl")
+    search = StoredSearch(project_path(p.path), p.format, queries_by_case)
+    return System(str(p.path), search, {"target": "stored", "sha256": search.digest, "format": p.format}, {})
+
+
+def load_system(variant: str, external: ExternalParams, http: HttpParams, stored: StoredParams | None = None,
+                queries_by_case: dict[str, str] | None = None) -> System:
+    if variant == "http":
+        return load_http_target(http)
+    if variant == "stored":
+        if queries_by_case is None:
+            raise ConfigError("retrieval=stored: a stored run answers only the golden set's cases it holds; it "
+                              "cannot be searched or served", hint="search or serve the system itself "
+                              "(retrieval=external or retrieval=http)")
+        return load_stored_run(stored or StoredParams(), queries_by_case)
+    return load_python_target(external)
 
 
 # -- the retriever --------------------------------------------------------------------------------

@@ -69,3 +69,21 @@ class HttpParams:
             raise ConfigError(f"retrieval.http.concurrency: must be >= 1, got {self.concurrency}")
         if self.auth_env is not None and not re.match(r"^[A-Za-z_]\w*$", self.auth_env):
             raise ConfigError(f"retrieval.http.auth_env: {self.auth_env!r} is not an environment variable name")
+
+
+STORED_FORMATS = ("trec", "jsonl")
+
+
+@dataclass(frozen=True)
+class StoredParams:
+    """``retrieval=stored``: the ranked lists of a system that cannot be called here (offline,
+    another team's), read from a file (``rag-exp import-run FILE``). See
+    :mod:`rag_experiments.retrieval.stored_run` for the two formats."""
+
+    path: str | None = None
+    format: str = "trec"
+
+    def __post_init__(self) -> None:
+        if self.format not in STORED_FORMATS:
+            raise ConfigError(f"retrieval.stored.format: must be one of {', '.join(STORED_FORMATS)}, "
+                              f"got {self.format!r}")

@@ -80,6 +80,8 @@ def _score(value: Any, where: str) -> float | None:
 
 def read_passage(obj: Any, where: str) -> Passage:
     """``obj`` as a :class:`Passage`; ExternalResultError naming ``where`` when it is not one."""
+    if isinstance(obj, Passage):  # a stored run's, already read
+        return obj
     score = None
     node = _get(obj, "node")
     if node is not None and not isinstance(obj, Mapping):  # LlamaIndex NodeWithScore

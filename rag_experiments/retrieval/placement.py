@@ -14,6 +14,8 @@ Methods, tried in this order, the first that works recorded per hit (:data:`METH
   system put in front of its chunk text). Offsets map back to the original text;
 * ``fuzzy``: the golden set's own approximate matcher (:func:`rag_experiments.golden.fuzzy.locate`,
   token similarity >= 0.85, ambiguous windows refused), for text the system altered more;
+* ``document``: a stored run's bare document name (no offsets, no text): the whole document,
+  as a document-level run means it;
 * ``failed``: none of these; ``unknown_document``: no corpus document has that source_uri/doc_id.
 
 An unplaced passage stays in the ranked list at its rank as a hit no evidence span can overlap
@@ -32,8 +34,8 @@ from ..golden.fuzzy import FUZZY_THRESHOLD, DocIndex, locate
 from ..types import Document, Hit
 from .passages import ExternalResultError, Passage
 
-METHODS = ("offsets", "exact", "normalised", "fuzzy", "failed", "unknown_document")
-PLACED = frozenset(("offsets", "exact", "normalised", "fuzzy"))
+METHODS = ("offsets", "exact", "normalised", "fuzzy", "document", "failed", "unknown_document")
+PLACED = frozenset(("offsets", "exact", "normalised", "fuzzy", "document"))
 MAX_PREFIX_LINES = 3
 MARKUP = frozenset("*`#>|_\\")
 UNPLACED_DOC = "unplaced:"  # doc_id prefix of a hit no span can overlap
@@ -105,6 +107,8 @@ class Placer:
                     f"(0..{len(doc.text)})", hint="offsets index the text of the corpus document after its front matter (rag_experiments.corpus.loader.load_corpus gives it)")
             if p.text is None or self._same(doc.text[p.start:p.end], p.text):
                 return Placement("offsets", doc, p.start, p.end)
+        elif p.text is None:  # only a stored run's bare docno gets here (read_passage refuses it)
+            return Placement("document", doc, 0, len(doc.text))
         placed = self._by_text(doc, p.text or "")
         if p.start is not None and placed.method in PLACED:
             return Placement(placed.method, doc, placed.start, placed.end,

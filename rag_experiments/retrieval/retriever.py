@@ -38,7 +38,7 @@ from .rerank import RerankParams, Reranker, cached_scores, load_reranker, rerank
 VARIANT_LEGS = {"vector": ("vector",), "keyword": ("keyword",), "hybrid": ("vector", "keyword"), "hybrid_rerank": ("vector", "keyword")}
 VARIANTS = tuple(VARIANT_LEGS)
 #: a team's own system behind the same protocol (rag_experiments.retrieval.external)
-EXTERNAL_VARIANTS = ("external", "http")
+EXTERNAL_VARIANTS = ("external", "http", "stored")
 ALL_VARIANTS = VARIANTS + EXTERNAL_VARIANTS
 
 

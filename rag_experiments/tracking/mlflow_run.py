@@ -329,9 +329,13 @@ def _only_the_variants_own(config: dict) -> dict:
     if not isinstance(retrieval, dict):
         return config
     variant = retrieval.get("variant")
-    out = {k: v for k, v in retrieval.items() if k not in ("external", "http")}
+    out = {k: v for k, v in retrieval.items() if k not in ("external", "http", "stored")}
     if variant == "external" and "external" in retrieval:
         out["external"] = retrieval["external"]
+    if variant == "stored":
+        out["stored"] = retrieval.get("stored")
+        if isinstance(retrieval.get("external"), dict):
+            out["external"] = {"max_unplaced": retrieval["external"].get("max_unplaced")}
     if variant == "http":
         if "http" in retrieval:
             out["http"] = retrieval["http"]
