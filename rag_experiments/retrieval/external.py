@@ -159,10 +159,12 @@ class HttpSearch:
 
         p = self.p
         wait = p.backoff_s
+        body = ({"inputs": [query], "params": {"k": k, **params}} if p.format == "mlflow"
+                else {"query": query, "k": k, "params": params})
         for attempt in range(p.retries + 1):
             last = attempt == p.retries
             try:
-                r = self.client.post(p.url, json={"query": query, "k": k, "params": params})
+                r = self.client.post(p.url, json=body)
             except httpx.TransportError as exc:  # connection refused, timeout, reset
                 if last:
                     raise ExternalResultError(f"POST {p.url}: {type(exc).__name__} after {p.retries + 1} attempt(s)"
@@ -171,7 +173,10 @@ class HttpSearch:
             else:
                 if r.status_code < 300:
                     try:
-                        return r.json()
+                        answer = r.json()
+                        if p.format == "mlflow" and isinstance(answer, dict) and "predictions" in answer:
+                            return answer["predictions"]  # one row a hit: source_uri, start, end, text, score
+                        return answer
                     except ValueError:
                         raise ExternalResultError(f"POST {p.url}: the answer is not JSON "
                                                   f"(HTTP {r.status_code}, {r.text[:80]!r})") from None

@@ -55,8 +55,13 @@ class HttpParams:
     auth_env: str | None = None  # name of the environment variable holding the header's value (never logged)
     auth_header: str = "Authorization"
     params: dict[str, Any] = field(default_factory=dict)  # sent as "params": the service's own knobs
+    # rag: the body above; mlflow: an MLflow scoring server (`mlflow models serve`, e.g. a champion
+    # of this tool): {"inputs": [query], "params": {"k": k, **params}}, its "predictions" rows back
+    format: str = "rag"
 
     def __post_init__(self) -> None:
+        if self.format not in ("rag", "mlflow"):
+            raise ConfigError(f"retrieval.http.format: must be 'rag' or 'mlflow', got {self.format!r}")
         if self.url is not None and not re.match(r"^https?://", self.url):
             raise ConfigError(f"retrieval.http.url: {self.url!r} is not an http(s) URL")
         if not self.timeout_s > 0:

@@ -3,7 +3,7 @@
 A result is a list (or tuple) of passages, best first. A passage is any of:
 
 * a mapping or an object with ``source_uri`` (or ``doc_id``) and either ``start`` and ``end``
-  (character offsets into that corpus document's text) or ``text``; optional ``score``, ``id``;
+  (character offsets into that corpus document's text) or ``text``; optional ``score``, ``id`` (or ``chunk_id``);
 * a LangChain ``Document``: ``page_content`` is the text, ``metadata["source"]`` (or
   ``source_uri``/``doc_id``) the document, ``metadata["start_index"]`` (what
   ``RecursiveCharacterTextSplitter(add_start_index=True)`` writes) the start offset, and a
@@ -120,7 +120,7 @@ def read_passage(obj: Any, where: str) -> Passage:
     if score is None:
         score = _get(obj, "score")
         score = score if score is not None else meta.get("score")
-    pid = _get(obj, "id") or _get(obj, "id_") or _get(obj, "node_id")
+    pid = _get(obj, "id") or _get(obj, "chunk_id") or _get(obj, "id_") or _get(obj, "node_id")
     return Passage(document, start, end, text, _score(score, where), None if pid is None else str(pid))
 
 

@@ -186,3 +186,24 @@ def test_a_single_run_populates_an_empty_registry_from_the_record(promote_mini, 
     assert version is not None
     assert mlflow.pyfunc.load_model(MODEL_URI) is not None
     assert ensure_registered("default") == version  # mirrors now: nothing registered twice
+
+
+def test_the_served_champion_measured_as_an_http_retriever_reproduces_its_run(served_champion, mini_golden):
+    """Issue 27: the champion behind `mlflow models serve`, measured as retrieval=http
+    (format=mlflow), gives exactly the per-case metrics of the built-in run of its config."""
+    from rag_experiments.experiment import run_experiment
+    from rag_experiments.serving.retriever import settings_from_dict
+
+    from .conftest import mini_config
+
+    url, _, _ = served_champion
+    config = mini_config(**{"golden.path": str(mini_golden), "progress": False})
+    built_in = run_experiment(settings_from_dict(config))
+    config["retrieval"].update(variant="http", use_cache=False,
+                               http={"url": url, "format": "mlflow", "concurrency": 1})
+    over_http = run_experiment(settings_from_dict(config))
+    columns = [c for c in built_in.eval.per_case.columns if c != "latency_ms"]
+    differ = [c for c in columns if not over_http.eval.per_case[c].equals(built_in.eval.per_case[c])]
+    assert not differ, differ  # the chunk ids too: a served hit's chunk_id is read as the passage's id
+    assert over_http.external["alignment.offsets"] == sum(len(r.hits) for r in over_http.results.values()) > 0
+    assert over_http.eval.metrics["recall_at_20"] == built_in.eval.metrics["recall_at_20"]
