@@ -104,11 +104,11 @@ def _rank(hits, exp: Expected) -> int | None:
 
 def triage(session, query: str, expected: Expected, context: int = 8) -> TriageReport:
     params = session.settings.retriever_params
-    if params.variant in EXTERNAL_VARIANTS:
-        raise UserError(f"triage of retrieval={params.variant} is not supported yet: it ranks the query through "
-                        "the built-in variants' legs", hint="measure the external system with run.py; triage "
-                        "the built-in variants with retrieval=hybrid (or vector, keyword, hybrid_rerank)")
     depth = params.fusion.depth
+    if params.variant in EXTERNAL_VARIANTS:  # a team's system: its own list is all there is to rank in
+        hits = session.retriever.search_many([query], depth)[0].hits
+        return TriageReport(query, expected, params.variant, context, {params.variant: _rank(hits, expected)},
+                            {}, depth)
     ranks: dict[str, int | None] = {}
     configured_hits = ()
     for variant in VARIANTS:
