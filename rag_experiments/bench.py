@@ -432,6 +432,42 @@ def bench_metrics(table: Table, n_queries: int = 2000) -> None:
               f"{ours * 1000:.1f} / {theirs * 1000:.1f}")
 
 
+def bench_external(docs, queries: list[str], table: Table, k: int = 20) -> None:
+    """The harness's own cost for an external retriever: reading, placing and deduplicating k
+    passages a query (the system's time is excluded: its answers are precomputed), per way a
+    passage can be given. Passages are real paragraphs of the corpus, k per query."""
+    import random
+    import re
+
+    from .retrieval.external import ExternalRetriever, System
+
+    rng = random.Random(11)
+    paras = [(d, m.start(), m.end()) for d in docs for m in re.finditer(r"[^\n](?:.|\n(?!\n))*", d.text)
+             if m.end() - m.start() > 80]
+
+    def passage(mode: str, doc, start: int, end: int) -> dict:
+        text = doc.text[start:end]
+        if mode == "offsets":
+            return {"source_uri": doc.source_uri, "start": start, "end": end}
+        if mode == "exact":
+            return {"source_uri": doc.source_uri, "text": text}
+        if mode == "normalised":  # re-flowed, markup dropped, a breadcrumb in front
+            return {"source_uri": doc.source_uri, "text": f"{doc.title} > x\n" + " ".join(text.replace("`", "").split())}
+        words = text.split()  # fuzzy: one word in ten replaced
+        return {"source_uri": doc.source_uri, "text": " ".join("zzz" if i % 10 == 5 else w for i, w in enumerate(words))}
+
+    picks = {q: [paras[rng.randrange(len(paras))] for _ in range(k)] for q in queries}
+    for mode in ("offsets", "exact", "normalised", "fuzzy"):
+        answers = {q: [passage(mode, *p) for p in picks[q]] for q in queries}
+        system = System("bench", lambda q, k, _a=answers: _a[q], {"target": "bench"}, {})
+        r = ExternalRetriever(system, docs, "external", None, False, 1.0)
+        r.search_many(queries, k)
+        placed = sum(r.stats.alignment.get(m, 0) for m in ("offsets", "exact", "normalised", "fuzzy"))
+        table.add("external", f"harness cost a query, {k} passages given as {mode}: ms p50 / p95 "
+                  f"(placed {placed}/{len(queries) * k} as {mode}: {r.stats.alignment.get(mode, 0)})",
+                  f"{_pct(r.stats.harness_ms, 0.5):.2f} / {_pct(r.stats.harness_ms, 0.95):.2f}")
+
+
 # The child records its own high-water mark from /proc at exit. ru_maxrss cannot be used: Linux
 # carries it across fork + exec, so a child of this (by then ~1.4 GB) process reports the parent's
 # size (measured: a child running `python -c pass` read 1,037 MiB under a 1 GiB parent).
@@ -532,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strategies", default="heading,fixed,paragraph", help="chunkings to ingest cold")
     ap.add_argument("--queries", type=int, default=100, help="queries for the latency section")
     ap.add_argument("--skip", default="",
-                    help="sections to skip: ingest,bm25,latency,serving,eval,metrics,memory,sweep")
+                    help="sections to skip: ingest,bm25,latency,serving,eval,metrics,external,memory,sweep")
     ap.add_argument("--sweep-repeats", type=int, default=3, help="runs of the 100-point sweep (median reported)")
     ap.add_argument("--serving-queries", type=int, default=30, help="queries for the serving section")
     ap.add_argument("--corpus", default="demo", help="corpus folder of .md files (default: the shipped demo)")
@@ -595,6 +631,8 @@ def main(argv: list[str] | None = None) -> int:
             bench_evaluation(url, settings, table)
         if "metrics" not in skip:
             bench_metrics(table)
+        if "external" not in skip:
+            bench_external(docs, queries, table)
         if "memory" not in skip:
             bench_peak_rss(table, url, corpus_overrides)
         if "sweep" not in skip and args.sweep_repeats > 0:
