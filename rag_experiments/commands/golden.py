@@ -338,7 +338,9 @@ def cmd_label(args: argparse.Namespace) -> int:
     price = _price(args)
     session = _open_session(args.overrides)
     try:
-        plan = plan_labelling(args.golden, lambda q: session.search(q, args.k), k=args.k, model=args.model,
+        # an external passage that could not be placed in the corpus has no span to judge: skipped
+        plan = plan_labelling(args.golden, lambda q: [h for h in session.search(q, args.k) if h["doc_hash"]],
+                              k=args.k, model=args.model,
                               batch=args.batch, retry_failed=args.retry_malformed, price=price)
     finally:
         session.close()

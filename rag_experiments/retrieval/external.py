@@ -314,6 +314,9 @@ class ExternalRetriever:
             done(1)
         return out
 
+    def search(self, query: str, limit: int = 20) -> RankedList:
+        return self.search_many([query], limit)[0]
+
     def _place(self, i: int, query: str, passages: list[Passage]) -> list[Hit]:
         hits: list[Hit] = []
         seen: set[tuple[str, int, int]] = set()

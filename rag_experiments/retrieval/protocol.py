@@ -28,6 +28,10 @@ class SearchSystem(Protocol):
         """One ranked list per query, hits best first (at most ``limit``); ``on_query(1)`` after each."""
         ...
 
+    def search(self, query: str, limit: int = 20) -> RankedList:
+        """``search_many([query], limit)[0]``."""
+        ...
+
     def ann_recall(self, queries: list[str]) -> float:
         """The share of exact nearest neighbours the ANN index returns (NaN: no index of ours)."""
         ...

@@ -106,3 +106,13 @@ def no_document(query: str, k: int) -> list[dict]:
 
 def wrong_signature(query: str) -> list[dict]:
     return []
+
+
+def near_miss(query: str, k: int) -> list[dict]:
+    """A paragraph of another document first (a near-miss to judge), then one that cannot be
+    placed, then the evidence."""
+    doc = next(d for d in load_corpus(MINI, "mini") if "createindex" in d.doc_id)
+    para = next(p for p in re.split(r"\n\s*\n", doc.text) if len(p) > 200)
+    evidence = oracle(query, 1, mode="text")[0]
+    return [{"source_uri": doc.source_uri, "text": para},
+            {"source_uri": "elsewhere/x.html", "text": "not in the corpus"}, evidence][:k]

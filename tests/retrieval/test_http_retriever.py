@@ -115,3 +115,32 @@ def test_a_missing_auth_variable_is_an_error_before_any_request(golden_env, serv
 def test_a_refused_connection_is_one_line(golden_env):
     with pytest.raises(UserError, match=r"POST http://127.0.0.1:9/x: ConnectError after 1 attempt"):
         run_experiment(http_settings(golden_env, "http://127.0.0.1:9/x", "retrieval.http.retries=0"))
+
+
+def test_the_example_service_in_its_own_process_scores_as_the_target_in_process(golden_env, tmp_path):
+    """examples/http_service.py as a real server process on 127.0.0.1, started and stopped here."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from .test_external import ROOT, TARGETS
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "examples.http_service", f"{TARGETS}:oracle", "--port", "0"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        line = proc.stdout.readline()  # "serving ... on http://127.0.0.1:PORT/search"
+        assert "serving" in line, line
+        url = line.split(" on ")[1].strip()
+        over_http = run_experiment(http_settings(golden_env, url, "retrieval.http.params.rank=4",
+                                                 "retrieval.http.params.mode=reflowed"))
+        in_process = run_experiment(settings(golden_env, "oracle", "retrieval.external.params.rank=4",
+                                             "retrieval.external.params.mode=reflowed"))
+        columns = [c for c in in_process.eval.per_case.columns if c != "latency_ms"]
+        assert over_http.eval.per_case[columns].equals(in_process.eval.per_case[columns])
+        assert over_http.eval.metrics["mrr_at_10"] == pytest.approx(0.25)
+        assert over_http.external["alignment.normalised"] == 10
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(10)
