@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 from rag_experiments.cli import main as cli
@@ -78,3 +79,23 @@ def test_a_joblib_sweep_calls_the_target_in_its_workers(golden_env, tmp_path):
     exp = client.get_experiment_by_name("rag-experiments")
     runs = client.search_runs([exp.experiment_id], "tags.variant = 'external'")
     assert sorted(r.data.metrics["mrr_at_10"] for r in runs) == [0.5, 1.0]
+
+
+def test_an_optuna_search_over_the_systems_own_params(golden_env, tmp_path):
+    import os
+
+    env = {**os.environ, "RAG_EXP_TEST_GOLDEN": str(golden_env), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "run.py"), "-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=3",
+         "hydra.sweeper.direction=maximize", f"corpus.path={MINI}", "corpus.name=mini", f"golden.path={golden_env}",
+         "progress=false", "eval.bootstrap_samples=100", "tracking.plots=false", "objective=mrr_at_10",
+         "retrieval=external", f"retrieval.external.target={TARGETS}:oracle",
+         "retrieval.external.params.rank=range(1,8)"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    client = MlflowClient(f"sqlite:///{golden_env.parent / 'mlruns' / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("rag-experiments")
+    runs = client.search_runs([exp.experiment_id], "tags.variant = 'external'")
+    assert len(runs) == 3
+    for r in runs:  # each trial's metric is the hand-worked 1/rank of the rank Optuna chose
+        assert r.data.metrics["mrr_at_10"] == pytest.approx(1 / int(r.data.params["retrieval.external.params.rank"]))
