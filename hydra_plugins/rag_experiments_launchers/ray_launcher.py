@@ -44,10 +44,16 @@ FORWARDED_ENV = ("DATABASE_URL", "MLFLOW_TRACKING_URI", "RAG_EXP_HOME", "RAG_EXP
                  "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
 
+#: extra names to forward, comma-separated: what a team's own retriever reads on the workers
+#: (its credentials, retrieval.http.auth_env's variable, its index location)
+FORWARD_ENV_VAR = "RAG_EXP_FORWARD_ENV"
+
+
 def _forwarded_env() -> dict[str, str]:
     from rag_experiments.config import project_root
 
-    env = {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}
+    extra = tuple(n.strip() for n in os.environ.get(FORWARD_ENV_VAR, "").split(",") if n.strip())
+    env = {k: os.environ[k] for k in (*FORWARDED_ENV, *extra, FORWARD_ENV_VAR) if k in os.environ}
     env.setdefault("RAG_EXP_HOME", str(project_root()))
     return env
 

@@ -133,6 +133,19 @@ def test_a_sweep_runs_on_both_nodes_and_logs_to_the_server(services, project):
     print(f"\nray sweep of 8 points: {wall:.1f} s wall, nodes {sorted(nodes)}")
 
 
+def test_a_ray_sweep_calls_an_external_target_on_the_workers(services, project):
+    """Issue 27: a team's retriever on the Ray launcher; each point's MRR is the hand-worked 1/rank."""
+    proc = _sweep(services, project, "retrieval=external",
+                  "retrieval.external.target=tests.retrieval.external_targets:oracle",
+                  "retrieval.external.params.rank=1,4", env_extra={"RAG_EXP_TEST_GOLDEN": str(project / "mini.jsonl"),
+                             "RAG_EXP_FORWARD_ENV": "RAG_EXP_TEST_GOLDEN"})  # what the target reads
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    client, exp_id = _runs(services)
+    runs = client.search_runs([exp_id], "tags.variant = 'external'")
+    assert sorted(r.data.metrics["mrr_at_10"] for r in runs) == [0.25, 1.0]
+    assert {r.data.tags["ray.node_ip"] for r in runs} <= set(services["ray"].node_ips)
+
+
 def test_ray_ingest_writes_the_same_chunks_and_vectors_as_local(services, mini_docs_module):
     import numpy as np
     import psycopg
