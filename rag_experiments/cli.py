@@ -16,7 +16,7 @@ from .errors import UserError
 
 COMMAND_MODULES = [
     "db", "corpus", "benchmarks", "ingest", "golden", "compare", "promote", "gate", "history", "triage", "export",
-    "bench", "search", "serve", "import_run",
+    "bench", "search", "serve", "import_run", "run", "init",
 ]
 
 
@@ -47,6 +47,14 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None or "--debug" in (argv or []) or os.environ.get("HYDRA_FULL_ERROR") == "1":
         # the console script, and every traceback a debug run prints: secrets masked on the way out
         redact_process_output()
+    raw = sys.argv[1:] if argv is None else list(argv)
+    if raw[:1] == ["run"] and not {"-h", "--help"} & set(raw[1:2]):
+        # everything after `run` is Hydra's (-m, --cfg job, --multirun ...): argparse would take
+        # its flags for rag-exp's own
+        from .hydra_app import main as hydra_main
+
+        hydra_main(raw[1:])
+        return 0
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -54,6 +62,14 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     debug = args.debug or os.environ.get("HYDRA_FULL_ERROR") == "1"
     try:
+        if getattr(args, "command", None) == "golden" and hasattr(args, "golden") and args.golden is None:
+            from .commands.golden import configured_golden
+
+            args.golden = configured_golden(getattr(args, "overrides", None))
+        if getattr(args, "command", None) == "golden" and hasattr(args, "corpus") and args.corpus is None:
+            from .commands.golden import configured_corpus
+
+            args.corpus = configured_corpus(getattr(args, "overrides", None))
         result = args.func(args)
     except UserError as exc:
         if debug:

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from .chunking import ChunkingParams
 from .embedding.options import EmbeddingParams
@@ -207,7 +207,7 @@ def free_mapping_overrides(overrides: list[str]) -> list[str]:
     return out
 
 
-def check_override_keys(overrides: list[str], conf_dir: Path) -> None:
+def check_override_keys(overrides: list[str], conf_dir: Path | Sequence[Path]) -> None:
     """Command-line overrides of keys the schema does not know, in the same one-line form as
     :func:`reject_unknown_keys` (Hydra itself prints a multi-line hint to append the key with
     ``+``, which would be accepted and ignored); a group option that does not exist
@@ -217,7 +217,8 @@ def check_override_keys(overrides: list[str], conf_dir: Path) -> None:
     schema, every value of a sweep (``-m fusion.rrf_k=30,abc``) alike."""
     import re
 
-    groups = {p.name for p in conf_dir.iterdir() if p.is_dir()} if conf_dir.is_dir() else set()
+    dirs = [conf_dir] if isinstance(conf_dir, Path) else list(conf_dir)
+    groups = {p.name for d in dirs if d.is_dir() for p in d.iterdir() if p.is_dir()}
     for arg in overrides:
         if arg.lstrip("+").startswith(FREE_MAPPINGS):
             continue  # a team's own knob: any name, any value
@@ -226,7 +227,7 @@ def check_override_keys(overrides: list[str], conf_dir: Path) -> None:
             continue
         key = m.group(1)
         if key in groups:
-            _check_group_option(key, arg[m.end():], conf_dir)
+            _check_group_option(key, arg[m.end():], dirs)
             continue
         nested: dict = {}
         node = nested
@@ -295,16 +296,17 @@ def _check_override_type(arg: str, key: str) -> None:
             raise ConfigError(f"{key}: {reason}") from None
 
 
-def _check_group_option(group: str, raw: str, conf_dir: Path) -> None:
-    """``group=option`` names a file conf/<group>/<option>.yaml (every option of a sweep too)."""
+def _check_group_option(group: str, raw: str, dirs: Sequence[Path]) -> None:
+    """``group=option`` names a file <conf>/<group>/<option>.yaml in one of the config folders
+    (the packaged ones and the project's; every option of a sweep too)."""
     values = _override_values(f"{group}={raw}")
     if values is None:
         return
-    known = sorted(p.stem for p in (conf_dir / group).glob("*.yaml"))
+    known = sorted({p.stem for d in dirs for p in (d / group).glob("*.yaml")})
     for value in values:
         if value is None or not isinstance(value, str):
             continue
-        if not (conf_dir / group / f"{value}.yaml").is_file():
+        if not any((d / group / f"{value}.yaml").is_file() for d in dirs):
             import difflib
 
             close = difflib.get_close_matches(value, known, n=1)
@@ -326,7 +328,7 @@ def describe_hydra_error(exc: BaseException) -> str:
     return f"{full_key}: {first}" if full_key else first
 
 
-def exit_on_unknown_override_keys(argv: list[str], conf_dir: Path) -> None:
+def exit_on_unknown_override_keys(argv: list[str], conf_dir: Path | Sequence[Path]) -> None:
     """For ``run.py``: before Hydra composes anything, one ``error:`` line and exit 2."""
     import sys
 

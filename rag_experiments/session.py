@@ -13,7 +13,7 @@ from pathlib import Path
 from psycopg.rows import dict_row
 
 from .retrieval.retriever import EXTERNAL_VARIANTS
-from .config import Settings, check_override_keys, free_mapping_overrides, project_root, settings_from_cfg
+from .config import Settings, check_override_keys, free_mapping_overrides, settings_from_cfg
 from .corpus.loader import load_corpus
 from .embedding.cost import CostGate
 from .experiment import check_credentials, corpus_path, load_settings_embedder, open_database
@@ -22,8 +22,10 @@ from .chunk_index import ingest, strategy_info
 
 
 def conf_dir() -> Path:
-    local = project_root() / "conf"
-    return local if (local / "config.yaml").exists() else Path(__file__).resolve().parent.parent / "conf"
+    """The primary config folder (see :mod:`rag_experiments.hydra_app`)."""
+    from .hydra_app import config_source
+
+    return config_source().primary
 
 
 def compose_settings(overrides: list[str] | None = None) -> tuple[Settings, object]:
@@ -38,13 +40,17 @@ def compose_settings(overrides: list[str] | None = None) -> tuple[Settings, obje
     from .config import describe_hydra_error
     from .errors import ConfigError
 
+    from .hydra_app import config_source
+
     register_schema()
-    check_override_keys(list(overrides or []), conf_dir())
+    source = config_source()
+    check_override_keys(list(overrides or []), source.dirs)
     if GlobalHydra.instance().is_initialized():
         GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-            cfg = compose(config_name="config", overrides=free_mapping_overrides(list(overrides or [])))
+        with initialize_config_dir(config_dir=str(source.primary), version_base="1.3"):
+            cfg = compose(config_name=source.name, overrides=free_mapping_overrides(list(overrides or []))
+                          + source.searchpath_overrides())
     except (HydraException, OmegaConfBaseException) as exc:  # one line (redacted where printed), no traceback
         raise ConfigError(f"overrides {' '.join(overrides or [])}: {describe_hydra_error(exc)}") from None
     return settings_from_cfg(cfg), cfg

@@ -51,17 +51,25 @@ def register(subparsers: Any) -> None:
 
 
 def experiment_override(root: Path, preset: str) -> str:
-    """``experiment=X`` when conf/config.yaml's defaults list has an experiment slot, else ``+experiment=X``."""
+    """``experiment=X`` when the primary config's defaults list has an experiment slot (the
+    packaged config.yaml has one; a project.yaml includes it), else ``+experiment=X``."""
     import yaml
 
-    try:
-        defaults = (yaml.safe_load((root / "conf" / "config.yaml").read_text()) or {}).get("defaults") or []
-    except (OSError, yaml.YAMLError):
-        defaults = []
-    for entry in defaults:
-        keys = entry.keys() if isinstance(entry, dict) else [entry]
-        if any(str(k).split()[-1] == "experiment" or str(k).startswith("experiment") for k in keys):
-            return f"experiment={preset}"
+    from ..hydra_app import PACKAGED_CONF, PROJECT_CONFIG, config_source
+
+    source = config_source(root)
+    files = [source.primary / f"{source.name}.yaml"]
+    if source.name == PROJECT_CONFIG:
+        files.append(PACKAGED_CONF / "config.yaml")
+    for path in files:
+        try:
+            defaults = (yaml.safe_load(path.read_text()) or {}).get("defaults") or []
+        except (OSError, yaml.YAMLError):
+            defaults = []
+        for entry in defaults:
+            keys = entry.keys() if isinstance(entry, dict) else [entry]
+            if any(str(k).split()[-1] == "experiment" or str(k).startswith("experiment") for k in keys):
+                return f"experiment={preset}"
     return f"+experiment={preset}"
 
 
@@ -73,14 +81,14 @@ def run_now(name: str, overrides: list[str]) -> str:
 
     root = project_root()
     preset = preset_name(name)
+    # the project's own record (where promote writes it), never a preset of the package
     if not (root / "conf" / "experiment" / f"{preset}.yaml").exists():
         raise UserError(f"{root / 'conf/experiment' / (preset + '.yaml')} does not exist",
-                        hint="promote a run first: rag-exp promote")
-    entry = root / "run.py"
-    if not entry.exists():
-        raise UserError(f"{entry} not found: run the gate from the project folder (or set RAG_EXP_HOME)")
-    cmd = [sys.executable, str(entry), experiment_override(root, preset), f"run_name={NIGHTLY_RUN_NAME}",
-           *overrides]
+                        hint="promote a run first: rag-exp promote (run the gate from the project folder, "
+                        "or set RAG_EXP_HOME)")
+    # what `rag-exp run` runs, in the project folder: an installed tool has no run.py
+    cmd = [sys.executable, "-m", "rag_experiments.hydra_app", experiment_override(root, preset),
+           f"run_name={NIGHTLY_RUN_NAME}", *overrides]
     print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
     started = int(time.time() * 1000) - 1000
     proc = subprocess.run(cmd, cwd=root)

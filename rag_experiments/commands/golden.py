@@ -18,6 +18,30 @@ from ..errors import ConfigError, GoldenSetError, UserError
 DEFAULT_GOLDEN = "experiments/golden/demo.jsonl"
 
 
+def configured_corpus(overrides: list[str] | None = None) -> str:
+    """The corpus folder the configuration names ('demo' for the packaged default)."""
+    from ..hydra_app import config_source
+
+    if config_source().name == "config" and not any(o.startswith(("corpus", "+corpus")) for o in overrides or []):
+        return "demo"
+    from ..experiment import corpus_path
+    from ..session import compose_settings
+
+    return str(corpus_path(compose_settings(list(overrides or []))[0]))
+
+
+def configured_golden(overrides: list[str] | None = None) -> str:
+    """The golden set the configuration names (a project's conf/project.yaml selects its own):
+    what --golden defaults to, so `rag-exp golden ...` in a project folder works on its set."""
+    from ..hydra_app import config_source
+
+    if config_source().name == "config" and not any(o.startswith(("golden", "+golden")) for o in overrides or []):
+        return DEFAULT_GOLDEN  # the packaged default: no composition needed
+    from ..session import compose_settings
+
+    return str(compose_settings(list(overrides or []))[0].golden.file)
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "golden", help="build, label, spot-check and inspect the golden set",
@@ -28,8 +52,9 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 1)[1])
 
     def golden_arg(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--golden", default=DEFAULT_GOLDEN, metavar="PATH",
-                        help=f"golden-set file (default: {DEFAULT_GOLDEN})")
+        sp.add_argument("--golden", default=None, metavar="PATH",
+                        help=f"golden-set file (default: the configured golden.path: {DEFAULT_GOLDEN}, or the "
+                        "project's from rag-exp init)")
 
     def overrides_arg(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -134,8 +159,9 @@ def register(subparsers: Any) -> None:
                         "labelled span lies inside its document with its quote at its offsets (spans whose "
                         "document changed are counted as drift: see `golden check`).")
     golden_arg(sp)
-    sp.add_argument("--corpus", default="demo", metavar="demo|FOLDER",
-                    help="the corpus the spans point into (default: demo)")
+    sp.add_argument("--corpus", default=None, metavar="demo|FOLDER",
+                    help="the corpus the spans point into (default: the configured corpus.path: demo, or the "
+                    "project's from rag-exp init)")
     sp.set_defaults(func=cmd_verify)
 
     sp = sub.add_parser("stats", help="counts by kind, doc type, verdict and judge; judge validation",
@@ -160,8 +186,9 @@ def register(subparsers: Any) -> None:
     sp.set_defaults(func=cmd_manifest)
 
     def corpus_arg(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--corpus", default="demo", metavar="demo|FOLDER",
-                        help="the corpus as it is now: 'demo' (shipped) or a folder of .md files (default: demo)")
+        sp.add_argument("--corpus", default=None, metavar="demo|FOLDER",
+                        help="the corpus as it is now: 'demo' (shipped) or a folder of .md files (default: the "
+                        "configured corpus.path)")
         sp.add_argument("--fuzzy-threshold", type=float, default=0.85, metavar="X",
                         help="minimum token similarity for a 'fuzzy' re-anchoring (default: 0.85)")
 

@@ -101,5 +101,5 @@ def cmd_promote(args: argparse.Namespace) -> int:
         out.print(line)
     for f in result.files:
         out.print(f"wrote {f}")
-    out.print(f"reproduce: python run.py experiment={preset_name(args.name)}")
+    out.print(f"reproduce: rag-exp run experiment={preset_name(args.name)}   (in the repository: python run.py ...)")
     return 0

@@ -1,0 +1,163 @@
+"""`rag-exp init DIR`: a project folder for one's own documents, beside no copy of this repository."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..errors import UserError
+
+NEXT_STEPS = """\
+# {name}: retrieval experiments on your own documents
+
+Made by `rag-exp init`. The tool's configs come with the package; `conf/` here adds yours
+(`conf/project.yaml` selects the corpus and golden set below; more groups and presets can go
+next to them). Run every command from this folder (or set `RAG_EXP_HOME` to it).
+
+| what | where |
+|---|---|
+| corpus | `{corpus}` (`conf/corpus/{name}.yaml`) |
+| golden set | `experiments/golden/{name}.jsonl` (append-only; `conf/golden/{name}.yaml`) |
+| MLflow store | `mlruns/` (or `$MLFLOW_TRACKING_URI`) |
+| database | an embedded PostgreSQL under `.rag-exp/` (or `$DATABASE_URL`) |
+
+## Next steps
+
+```bash
+rag-exp golden generate -n 100            # an LLM writes the questions sampled passages answer ($ANTHROPIC_API_KEY)
+rag-exp golden add --query "..." --source-uri DOC --quote "..." --author you   # or write cases by hand
+rag-exp golden label -k 10                # the judge labels near-misses of the top 10
+rag-exp golden spotcheck                  # you check the judge: its labels count once it agrees with you
+rag-exp run                               # the default experiment on your documents
+rag-exp run -m retrieval=vector,keyword,hybrid   # a sweep: one MLflow parent, one child per point
+rag-exp compare --last-sweep              # paired tests between the points
+rag-exp promote                           # the winner becomes the champion (conf/experiment/promoted.yaml)
+rag-exp gate --run-now                    # what the nightly workflow runs (.github/workflows/nightly.yml)
+```
+"""
+
+NIGHTLY = """\
+# Nightly retrieval gate (made by `rag-exp init`): re-run the promoted config and compare it with
+# the champion by a paired test over the golden cases; fails on a significant regression.
+# Optional secrets: MLFLOW_TRACKING_URI (a shared store with the registry), DATABASE_URL.
+name: nightly retrieval gate
+on:
+  schedule:
+    - cron: "23 3 * * *"
+  workflow_dispatch:
+permissions:
+  contents: read
+jobs:
+  gate:
+    runs-on: ubuntu-latest
+    timeout-minutes: 60
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.11"
+      - name: Use the tracking store and database from secrets, when set
+        env:
+          SECRET_MLFLOW_TRACKING_URI: ${{{{ secrets.MLFLOW_TRACKING_URI }}}}
+          SECRET_DATABASE_URL: ${{{{ secrets.DATABASE_URL }}}}
+        run: |
+          if [ -n "$SECRET_MLFLOW_TRACKING_URI" ]; then echo "MLFLOW_TRACKING_URI=$SECRET_MLFLOW_TRACKING_URI" >> "$GITHUB_ENV"; fi
+          if [ -n "$SECRET_DATABASE_URL" ]; then echo "DATABASE_URL=$SECRET_DATABASE_URL" >> "$GITHUB_ENV"; fi
+      - name: Install the tool
+        run: pip install "{requirement}"
+      - name: Gate the promoted config against the champion
+        run: rag-exp gate --run-now --markdown-summary "$GITHUB_STEP_SUMMARY"
+      - name: Objective over time
+        if: always()
+        run: rag-exp history --markdown-summary "$GITHUB_STEP_SUMMARY"
+"""
+
+GITIGNORE = """\
+mlruns/*
+!mlruns/.gitkeep
+.rag-exp/
+outputs/
+multirun/
+experiments/golden/.*.lock
+"""
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "init", help="scaffold a project folder for your own documents",
+        description="Writes conf/corpus/NAME.yaml, conf/golden/NAME.yaml and conf/project.yaml (the packaged "
+        "default experiment with that corpus and golden set), an empty golden set with its manifest under "
+        "experiments/golden/, a nightly workflow, a .gitignore and a README of next steps. Refuses a folder "
+        "that is not empty unless --add; never overwrites a file (a golden set least of all).")
+    p.add_argument("dir", help="the project folder (created when missing)")
+    p.add_argument("--corpus", default=None,
+                   help="folder of your documents (default DIR/corpus, created empty); a path relative to DIR "
+                   "stays relative")
+    p.add_argument("--name", default=None, help="name of the corpus and golden set (default: the folder's name)")
+    p.add_argument("--add", action="store_true", help="add to a folder that is not empty (existing files kept)")
+    p.set_defaults(func=cmd_init)
+
+
+def _name(raw: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9_-]+", "_", raw).strip("_").lower()
+    if not name:
+        raise UserError(f"--name: {raw!r} has no letters or digits to name the corpus after")
+    return name
+
+
+def cmd_init(args) -> int:
+    from .. import __version__
+    from ..golden.golden_file import GoldenFile
+
+    root = Path(args.dir).expanduser().resolve()
+    if root.exists() and not root.is_dir():
+        raise UserError(f"{root}: exists and is not a folder")
+    if root.is_dir() and any(root.iterdir()) and not args.add:
+        raise UserError(f"{root}: not empty", hint="pass --add to add a project to it (existing files are kept)")
+    name = _name(args.name or root.name)
+    corpus = args.corpus or "corpus"
+    corpus_dir = Path(corpus).expanduser()
+    corpus_dir = corpus_dir if corpus_dir.is_absolute() else root / corpus_dir
+    if args.corpus and not corpus_dir.is_dir():
+        raise UserError(f"--corpus: {corpus_dir} is not a folder", hint="point it at the folder of your documents")
+    corpus_dir.mkdir(parents=True, exist_ok=True)
+    golden = root / "experiments" / "golden" / f"{name}.jsonl"
+    files = {
+        root / "conf" / "corpus" / f"{name}.yaml":
+            f"# your documents ({'rag-exp init'}); spans of the golden set index into their text\npath: {corpus}\n"
+            f"name: {name}\n",
+        root / "conf" / "golden" / f"{name}.yaml":
+            f"# the frozen golden set for corpus {name} (append-only; its sha256 is its version)\n"
+            f"path: experiments/golden/{name}.jsonl\n",
+        root / "conf" / "project.yaml":
+            "# this project's default experiment: the packaged one, with this project's corpus and golden set\n"
+            "# (rag-exp run composes it; a preset: rag-exp run experiment=NAME, from conf/experiment/ here or\n"
+            "# the package)\ndefaults:\n  - config\n"
+            f"  - override corpus: {name}\n  - override golden: {name}\n  - _self_\n",
+        root / ".github" / "workflows" / "nightly.yml": NIGHTLY.format(requirement=f"rag-experiments=={__version__}"),
+        root / ".gitignore": GITIGNORE,
+        root / "README.md": NEXT_STEPS.format(name=name, corpus=corpus),
+        root / "mlruns" / ".gitkeep": "",
+    }
+    written, kept = [], []
+    for path, text in files.items():
+        if path.exists():
+            kept.append(path)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        written.append(path)
+    if golden.exists():
+        kept.append(golden)
+    else:
+        GoldenFile(golden).append([])  # the manifest of the empty set (0 records), before the file exists
+        golden.touch()
+        written += [golden, golden.with_name(f"{name}.manifest.json")]
+    for p in written:
+        print(f"  wrote {p.relative_to(root)}")
+    for p in kept:
+        print(f"  kept  {p.relative_to(root)} (exists)")
+    n_docs = sum(1 for _ in corpus_dir.rglob("*.md"))
+    print(f"project {name} in {root}: corpus {corpus_dir} ({n_docs} .md documents)")
+    print(f"next: cd {root} && rag-exp golden generate -n 100   (README.md lists the steps)")
+    return 0

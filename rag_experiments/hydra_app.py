@@ -1,0 +1,86 @@
+"""The Hydra entry point of `rag-exp run` and `run.py`, from any folder.
+
+The configs ship inside the package (``rag_experiments/conf``; the repository's top-level
+``conf`` is a link to it). A project folder (:func:`rag_experiments.config.project_root`: the
+working folder, or ``$RAG_EXP_HOME``) may have its own ``conf/``, which adds or overrides groups
+and presets through Hydra's config search path:
+
+* with a ``conf/project.yaml`` (what ``rag-exp init`` writes: the packaged ``config`` plus the
+  project's choices), the project's folder is the primary config folder and the packaged one
+  comes after it, so the project's files win on a name both have;
+* without one, the packaged folder is primary and the project's options come after it (its
+  ``corpus/``, ``golden/``, ``experiment/`` files next to the packaged ones; a promoted preset
+  ``experiment/promoted.yaml`` is written there).
+
+Hydra finds the primary config only in the primary folder (a ``hydra.searchpath`` override
+does not serve it), hence the two cases.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+PACKAGED_CONF = Path(__file__).resolve().parent / "conf"
+PROJECT_CONFIG = "project"
+
+
+@dataclass(frozen=True)
+class ConfigSource:
+    primary: Path  # the folder Hydra reads the primary config from
+    name: str  # the primary config: config or project
+    extra: tuple[Path, ...] = ()  # searched after the primary folder
+
+    @property
+    def dirs(self) -> tuple[Path, ...]:
+        return (self.primary, *self.extra)
+
+    def searchpath_overrides(self) -> list[str]:
+        if not self.extra:
+            return []
+        return ["hydra.searchpath=[" + ",".join(f"file://{p}" for p in self.extra) + "]"]
+
+
+def config_source(root: Path | None = None) -> ConfigSource:
+    from .config import project_root
+
+    local = (root or project_root()) / "conf"
+    if not local.is_dir() or local.resolve() == PACKAGED_CONF:
+        return ConfigSource(PACKAGED_CONF, "config")
+    if (local / f"{PROJECT_CONFIG}.yaml").is_file():
+        return ConfigSource(local.resolve(), PROJECT_CONFIG, (PACKAGED_CONF,))
+    if (local / "config.yaml").is_file():  # a project that keeps a whole config of its own
+        return ConfigSource(local.resolve(), "config", (PACKAGED_CONF,))
+    return ConfigSource(PACKAGED_CONF, "config", (local.resolve(),))
+
+
+def _task(cfg) -> float:
+    from .pipeline import run_from_hydra
+
+    return run_from_hydra(cfg)
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "rag-exp run") -> None:
+    """Run one experiment, or a sweep with ``-m``: what ``python run.py ARGS`` does."""
+    import hydra
+
+    from .config import exit_on_unknown_override_keys, free_mapping_overrides, register_schema
+    from .redaction import redact_process_output, register_argv
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    register_schema()
+    register_argv(args)  # learn the secrets an override carries before anything can echo it
+    redact_process_output()  # Hydra's own error messages quote overrides (and their passwords)
+    source = config_source()
+    exit_on_unknown_override_keys(args, source.dirs)
+    args = free_mapping_overrides(args)  # a team's own knobs: retrieval.external.params.*
+    if not any(a.startswith("hydra.searchpath=") for a in args):
+        args += source.searchpath_overrides()
+    sys.argv = [prog, *args]
+    hydra.main(version_base="1.3", config_path=str(source.primary), config_name=source.name)(_task)()
+
+
+if __name__ == "__main__":
+    main(prog="python -m rag_experiments.hydra_app")

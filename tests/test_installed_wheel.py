@@ -1,0 +1,93 @@
+"""The tool as a new team gets it: the wheel built from this repository, installed into a fresh
+venv outside it, used in a folder of its own: `rag-exp init`, cases added by hand, a run, a
+sweep, compare, promote and the nightly gate, against the session's real PostgreSQL and an MLflow
+store in the project folder.
+
+The fresh venv gets the wheel (no dependencies) and reaches the dependencies through a .pth
+line naming this venv's site-packages (no network; a .pth inside that folder, such as this
+repository's editable install, is not processed from there), so `rag_experiments` is imported
+from the installed wheel, which the test checks.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MINI = ROOT / "tests" / "fixtures" / "mini_corpus"
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """The bin folder of a fresh venv holding the wheel of this repository."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps",
+                            "-q", "-w", str(tmp / "dist")], capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stderr[-3000:]
+    (wheel,) = (tmp / "dist").glob("rag_experiments-*.whl")
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    py = venv / "bin" / "python"
+    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    Path(site, "deps-from-the-test-venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--no-index",
+                              "-q", str(wheel)], capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stderr[-3000:]
+    return venv / "bin"
+
+
+def test_the_wheel_ships_the_configs_and_not_this_repositorys_champion(installed):
+    out = subprocess.run([str(installed / "python"), "-c",
+                          "import rag_experiments, pathlib; p = pathlib.Path(rag_experiments.__file__).parent; "
+                          "print(p); print((p / 'conf' / 'config.yaml').is_file()); "
+                          "print((p / 'conf' / 'experiment' / 'promoted.yaml').exists())"],
+                         capture_output=True, text=True, check=True, cwd="/").stdout.split()
+    assert out[0].startswith(str(installed.parent)), out  # the wheel's copy, not the repository's
+    assert out[1:] == ["True", "False"]
+
+
+def test_a_new_team_from_init_to_a_promoted_champion(installed, tmp_path, pg_url):
+    env = {k: v for k, v in os.environ.items() if k not in ("RAG_EXP_HOME", "MLFLOW_TRACKING_URI", "PYTHONPATH")}
+    env.update(DATABASE_URL=pg_url, PATH=f"{installed}{os.pathsep}{env.get('PATH', '')}")
+    docs = tmp_path / "our-docs"
+    shutil.copytree(MINI, docs)
+    project = tmp_path / "retrieval-evals"
+
+    def rag_exp(*args: str, cwd: Path = project, ok: bool = True) -> str:
+        done = subprocess.run([str(installed / "rag-exp"), *args], cwd=cwd, env=env, capture_output=True,
+                              text=True, timeout=600)
+        if ok:
+            assert done.returncode == 0, f"rag-exp {' '.join(args)}:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+        return done.stdout + done.stderr
+
+    out = rag_exp("init", str(project), "--corpus", str(docs), "--name", "ours", cwd=tmp_path)
+    assert "wrote experiments/golden/ours.jsonl" in out and (project / "conf" / "project.yaml").is_file()
+    assert "not empty" in rag_exp("init", str(project), cwd=tmp_path, ok=False)  # never over a project
+    for query, uri, quote in [
+        ("What is work_mem used for?", "mini/runtime-config-resource.html",
+         "Sets the base maximum amount of memory to be used by a query operation"),
+        ("What does SQLSTATE 23505 mean?", "mini/errcodes-appendix.html", "| 23505 | unique_violation |"),
+        ("How can I build an index without blocking writes to the table?", "mini/sql-createindex.html",
+         "PostgreSQL builds the index without taking any locks that prevent concurrent inserts"),
+    ]:
+        assert "added case" in rag_exp("golden", "add", "--query", query, "--source-uri", uri, "--quote", quote,
+                                       "--author", "us")
+    assert "OK, 3 records" in rag_exp("golden", "verify")
+    out = rag_exp("run", "eval.bootstrap_samples=200", "tracking.plots=false")
+    assert "golden " in out and "(3 cases)" in out and "MLflow run:" in out
+    out = rag_exp("run", "-m", "fusion.rrf_k=30,60", "eval.bootstrap_samples=200", "tracking.plots=false")
+    assert out.count("(3 cases,") == 2 and "sweep summary logged to parent run" in out
+    assert "paired randomization test" in rag_exp("compare", "--last-sweep")
+    out = rag_exp("promote")
+    assert "conf/experiment/promoted.yaml" in out and (project / "conf" / "experiment" / "promoted.yaml").is_file()
+    assert "gate PASS" in rag_exp("gate", "--run-now")
+    assert (project / "mlruns" / "mlflow.db").is_file()  # the project's own store
+    assert not (ROOT / "experiments" / "golden" / "ours.jsonl").exists()
