@@ -22,6 +22,7 @@ from .errors import DatabaseError
 from .evaluation.evaluate import EvalResult, evaluate
 from .golden.anchoring import drift_status, drift_warning
 from .golden.evidence_check import require_cases, require_same_corpus, require_scorable
+from .golden.quality import quality_of
 from .golden.resolve import GoldenSet, load_golden
 from .retrieval.failures import SearchOutcome, search_degrading
 from .retrieval.filter_check import check_filters
@@ -50,6 +51,7 @@ class ExperimentResult:
     failed: dict[str, str] = field(default_factory=dict)  # case id -> why its query could not be searched
     external: dict[str, float] = field(default_factory=dict)  # a team's system: alignment counts, its latency
     alignment_failures: list = field(default_factory=list)  # its passages that could not be placed
+    golden_quality: dict = field(default_factory=dict)  # rag_experiments.golden.quality, for diagnostics.json
 
 
 def corpus_path(settings: Settings) -> str | Path:
@@ -112,9 +114,12 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
     message = drift_warning(drift, settings.golden.file, settings.corpus.path)
     if message:
         warnings.warn(message, stacklevel=2)
+    quality = quality_of(golden, docs).to_json()
     timings["load_s"] = time.perf_counter() - t0
     if settings.retrieval.variant in EXTERNAL_VARIANTS:
-        return _run_external(settings, golden, docs, manifest, drift, timings, t0, conn)
+        result = _run_external(settings, golden, docs, manifest, drift, timings, t0, conn)
+        result.golden_quality = quality
+        return result
     t = time.perf_counter()
     own_conn = conn is None
     conn = conn or open_database(settings)
@@ -166,6 +171,7 @@ def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -
             settings=settings, eval=ev, golden=golden, ingest=report, strategy=strategy,
             embedding_model=embedder.model_id, corpus_manifest=manifest, timings=timings,
             cache=vars(retriever.stats).copy(), results=results, drift=drift, usage=usage, failed=failed,
+            golden_quality=quality,
         )
     except psycopg.Error as exc:
         if conn.broken or conn.closed:  # the server went away mid-run: one line, not a traceback

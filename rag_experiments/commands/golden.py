@@ -164,10 +164,16 @@ def register(subparsers: Any) -> None:
                     "project's from rag-exp init)")
     sp.set_defaults(func=cmd_verify)
 
-    sp = sub.add_parser("stats", help="counts by kind, doc type, verdict and judge; judge validation",
+    sp = sub.add_parser("stats", help="counts, question quality (overlap, duplicates, coverage), judge validation",
                         description="Counts of cases by kind and doc type, judgements by verdict and "
-                        "by judge, and whether the LLM judge is validated by spot-checks.")
+                        "by judge; the question quality report: content-word overlap of each kind's questions "
+                        "with their evidence passage (paraphrases above 0.5 copy their passage and inflate "
+                        "scores), near-duplicate questions (Jaccard >= 0.8), cases by doc type against the "
+                        "corpus, documents holding more than 5% of the cases (rag_experiments/golden/quality.py); "
+                        "and whether the LLM judge is validated by spot-checks.")
     golden_arg(sp)
+    sp.add_argument("--corpus", default=None, metavar="demo|FOLDER",
+                    help="the corpus, for coverage by doc type (default: the configured corpus.path)")
     sp.set_defaults(func=cmd_stats)
 
     sp = sub.add_parser(
@@ -534,6 +540,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     judges = Counter((j["kind"], j.get("model") or j.get("name", ""), j.get("prompt_version", ""))
                      for j in (r.raw["judge"] for r in judgements))
     table("judgements by judge", judges, "kind", "model / name", "prompt version")
+    _quality(console, golden, args)
     v = judge_validation(args.golden)
     if v["judge_model"] is None:
         _say(console, "judge validation: no LLM judgements and no agent judgements")
@@ -544,6 +551,41 @@ def cmd_stats(args: argparse.Namespace) -> int:
                       f"{'VALIDATED' if v['validated'] else 'not validated'}; {v['n']} spot-checked pairs "
                       f"(need {v['min_pairs']}), agreement {agreement}, kappa {kappa}")
     return 0
+
+
+def _quality(console: Any, golden, args: argparse.Namespace) -> None:
+    """The golden set's quality report (rag_experiments.golden.quality): overlap, duplicates, coverage."""
+    from rich.table import Table
+
+    from ..corpus.loader import load_corpus
+    from ..golden.quality import PARAPHRASE_OVERLAP_WARN, quality_report
+
+    try:
+        docs = load_corpus(args.corpus) if getattr(args, "corpus", None) else []
+    except UserError:
+        docs = []  # the corpus is not here: the report without the corpus's coverage
+    r = quality_report(golden.scorable, docs)
+    t = Table(title="question quality: content-word overlap with the evidence passage")
+    for c in ("kind", "cases", "mean overlap", "note"):
+        t.add_column(c)
+    for kind, value in r.overlap_by_kind.items():
+        note = (f"> {PARAPHRASE_OVERLAP_WARN}: copies its passage" if kind == "paraphrase"
+                and value > PARAPHRASE_OVERLAP_WARN else "shares the identifier by design" if kind == "exact" else "")
+        t.add_row(kind, str(r.n_by_kind[kind]), f"{value:.2f}", note)
+    _say(console, t)
+    if docs:
+        t = Table(title="coverage: cases by doc type against the corpus")
+        for c in ("doc type", "cases", "share of cases", "documents", "share of documents"):
+            t.add_column(c)
+        n_docs = sum(r.corpus_docs_by_doc_type.values()) or 1
+        for dt in sorted(set(r.cases_by_doc_type) | set(r.corpus_docs_by_doc_type)):
+            nc, nd = r.cases_by_doc_type.get(dt, 0), r.corpus_docs_by_doc_type.get(dt, 0)
+            t.add_row(dt, str(nc), f"{nc / max(r.n_cases, 1):.0%}", str(nd), f"{nd / n_docs:.0%}")
+        _say(console, t)
+    _say(console, f"near-duplicate questions: {len(r.near_duplicates)}; most cases on one document: "
+                  f"{r.max_cases_per_doc}")
+    for w in r.warnings:
+        _say(console, f"WARNING: {w}")
 
 
 def _drift_corpus(args: argparse.Namespace) -> list:

@@ -209,6 +209,8 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         tags["mlflow.parentRunId"] = parent
     diag = R.diagnostics(result.timings, result.cache, result.golden.anchor_counts(), getattr(result, "drift", {}),
                          len(result.eval.excluded), result.eval.metrics)
+    if getattr(result, "golden_quality", None):
+        diag["golden"]["quality"] = result.golden_quality  # is the golden set any good (golden.quality)
     tags.update(R.diagnostic_tags(diag))
     tags.update(extra_tags or {})
     tags = safe_tags(tags)
