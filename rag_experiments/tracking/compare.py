@@ -285,6 +285,10 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
         raise UserError(f"--metrics: no run logged {', '.join(missing)}",
                         hint="e.g. recall_at_5, recall_at_20, mrr_at_10, ndcg_at_10, hit_at_5")
     segs = resolve_segments(segments, runs, primary)
+    from .coverage import judged_columns
+
+    # label coverage is part of every comparison (tracking.coverage): judged@k beside the metrics
+    metrics += [j for j in judged_columns(runs) if j not in metrics]
     columns = [Column(MetricKey.parse(m), metric_title(m)) for m in metrics]
     columns += [Column(MetricKey.parse(primary).on(s), s.title) for s in segs]
     labels = list(labels) if labels is not None else short_labels(runs)
@@ -341,7 +345,28 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
             notes.append(f"{label}: no per-case table (per_case.json) on "
                          f"{'the baseline' if base.per_case is None else 'this run'}: no paired test")
         rows.append(Row(r, label, i == 0, {name: cells[i] for name, cells in raw.items()}, wtl, tuple(flags)))
+    warnings += [gap.line() for gap in coverage_gaps(rows, columns, alpha)]
     return Comparison(rows, columns, primary, alpha, warnings, notes)
+
+
+def coverage_gaps(rows: Sequence[Row], columns: Sequence[Column], alpha: float) -> list:
+    """Rows whose judged@k differs significantly (Holm-adjusted) from the baseline's."""
+    from .coverage import JUDGED_PREFIX, CoverageGap, fix_command
+
+    judged = [c for c in columns if c.key.segment is None and c.key.mlflow_name.startswith(JUDGED_PREFIX)]
+    if not judged or len(rows) < 2:
+        return []
+    differing = differing_params([r.run for r in rows])
+    out = []
+    for row in rows[1:]:
+        for col in judged:
+            cell, base = row.cells[col.key.mlflow_name], rows[0].cells[col.key.mlflow_name]
+            if cell.p_adj is not None and cell.p_adj < alpha and cell.value is not None and base.value is not None:
+                k = int(col.key.mlflow_name[len(JUDGED_PREFIX):])
+                out.append(CoverageGap(row.label, col.key.mlflow_name, base.value, cell.value, cell.delta or 0.0,
+                                       cell.p_adj, fix_command(row.run, k, differing)))
+                break  # one line a run
+    return out
 
 
 # -- the one differing parameter ------------------------------------------------------------------

@@ -240,6 +240,8 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
     if seg is not None:
         checks.append(paired_check(champ_run, cand_run, metric, seg, alpha, "no_loss", n_resamples, seed))
     reasons = []
+    if mode == "beat":  # promote: a candidate judged on other labels than the champion is not comparable yet
+        reasons += coverage_reasons(champ_run, cand_run, alpha, n_resamples, seed)
     for chk in checks:
         if chk.passed:
             continue
@@ -252,6 +254,30 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
             reasons.append(f"{chk.title}: significantly worse than the champion (Δ{chk.delta:+.3f}, p={chk.p:.3f})")
     return Decision(candidate, champion, metric, alpha, checks, not reasons, reasons, warnings, gap,
                     (champ_run, cand_run) if gap is not None else None)
+
+
+def coverage_reasons(champion: RunView, candidate: RunView, alpha: float, n_resamples: int = 10000,
+                     seed: int = 13) -> list[str]:
+    """Why the candidate cannot be promoted yet: its judged@k differs significantly from the
+    champion's (rag_experiments.tracking.coverage); each with the command that labels its pool."""
+    from .compare import differing_params
+    from .coverage import JUDGED_PREFIX, CoverageGap, fix_command, judged_columns
+
+    if champion.per_case is None or candidate.per_case is None:
+        return []
+    cols = judged_columns([champion, candidate])
+    for col in cols:
+        a, b = paired_values(champion.per_case, candidate.per_case, col, None)
+        if not len(a):
+            continue
+        p = paired_permutation_test(a, b, n_resamples=n_resamples, seed=seed)
+        if p < alpha:
+            k = int(col[len(JUDGED_PREFIX):])
+            gap = CoverageGap(f"the candidate {candidate.id[:12]}", col, float(a.mean()), float(b.mean()),
+                              float(b.mean() - a.mean()), p,
+                              fix_command(candidate, k, differing_params([champion, candidate])))
+            return [gap.line() + " (or promote --force, recorded)"]
+    return []
 
 
 # -- files ----------------------------------------------------------------------------------------
