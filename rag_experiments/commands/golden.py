@@ -105,7 +105,13 @@ def register(subparsers: Any) -> None:
         "it by the same rule, and ask the judge "
         "YES / PART / NO. Appends `judgement` records. Resumable via <golden stem>.label.log.jsonl.")
     golden_arg(sp)
-    sp.add_argument("-k", type=int, default=20, help="hits per case to judge (default: 20)")
+    sp.add_argument("-k", type=int, default=20, help="hits per case to judge (default: 20); with --pool/--sweep: "
+                    "each run's top k enters the pool")
+    pool = sp.add_mutually_exclusive_group()
+    pool.add_argument("--pool", nargs="+", metavar="RUN_ID", default=None,
+                      help="judge the pool of these runs (the union of each one's top k from its stored ranked "
+                      "lists, deduplicated by span) instead of retrieving")
+    pool.add_argument("--sweep", metavar="PARENT_ID", default=None, help="pool every finished point of this sweep")
     sp.add_argument("--dry-run", action="store_true", help="show the pairs to judge and the estimate, call nothing")
     llm_args(sp)
     overrides_arg(sp)
@@ -361,6 +367,22 @@ def _finish_llm_job(args: argparse.Namespace, console, report, problems_title: s
     return 0 if not report.api_errors else 3
 
 
+def _pool_plan(args: argparse.Namespace, price):
+    """The labelling plan of a pool of runs (rag_experiments.tracking.pool): no retrieval."""
+    from ..corpus.loader import load_corpus
+    from ..golden.label import plan_labelling
+    from ..golden.resolve import load_golden
+    from ..tracking.pool import pool_runs, pooled_hits
+
+    runs = pool_runs(args.pool or (), args.sweep)
+    hits, definition = pooled_hits(runs, args.k, load_corpus(configured_corpus(args.overrides)))
+    by_query = {c.query: hits.get(c.case_id, []) for c in load_golden(args.golden).cases}
+    if args.sweep:
+        definition["sweep"] = args.sweep
+    return plan_labelling(args.golden, lambda q: by_query.get(q, []), k=10**9, model=args.model, batch=args.batch,
+                          retry_failed=args.retry_malformed, price=price, pool=definition)
+
+
 def cmd_label(args: argparse.Namespace) -> int:
     from ..golden.label import plan_labelling, run_labelling
 
@@ -369,14 +391,17 @@ def cmd_label(args: argparse.Namespace) -> int:
         raise ConfigError(f"-k must be >= 1, got {args.k}")
     console = _console()
     price = _price(args)
-    session = _open_session(args.overrides)
-    try:
-        # an external passage that could not be placed in the corpus has no span to judge: skipped
-        plan = plan_labelling(args.golden, lambda q: [h for h in session.search(q, args.k) if h["doc_hash"]],
-                              k=args.k, model=args.model,
-                              batch=args.batch, retry_failed=args.retry_malformed, price=price)
-    finally:
-        session.close()
+    if args.pool or args.sweep:
+        plan = _pool_plan(args, price)
+    else:
+        session = _open_session(args.overrides)
+        try:
+            # an external passage that could not be placed in the corpus has no span to judge: skipped
+            plan = plan_labelling(args.golden, lambda q: [h for h in session.search(q, args.k) if h["doc_hash"]],
+                                  k=args.k, model=args.model,
+                                  batch=args.batch, retry_failed=args.retry_malformed, price=price)
+        finally:
+            session.close()
     _say(console, f"{plan.cases} cases, {len(plan.jobs)} (case, passage) pairs to judge; skipped: "
                   f"{_counter_line(plan.skipped)}")
     _say(console, f"already judged (checkpoint {plan.checkpoint_path}): {plan.already_done}; "

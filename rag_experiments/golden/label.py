@@ -96,7 +96,8 @@ def parse_verdict(text: str) -> tuple[str | None, str | None, str | None]:
     return verdict, reason, None
 
 
-def judgement_record(case_id: str, hit: dict, verdict: str, reason: str | None, model: str) -> dict:
+def judgement_record(case_id: str, hit: dict, verdict: str, reason: str | None, model: str,
+                     pool: dict | None = None) -> dict:
     rec = {
         "type": "judgement",
         "id": new_id("j", case_id, hit["doc_id"], hit["start"], hit["end"], "llm", model, PROMPT_VERSION),
@@ -108,6 +109,8 @@ def judgement_record(case_id: str, hit: dict, verdict: str, reason: str | None, 
     }
     if reason:
         rec["reason"] = reason
+    if pool:  # where the judged hit came from: the runs pooled and the depth (rag-exp golden label --pool)
+        rec["provenance"] = {"pool": pool}
     return rec
 
 
@@ -116,7 +119,7 @@ def interpret_verdict(model: str) -> Callable[[dict, str], dict]:
         verdict, reason, problem = parse_verdict(text)
         if problem:
             return {"records": [], "problems": {problem: 1}, "unusable": True}
-        rec = judgement_record(payload["case_id"], payload["hit"], verdict, reason, model)
+        rec = judgement_record(payload["case_id"], payload["hit"], verdict, reason, model, payload.get("pool"))
         return {"records": [rec], "problems": {f"verdict_{verdict}": 1}, "unusable": False}
     return interpret
 
@@ -142,11 +145,12 @@ _HIT_KEYS = ("doc_id", "source_uri", "start", "end", "text", "doc_hash")
 def plan_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]], *, k: int = 20,
                    model: str = llm.DEFAULT_MODEL, batch: bool = False, retry_failed: bool = False,
                    price: llm.Price | None = None,
-                   on_case: Callable[[int, int], None] | None = None) -> LabelPlan:
+                   on_case: Callable[[int, int], None] | None = None, pool: dict | None = None) -> LabelPlan:
     """Retrieve top-k for every (non-retired) case and decide which (case, span) pairs to judge.
 
     ``retrieve(query)`` returns hit dicts (chunk_id, doc_id, source_uri, start, end, text,
-    doc_hash); only the first ``k`` are used. No API call is made here.
+    doc_hash); only the first ``k`` are used. No API call is made here. ``pool``: the definition
+    of a pool the hits come from (runs, k), recorded in each judgement's provenance.
     """
     golden = load_golden(golden_path)
     cp_path = checkpoint_path(golden_path, "label")
@@ -190,6 +194,8 @@ def plan_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]
                 continue
             judged.append(span)
             payload = {"case_id": case.case_id, "hit": {k2: hit[k2] for k2 in _HIT_KEYS}}
+            if pool:
+                payload["pool"] = pool
             payload["hit"]["start"], payload["hit"]["end"] = start, end
             jobs.append(Job(key, build_prompt(case.query, hit["text"]), payload))
     return LabelPlan(cases=len(golden.cases), skipped=dict(skipped), **plan_fields(

@@ -1,0 +1,56 @@
+"""Pooling (TREC's way of judging what several systems retrieved): the union of every listed
+run's top k per case, from the ranked lists each run stored (``run.trec``), as hits with their
+text, for :func:`rag_experiments.golden.label.plan_labelling`.
+
+Each run contributes its own top k (depth-k pooling). The lists are interleaved by rank (every
+run's rank 1, then every run's rank 2, ...), so a budget cut keeps the hits all runs rank
+highest. Duplicates across runs and chunkings are dropped by labelling's own span rule: a span
+overlapping one already judged or queued for the case is not judged again, so a chunk judged
+under one chunking is not paid for again under another. A run's hit that is not a span of a
+corpus document (an unplaced external passage) is left out.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..errors import UserError
+from .runs import RunView, get_run, sweep_children
+from .versioned import load_ranked_lists
+
+
+def pool_runs(run_ids: Sequence[str] = (), sweep: str | None = None) -> list[RunView]:
+    runs = [get_run(r, per_case=False) for r in run_ids]
+    if sweep:
+        runs += [r for r in sweep_children(sweep, per_case=False) if r.status == "FINISHED"]
+    if not runs:
+        raise UserError("--pool: no runs to pool", hint="give run ids (--pool RUN_ID ...) or --sweep PARENT_ID")
+    return runs
+
+
+def pooled_hits(runs: Sequence[RunView], k: int, docs: Sequence) -> tuple[dict[str, list[dict]], dict]:
+    """case id -> the pool's hits (dicts with the fields labelling needs), and the pool's definition."""
+    by_id = {d.doc_id: d for d in docs}
+    lists = []
+    for r in runs:
+        ranked = load_ranked_lists(r)
+        if ranked is None:
+            raise UserError(f"run {r.id} ({r.label}) has no stored ranked lists (run.trec): it cannot be pooled",
+                            hint="re-run its config (runs log run.trec since the golden-versions release)")
+        lists.append(ranked)
+    out: dict[str, list[dict]] = {}
+    for case_id in sorted(set().union(*[set(x) for x in lists])):
+        merged: list[dict] = []
+        for rank in range(k):
+            for ranked in lists:
+                hits = ranked[case_id].hits if case_id in ranked else ()
+                if rank < len(hits):
+                    h = hits[rank]
+                    d = by_id.get(h.doc_id)
+                    if d is None or not 0 <= h.start < h.end <= len(d.text):
+                        continue
+                    merged.append({"chunk_id": h.chunk_id, "doc_id": d.doc_id, "source_uri": d.source_uri,
+                                   "start": h.start, "end": h.end, "text": d.text[h.start:h.end],
+                                   "doc_hash": d.content_hash})
+        out[case_id] = merged
+    return out, {"runs": [r.id for r in runs], "k": k}
