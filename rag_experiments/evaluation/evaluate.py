@@ -37,6 +37,10 @@ class EvalParams:
     bootstrap_samples: int = 1000
     seed: int = 13
     ann_recall_queries: int = 50  # queries for the vector leg's ANN recall vs exact KNN (0: skip)
+    # how an unjudged hit counts: nonrelevant (a miss, trec_eval's default) | condensed (removed
+    # before scoring: recall'@k, RR'@k, nDCG'@k; judged@k is measured on the full list either way)
+    unjudged: str = "nonrelevant"
+    bpref: bool = False  # also score bpref per case (trec_eval's; robust to incomplete labels)
     # recall@1..curve_k per case, for plots (not a config key)
     curve_k: int = field(default=20, metadata={"omegaconf_ignore": True})
 
@@ -53,6 +57,8 @@ class EvalParams:
             raise ConfigError(f"eval.level: must be 'chunk' or 'document', got {self.level!r}")
         if self.bootstrap_samples < 0:
             raise ConfigError(f"eval.bootstrap_samples: must be >= 0, got {self.bootstrap_samples}")
+        if self.unjudged not in ("nonrelevant", "condensed"):
+            raise ConfigError(f"eval.unjudged: must be 'nonrelevant' or 'condensed', got {self.unjudged!r}")
 
     @property
     def depth_needed(self) -> int:
@@ -61,6 +67,8 @@ class EvalParams:
     def metric_keys(self) -> list[MetricKey]:
         """The headline columns, then hit@k for the ks and judged@k (the per-case columns, in order)."""
         tail = [MetricKey("hit", k) for k in self.ks] + [MetricKey("judged", self.judged_k)]
+        if self.bpref:
+            tail.append(MetricKey("bpref", None))
         return headline(self.ks, self.mrr_k, self.ndcg_k) + tail
 
     def metric_names(self) -> list[str]:
@@ -85,9 +93,14 @@ def score_case(case: EvalCase, ranked: RankedList, p: EvalParams) -> dict:
         "n_relevant": len(grades),
         "first_relevant_rank": M.first_relevant_rank(c.gains),
     }
+    gains = M.condensed(c.gains, c.judged) if p.unjudged == "condensed" else list(c.gains)
     for key in p.metric_keys():
-        row[key.column] = (M.judged_at_k(c.judged, key.k) if key.metric == "judged"
-                           else MEASURE_FUNCTIONS[key.metric](c.gains, grades, key.k))
+        if key.metric == "judged":
+            row[key.column] = M.judged_at_k(c.judged, key.k)
+        elif key.metric == "bpref":
+            row[key.column] = _bpref(case, hits, c, grades, p.min_coverage)
+        else:
+            row[key.column] = MEASURE_FUNCTIONS[key.metric](gains, grades, key.k)
     row["recall_curve"] = [M.recall_at_k(c.gains, grades, k) for k in range(1, p.curve_k + 1)]
     row["gains"] = list(c.gains)
     row["grades"] = grades
@@ -99,6 +112,21 @@ def score_case(case: EvalCase, ranked: RankedList, p: EvalParams) -> dict:
     row["ranked_scores"] = [float(h.score) for h in ranked.hits[:100]]
     row["latency_ms"] = ranked.latency_ms
     return row
+
+
+def _bpref(case: EvalCase, hits, c, grades, min_coverage: float) -> float:
+    """bpref over the ranked list: a hit is judged non-relevant when it overlaps a grade-0
+    judgement and no relevant span of the case (by the overlap rule of :mod:`.relevance`)."""
+    from .relevance import matches
+
+    nonrel_spans = [e.span for e in case.judged if e.grade == 0]
+    rel_spans = [e.span for e in case.relevant]
+
+    def over(h, spans) -> bool:
+        return any(matches(h.doc_id, h.start, h.end, s.doc_id, s.start, s.end, min_coverage) for s in spans)
+
+    flags = [g == 0 and over(h, nonrel_spans) and not over(h, rel_spans) for h, g in zip(hits, c.gains)]
+    return M.bpref(c.gains, flags, grades, len(nonrel_spans))
 
 
 def aggregate(per_case: pd.DataFrame, names: list[str]) -> dict[str, float]:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, replace
 
 #: the quality measures a run logs, in table order; the first three are the headline columns
-MEASURES = ("recall", "mrr", "ndcg", "hit", "judged")
+MEASURES = ("recall", "mrr", "ndcg", "hit", "judged", "bpref")
 HEADLINE = MEASURES[:3]
 _NAME = re.compile(r"^(?P<metric>[^.]+?)(?:_at_(?P<k>\d+))?(?:\.(?P<segment>.+))?$")
 

@@ -14,6 +14,13 @@ Inputs: ``gains`` (the credited gain at each rank, rank 1 first; see :mod:`.rele
   ``2^g - 1`` of ranx's ``ndcg_burges``).
 * judged@k = share of the top k hits that overlap any judgement (any grade): holes in the
   labels show up as a low judged@k.
+* condensed lists (``eval.unjudged=condensed``; Sakai's condensed-list measures, what
+  ir_measures' ``judged_only`` computes): unjudged hits are removed before scoring, so recall'@k,
+  RR'@k and nDCG'@k score the judged hits only, each keeping its order (:func:`condensed`).
+* bpref (trec_eval ``bpref``, Buckley & Voorhees 2004): with R relevant and N judged
+  non-relevant units, (1/R) * sum over retrieved relevant r of
+  1 - min(n_r, R) / min(R, N), n_r = judged non-relevant hits ranked above r (1 when none is);
+  unjudged hits are ignored.
 """
 
 from __future__ import annotations
@@ -65,6 +72,25 @@ def ndcg_at_k(gains: Sequence[float], grades: Sequence[float], k: int) -> float:
 def judged_at_k(judged: Sequence[bool], k: int) -> float:
     top = list(judged[:k])
     return sum(top) / len(top) if top else 0.0
+
+
+def condensed(gains: Sequence[float], judged: Sequence[bool]) -> list[float]:
+    """The gains of the judged hits only (a credited hit is judged), in rank order."""
+    return [g for g, j in zip(gains, judged) if j or g > 0]
+
+
+def bpref(gains: Sequence[float], nonrelevant: Sequence[bool], grades: Sequence[float], n_nonrelevant: int) -> float:
+    """trec_eval's bpref: ``nonrelevant[i]``: hit i is judged non-relevant (and credited nothing)."""
+    _check(grades, 1)
+    r = sum(1 for g in grades if g > 0)
+    denominator = min(r, n_nonrelevant)
+    total, above = 0.0, 0
+    for g, nonrel in zip(gains, nonrelevant):
+        if g > 0:
+            total += 1.0 - (min(above, r) / denominator) if above else 1.0
+        elif nonrel:
+            above += 1
+    return total / r
 
 
 def first_relevant_rank(gains: Sequence[float]) -> int | None:
