@@ -18,6 +18,16 @@ from ..errors import ConfigError, GoldenSetError, UserError
 DEFAULT_GOLDEN = "experiments/golden/demo.jsonl"
 
 
+def rates_line(v: dict) -> str:
+    """The judge against the human as rates (rag_experiments.golden.spotcheck.judge_rates)."""
+    def pct(x):
+        return "n/a" if x is None else f"{x:.0%}"
+
+    return (f"true-positive rate {pct(v.get('tpr'))} (of {v.get('human_relevant', 0)} the human called YES/PART), "
+            f"true-negative rate {pct(v.get('tnr'))} (of {v.get('human_no', 0)} NO); prevalence of YES "
+            f"{pct(v.get('prevalence_yes'))}, of YES/PART {pct(v.get('prevalence_relevant'))}")
+
+
 def configured_corpus(overrides: list[str] | None = None) -> str:
     """The corpus folder the configuration names ('demo' for the packaged default)."""
     from ..hydra_app import config_source
@@ -575,6 +585,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
         _say(console, f"judge validation ({v['judge_model']} / {v['judge_prompt_version']}): "
                       f"{'VALIDATED' if v['validated'] else 'not validated'}; {v['n']} spot-checked pairs "
                       f"(need {v['min_pairs']}), agreement {agreement}, kappa {kappa}")
+        _say(console, "  " + rates_line(v))
+        if v.get("class_warning"):
+            _say(console, f"WARNING: {v['class_warning']}")
     return 0
 
 

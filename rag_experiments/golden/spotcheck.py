@@ -76,10 +76,38 @@ def cohen_kappa(pairs: list[tuple[str, str]], labels: tuple[str, ...] = LABELS) 
     return (p_o - p_e) / (1 - p_e)
 
 
+MIN_CLASS = 5  # fewer human verdicts than this of a class: the judge's rate on that class says nothing yet
+
+
+def judge_rates(pairs: list[tuple[str, str]]) -> dict:
+    """The judge against the human as rates, relevant = YES or PART: the true-positive rate (of
+    the pairs the human called relevant, the share the judge did too), the true-negative rate (of
+    the human's NO, the share the judge called NO), the prevalence of YES (and of relevant) in the
+    sample, and a warning when the sample holds fewer than MIN_CLASS of one class."""
+    pos = [(h, j) for h, j in pairs if h in ("YES", "PART")]
+    neg = [(h, j) for h, j in pairs if h == "NO"]
+    out = {
+        "tpr": sum(j in ("YES", "PART") for _, j in pos) / len(pos) if pos else None,
+        "tnr": sum(j == "NO" for _, j in neg) / len(neg) if neg else None,
+        "human_relevant": len(pos), "human_no": len(neg),
+        "prevalence_yes": sum(h == "YES" for h, _ in pairs) / len(pairs) if pairs else None,
+        "prevalence_relevant": len(pos) / len(pairs) if pairs else None,
+        "class_warning": None,
+    }
+    small = [(name, n) for name, n in (("relevant (YES/PART)", len(pos)), ("NO", len(neg))) if n < MIN_CLASS]
+    if pairs and small:
+        name, n = small[0]
+        out["class_warning"] = (f"the spot-check holds only {n} pair(s) the human called {name}: the judge's "
+                                f"{'true-positive' if name.startswith('relevant') else 'true-negative'} rate says "
+                                f"nothing yet (need {MIN_CLASS}); spot-check more pairs (rag-exp golden spotcheck -n ...)")
+    return out
+
+
 def agreement_stats(pairs: list[tuple[str, str]]) -> dict:
     n = len(pairs)
     agreement = sum(h == j for h, j in pairs) / n if n else None
-    return {"n": n, "agreement": agreement, "kappa": cohen_kappa(pairs), "confusion": confusion_matrix(pairs)}
+    return {"n": n, "agreement": agreement, "kappa": cohen_kappa(pairs), "confusion": confusion_matrix(pairs),
+            **judge_rates(pairs)}
 
 
 # -- data ---------------------------------------------------------------------------------------
@@ -164,7 +192,9 @@ def _one_judge(judge: tuple[str, str] | None, checks: list[dict], spot: Path) ->
     return {"validated": validated, "agreement": stats["agreement"], "kappa": stats["kappa"], "n": stats["n"],
             "disagreement": disagreement, "judge_model": judge[0] if judge else None,
             "judge_prompt_version": judge[1] if judge else None, "min_pairs": MIN_PAIRS,
-            "max_disagreement": MAX_DISAGREEMENT, "confusion": stats["confusion"], "spotcheck_file": str(spot)}
+            "max_disagreement": MAX_DISAGREEMENT, "confusion": stats["confusion"], "spotcheck_file": str(spot),
+            **{k: stats[k] for k in ("tpr", "tnr", "human_relevant", "human_no", "prevalence_yes",
+                                     "prevalence_relevant", "class_warning")}}
 
 
 # -- the interactive flow -----------------------------------------------------------------------
@@ -252,3 +282,12 @@ def print_report(result: dict, console: Any) -> None:
     for h in LABELS:
         table.add_row(h, *(str(result["confusion"][h][j]) for j in LABELS))
     console.print(table)
+
+    def pct(x):
+        return "n/a" if x is None else f"{x:.0%}"
+
+    console.print(f"true-positive rate {pct(result.get('tpr'))} (of {result.get('human_relevant', 0)} the human called "
+                  f"YES/PART), true-negative rate {pct(result.get('tnr'))} (of {result.get('human_no', 0)} NO); "
+                  f"prevalence of YES {pct(result.get('prevalence_yes'))}")
+    if result.get("class_warning"):
+        console.print(f"[yellow]WARNING: {escape(result['class_warning'])}[/]")

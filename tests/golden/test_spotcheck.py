@@ -160,3 +160,16 @@ def test_cli_spotcheck_reads_piped_stdin(golden, monkeypatch, capsys):
     assert cli.main(["golden", "stats", "--golden", str(golden)]) == 0
     out = capsys.readouterr().out
     assert "not validated" in out and "2 spot-checked pairs" in out
+
+
+def test_judge_rates_by_hand_and_the_warning_for_a_thin_class():
+    from rag_experiments.golden.spotcheck import agreement_stats
+
+    # human x judge: 6 relevant (judge agrees on 5), 4 NO (judge agrees on 3)
+    pairs = ([("YES", "YES")] * 3 + [("PART", "YES"), ("PART", "PART"), ("YES", "NO")]
+             + [("NO", "NO")] * 3 + [("NO", "PART")])
+    s = agreement_stats(pairs)
+    assert s["tpr"] == 5 / 6 and s["tnr"] == 3 / 4
+    assert s["prevalence_yes"] == 4 / 10 and s["prevalence_relevant"] == 6 / 10
+    assert "only 4 pair(s) the human called NO" in s["class_warning"]  # < 5: the TNR says nothing yet
+    assert agreement_stats(pairs + [("NO", "NO")])["class_warning"] is None
