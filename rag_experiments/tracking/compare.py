@@ -287,10 +287,10 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
     segs = resolve_segments(segments, runs, primary)
     from .coverage import judged_columns
 
-    # label coverage is part of every comparison (tracking.coverage): judged@k beside the metrics
-    metrics += [j for j in judged_columns(runs) if j not in metrics]
     columns = [Column(MetricKey.parse(m), metric_title(m)) for m in metrics]
     columns += [Column(MetricKey.parse(primary).on(s), s.title) for s in segs]
+    # label coverage is part of every comparison (tracking.coverage): judged@k after the metrics
+    columns += [Column(MetricKey.parse(j), metric_title(j)) for j in judged_columns(runs) if j not in metrics]
     labels = list(labels) if labels is not None else short_labels(runs)
     if len(labels) != len(runs):
         raise ValueError("one label per run")
@@ -356,7 +356,6 @@ def coverage_gaps(rows: Sequence[Row], columns: Sequence[Column], alpha: float) 
     judged = [c for c in columns if c.key.segment is None and c.key.mlflow_name.startswith(JUDGED_PREFIX)]
     if not judged or len(rows) < 2:
         return []
-    differing = differing_params([r.run for r in rows])
     out = []
     for row in rows[1:]:
         for col in judged:
@@ -364,7 +363,7 @@ def coverage_gaps(rows: Sequence[Row], columns: Sequence[Column], alpha: float) 
             if cell.p_adj is not None and cell.p_adj < alpha and cell.value is not None and base.value is not None:
                 k = int(col.key.mlflow_name[len(JUDGED_PREFIX):])
                 out.append(CoverageGap(row.label, col.key.mlflow_name, base.value, cell.value, cell.delta or 0.0,
-                                       cell.p_adj, fix_command(row.run, k, differing)))
+                                       cell.p_adj, fix_command([rows[0].run, row.run], k)))
                 break  # one line a run
     return out
 

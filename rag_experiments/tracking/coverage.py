@@ -6,8 +6,10 @@ the pool the near-misses were judged from: another variant, another chunking, an
 system. judged@k (``judged_at_<k>``, the share of the top k covering a judged span, any grade)
 is logged per case. Here its paired difference against the baseline is tested like any metric
 (paired randomization test, Holm across the runs). When it differs significantly, the comparison
-says so in one line with the command that labels the run's unjudged hits, and ``promote``
-refuses (``--force`` overrides, recorded).
+says so in one line with the command that judges the two runs' pool. ``promote`` refuses when
+the champion is the less judged of the two (its unjudged hits may be relevant, so the
+candidate's win may be an artefact of the labels; ``--force`` overrides, recorded); a candidate
+that wins while less judged than the champion wins conservatively, and is not refused.
 """
 
 from __future__ import annotations
@@ -30,15 +32,10 @@ def judged_columns(runs: Sequence[RunView]) -> list[str]:
     return sorted(common, key=lambda c: int(c[len(JUDGED_PREFIX):]) if c[len(JUDGED_PREFIX):].isdigit() else 0)
 
 
-def fix_command(run: RunView, k: int, differing: Sequence[str] = ()) -> str:
-    """`rag-exp golden label` for this run's configuration (its differing params as --set), so
-    its unjudged hits in the top k are judged (never a label already present)."""
-    sets = []
-    for key in differing:
-        value = run.params.get(key)
-        if value is not None and not key.startswith(("db.", "tracking.", "hydra")):
-            sets += ["--set", f"{key}={value}"]
-    return shlex.join(["rag-exp", "golden", "label", "-k", str(k), *sets])
+def fix_command(runs: Sequence[RunView], k: int) -> str:
+    """`rag-exp golden label --pool` over these runs: their unjudged hits in the top k are judged
+    (a span judged once is never paid for again), after which their judged@k is comparable."""
+    return shlex.join(["rag-exp", "golden", "label", "--pool", *[r.id for r in runs], "-k", str(k)])
 
 
 @dataclass(frozen=True)
@@ -57,4 +54,4 @@ class CoverageGap:
         return (f"LABEL COVERAGE DIFFERS: {self.label} has judged@{k} {self.value:.3f} vs the baseline's "
                 f"{self.base:.3f} (Δ{self.delta:+.3f}, p={self.p:.3f}): {side} of its top {k} were ever judged, "
                 f"and an unjudged hit counts as a miss, so the comparison is biased "
-                f"{'against' if self.delta < 0 else 'for'} it; judge its pool first: {self.command}")
+                f"{'against' if self.delta < 0 else 'for'} it; judge the pool of both first: {self.command}")

@@ -258,9 +258,9 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
 
 def coverage_reasons(champion: RunView, candidate: RunView, alpha: float, n_resamples: int = 10000,
                      seed: int = 13) -> list[str]:
-    """Why the candidate cannot be promoted yet: its judged@k differs significantly from the
-    champion's (rag_experiments.tracking.coverage); each with the command that labels its pool."""
-    from .compare import differing_params
+    """Why the candidate cannot be promoted yet: the champion's judged@k is significantly lower
+    than the candidate's (rag_experiments.tracking.coverage: its unjudged hits may be relevant),
+    with the command that judges the two runs' pool."""
     from .coverage import JUDGED_PREFIX, CoverageGap, fix_command, judged_columns
 
     if champion.per_case is None or candidate.per_case is None:
@@ -271,11 +271,10 @@ def coverage_reasons(champion: RunView, candidate: RunView, alpha: float, n_resa
         if not len(a):
             continue
         p = paired_permutation_test(a, b, n_resamples=n_resamples, seed=seed)
-        if p < alpha:
+        if p < alpha and b.mean() > a.mean():  # the champion less judged: the win may be the labels'
             k = int(col[len(JUDGED_PREFIX):])
             gap = CoverageGap(f"the candidate {candidate.id[:12]}", col, float(a.mean()), float(b.mean()),
-                              float(b.mean() - a.mean()), p,
-                              fix_command(candidate, k, differing_params([champion, candidate])))
+                              float(b.mean() - a.mean()), p, fix_command([champion, candidate], k))
             return [gap.line() + " (or promote --force, recorded)"]
     return []
 

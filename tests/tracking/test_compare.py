@@ -37,7 +37,9 @@ def test_build_comparison_known_answers(three_runs):
     runs = [get_run(i) for i in ids]
     cmp = build_comparison(runs, segments=["exact", "paraphrase"], primary="recall_at_5")
     assert [r.label for r in cmp.rows] == ["fusion.rrf_k=10", "fusion.rrf_k=30", "fusion.rrf_k=60"]
-    assert [c.title for c in cmp.columns] == ["recall@5", "recall@20", "mrr@10", "ndcg@10", "exact", "paraphrase"]
+    # judged@10 last: how complete the labels behind each run are (tracking.coverage)
+    assert [c.title for c in cmp.columns] == ["recall@5", "recall@20", "mrr@10", "ndcg@10", "exact", "paraphrase",
+                                              "judged@10"]
     base, same, better = cmp.rows
     assert base.baseline and base.cells["recall_at_5"].delta is None
     # identical run: delta 0, p = 1, all ties
@@ -62,7 +64,7 @@ def test_cli_prints_side_by_side_table(three_runs, capsys):
     assert cli("compare", "--sweep", parent, "--segments", "exact,paraphrase") == 0
     out = capsys.readouterr().out
     assert "baseline: rrf_k=10" in out
-    for text in ("recall@5", "recall@20", "mrr@10", "ndcg@10", "exact", "paraphrase", "W/T/L recall@5",
+    for text in ("recall@5", "recall@20", "mrr@10", "ndcg@10", "exact", "paraphrase", "W/T/L", "judged@10",
                  "rrf_k=30", "rrf_k=60", "Δ+0.000", "p=1.000", "Holm"):
         assert text in out, text
     assert "p<0.001*" in out or "p=0.00" in out

@@ -198,7 +198,10 @@ def test_promote_compares_on_the_shared_cases_when_the_golden_set_grew(golden, g
     _promote_champion(path, exp, miss=set(cases[:8]))  # a weak champion: 2 of 10
     golden_add(path)
     better = log_golden_run(path, name="better", exp_id=exp)
-    assert cli("promote") == 0
+    # the weak champion's misses were never judged (judged@10 0.02 vs 0.10): promote says so first
+    assert cli("promote") == 1
+    assert "LABEL COVERAGE DIFFERS" in capsys.readouterr().out
+    assert cli("promote", "--force") == 0
     out = capsys.readouterr().out
     assert "promoted" in out and _tags(better)["champion"] == "true"
     assert "compared on the 10 shared cases" in " ".join(out.split())
