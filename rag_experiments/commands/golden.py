@@ -23,8 +23,8 @@ def rates_line(v: dict) -> str:
     def pct(x):
         return "n/a" if x is None else f"{x:.0%}"
 
-    return (f"true-positive rate {pct(v.get('tpr'))} (of {v.get('human_relevant', 0)} the human called YES/PART), "
-            f"true-negative rate {pct(v.get('tnr'))} (of {v.get('human_no', 0)} NO); prevalence of YES "
+    return (f"true-positive rate {pct(v.get('tpr'))} (of {v.get('human_relevant', 0)} pairs checked YES/PART), "
+            f"true-negative rate {pct(v.get('tnr'))} (of {v.get('human_no', 0)} checked NO); prevalence of YES "
             f"{pct(v.get('prevalence_yes'))}, of YES/PART {pct(v.get('prevalence_relevant'))}")
 
 

@@ -97,7 +97,7 @@ def judge_rates(pairs: list[tuple[str, str]]) -> dict:
     small = [(name, n) for name, n in (("relevant (YES/PART)", len(pos)), ("NO", len(neg))) if n < MIN_CLASS]
     if pairs and small:
         name, n = small[0]
-        out["class_warning"] = (f"the spot-check holds only {n} pair(s) the human called {name}: the judge's "
+        out["class_warning"] = (f"the spot-check holds only {n} pair(s) checked {name}: the judge's "
                                 f"{'true-positive' if name.startswith('relevant') else 'true-negative'} rate says "
                                 f"nothing yet (need {MIN_CLASS}); spot-check more pairs (rag-exp golden spotcheck -n ...)")
     return out
@@ -286,7 +286,7 @@ def print_report(result: dict, console: Any) -> None:
     def pct(x):
         return "n/a" if x is None else f"{x:.0%}"
 
-    console.print(f"true-positive rate {pct(result.get('tpr'))} (of {result.get('human_relevant', 0)} the human called "
+    console.print(f"true-positive rate {pct(result.get('tpr'))} (of {result.get('human_relevant', 0)} pairs checked "
                   f"YES/PART), true-negative rate {pct(result.get('tnr'))} (of {result.get('human_no', 0)} NO); "
                   f"prevalence of YES {pct(result.get('prevalence_yes'))}")
     if result.get("class_warning"):

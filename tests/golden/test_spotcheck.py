@@ -171,5 +171,5 @@ def test_judge_rates_by_hand_and_the_warning_for_a_thin_class():
     s = agreement_stats(pairs)
     assert s["tpr"] == 5 / 6 and s["tnr"] == 3 / 4
     assert s["prevalence_yes"] == 4 / 10 and s["prevalence_relevant"] == 6 / 10
-    assert "only 4 pair(s) the human called NO" in s["class_warning"]  # < 5: the TNR says nothing yet
+    assert "only 4 pair(s) checked NO" in s["class_warning"]  # < 5: the TNR says nothing yet
     assert agreement_stats(pairs + [("NO", "NO")])["class_warning"] is None
