@@ -1,4 +1,6 @@
-"""Reciprocal rank fusion, the pure-Python reference (the SQL twin is :mod:`.hybrid_sql`).
+"""Fusion of the two legs: :func:`fuse` picks the configured method. Reciprocal rank fusion is
+here, the pure-Python reference (the SQL twin is :mod:`.hybrid_sql`, for RRF only); the
+score-based methods (convex, CombSUM, CombMNZ) are in :mod:`.score_fusion`.
 
 ``score(chunk) = sum over legs of weight_leg / (rrf_k + rank_leg(chunk))`` where rank is the
 1-based position in the leg's top-``depth`` list (a leg that did not return the chunk adds 0).
@@ -25,8 +27,22 @@ class FusionParams:
     keyword_weight: float = 1.0
     depth: int = 50
     engine: str = "python"  # python (cached legs + Python RRF) | sql (one statement)
+    method: str = "rrf"  # rrf | convex | combsum | combmnz (the score-based ones: .score_fusion)
+    alpha: float = 0.5  # convex: alpha * vector + (1 - alpha) * keyword, after normalisation
+    norm: str = "minmax"  # score-based methods: minmax | zscore | max | tmm (theoretical min-max)
 
     def __post_init__(self) -> None:
+        from .score_fusion import METHODS, NORMS
+
+        if self.method not in ("rrf", *METHODS):
+            raise ConfigError(f"fusion.method: must be one of rrf, {', '.join(METHODS)}, got {self.method!r}")
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ConfigError(f"fusion.alpha: must be within 0..1, got {self.alpha}")
+        if self.norm not in NORMS:
+            raise ConfigError(f"fusion.norm: must be one of {', '.join(NORMS)}, got {self.norm!r}")
+        if self.engine == "sql" and self.method != "rrf":
+            raise ConfigError(f"fusion.engine=sql: the SQL twin implements RRF only, not fusion.method={self.method}",
+                              hint="use fusion.engine=python (the default) for score-based fusion")
         if self.rrf_k <= 0:
             raise ConfigError(f"fusion.rrf_k: must be > 0, got {self.rrf_k}")
         if self.vector_weight < 0:
@@ -42,6 +58,17 @@ class FusionParams:
 
     def weights(self) -> dict[str, float]:
         return {"vector": self.vector_weight, "keyword": self.keyword_weight}
+
+
+def fuse(legs: Mapping[str, Sequence[Hit]], params: FusionParams, limit: int | None = None) -> list[Hit]:
+    """The configured fusion: RRF (rank-based) or a score-based method (:mod:`.score_fusion`)."""
+    if params.method == "rrf":
+        return rrf(legs, params, limit)
+    from .score_fusion import score_fuse
+
+    weights = ({"vector": params.alpha, "keyword": 1.0 - params.alpha} if params.method == "convex"
+               else params.weights())
+    return score_fuse(legs, params.method, params.norm, params.depth, weights, limit)
 
 
 def rrf(legs: Mapping[str, Sequence[Hit]], params: FusionParams, limit: int | None = None) -> list[Hit]:

@@ -29,7 +29,7 @@ from ..cache_key import cache_key
 from ..chunk_index import StrategyInfo, embed_with_cache, embedding_space_key
 from ..types import Hit, RankedList
 from .filters import Filters
-from .fusion import FusionParams, rrf
+from .fusion import FusionParams, fuse
 from .hybrid_sql import hybrid_sql_search
 from .legs import LEGS_VERSION, KeywordLeg, KeywordParams, Leg, VectorLeg, hit_row, leg_hits, vector_search
 from .rerank import RerankParams, Reranker, cached_scores, load_reranker, rerank_order
@@ -215,7 +215,7 @@ class Retriever:
                 hits = lists[(legs[0], q)][0][:limit]
             else:
                 rerank = p.variant == "hybrid_rerank"
-                fused = rrf({leg: lists[(leg, q)][0] for leg in legs}, p.fusion,
+                fused = fuse({leg: lists[(leg, q)][0] for leg in legs}, p.fusion,
                             max(limit, p.rerank.cutoff) if rerank and limit else limit)
                 t0 = time.perf_counter()
                 order = self._rerank(q, fused) if rerank else []

@@ -73,3 +73,41 @@ def test_agrees_with_ranx_fuse(method, norm):
         assert {h.chunk_id: h.score for h in hits} == pytest.approx(theirs[q], abs=1e-9)
         expected = sorted(theirs[q], key=lambda c: (-round(theirs[q][c], 9), c))
         assert [h.chunk_id for h in hits] == expected
+
+
+QUERIES = ["work_mem", "What does SQLSTATE 23505 mean?", "build an index without blocking writes", "deadlock"]
+
+
+def test_the_retriever_fuses_by_score_on_real_legs_and_a_point_runs_no_sql(conn, mini_strategy, embedder):
+    """alpha=1: the vector leg's order (min-max is monotonic), everything else at 0; alpha=0: the
+    keyword leg's order. A fusion-only point reads the cached legs: no leg SQL."""
+    from rag_experiments.retrieval.fusion import FusionParams
+    from rag_experiments.retrieval.retriever import Retriever, RetrievalParams
+
+    def hybrid(**kw):
+        return Retriever(conn, mini_strategy, embedder,
+                         RetrievalParams(variant="hybrid", fusion=FusionParams(depth=15, **kw)))
+
+    warm = hybrid()
+    warm.search_many(QUERIES, 30)
+    for alpha, leg in ((1.0, "vector"), (0.0, "keyword")):
+        r = hybrid(method="convex", alpha=alpha, norm="minmax")
+        for q in QUERIES:
+            fused = r.search(q, 30).hits
+            own = r._legs_for([q], [leg])[(leg, q)][0]
+            # min-max sends the leg's lowest score to 0, where it ties with the other leg's chunks
+            above = [h.chunk_id for h in own if h.score > min(x.score for x in own)]
+            assert [h.chunk_id for h in fused if h.score > 0] == above, (alpha, q)
+        assert r.stats.leg_lists_computed == 0 and r.stats.leg_lists_cached > 0
+
+
+def test_the_sql_engine_refuses_score_fusion():
+    from rag_experiments.errors import ConfigError
+    from rag_experiments.retrieval.fusion import FusionParams
+
+    with pytest.raises(ConfigError, match="the SQL twin implements RRF only, not fusion.method=convex"):
+        FusionParams(method="convex", engine="sql")
+    with pytest.raises(ConfigError, match="fusion.alpha: must be within 0..1"):
+        FusionParams(method="convex", alpha=1.5)
+    with pytest.raises(ConfigError, match="fusion.norm: must be one of"):
+        FusionParams(norm="l2")
