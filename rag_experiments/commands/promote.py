@@ -69,7 +69,10 @@ def cmd_promote(args: argparse.Namespace) -> int:
         from ..tracking.promote import record_path
 
         out.print(f"champion of record: {record_path(args.name)} (run {d.champion.run.id})"
-                  + (f", registered as {model_name(args.name)} version {d.champion.version}" if d.champion.version
+                  + (f"; the record says it was registered as {model_name(args.name)} version {d.champion.version}"
+                     " where it was promoted (a dry run registers nothing)"
+                     if d.champion.version and args.dry_run else
+                     f", registered as {model_name(args.name)} version {d.champion.version}" if d.champion.version
                      else ""))
     for w in d.warnings:
         out.print(Panel(w, title="WARNING", style="bold red"))
