@@ -65,6 +65,11 @@ class KeywordParams:
     identifier_boost: float = 1.0
     k1: float = 0.9  # Anserini's defaults
     b: float = 0.4
+    # RM3 pseudo-relevance feedback on the BM25 leg (rag_experiments.retrieval.rm3); Anserini's defaults
+    rm3: bool = False
+    fb_docs: int = 10
+    fb_terms: int = 10
+    original_query_weight: float = 0.5
 
     def __post_init__(self) -> None:
         if self.tsquery not in TSQUERY_MODES:
@@ -77,6 +82,13 @@ class KeywordParams:
             raise ConfigError(f"retrieval.keyword.k1: must be >= 0, got {self.k1}")
         if not 0 <= self.b <= 1:
             raise ConfigError(f"retrieval.keyword.b: must be in [0, 1], got {self.b}")
+        if self.rm3 and self.rank != "bm25":
+            raise ConfigError(f"retrieval.keyword.rm3: RM3 expands the BM25 leg; retrieval.keyword.rank is {self.rank!r}",
+                              hint="set retrieval.keyword.rank=bm25 (the default)")
+        if self.fb_docs < 1 or self.fb_terms < 1:
+            raise ConfigError(f"retrieval.keyword.fb_docs / fb_terms: must be >= 1, got {self.fb_docs} / {self.fb_terms}")
+        if not 0 <= self.original_query_weight <= 1:
+            raise ConfigError(f"retrieval.keyword.original_query_weight: must be in [0, 1], got {self.original_query_weight}")
 
     def key(self) -> str:
         """Every field that can change the candidate list (part of the candidate-cache key)."""
@@ -125,9 +137,13 @@ def keyword_sql(params: KeywordParams, filters: Filters) -> tuple[sql.Composable
 # those and the identifier matches exactly. Same lists and scores as scoring every chunk
 # exactly (checked on 100 golden queries, demo and whole manual); whole-manual leg p50
 # 27.5 -> 12.7 ms with migration 0004.
+QT_FROM_QUERY = ("SELECT u.lexeme, coalesce(cardinality(u.positions), 1)::float8 AS qtf"
+                 " FROM unnest(to_tsvector('english', %(q)s)) u")
+# RM3's second pass: each expanded lexeme with its weight in place of its count in the query
+QT_WEIGHTED = "SELECT u.lexeme, u.qtf FROM unnest(%(lexemes)s::text[], %(weights)s::float8[]) AS u(lexeme, qtf)"
+
 BM25_SQL = (
-    "WITH qt AS (SELECT u.lexeme, coalesce(cardinality(u.positions), 1) AS qtf"
-    "   FROM unnest(to_tsvector('english', %(q)s)) u),"
+    "WITH qt AS ({qt}),"
     " st AS (SELECT n_chunks::float8 AS n, sum_dl::float8 / greatest(n_chunks, 1) AS avgdl"
     "   FROM bm25_stats WHERE strategy_id = %(sid)s),"
     " qi AS (SELECT qt.lexeme, qt.qtf * ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf, st.avgdl"
@@ -151,7 +167,7 @@ BM25_SQL = (
 )
 
 
-def bm25_sql(params: KeywordParams, filters: Filters) -> tuple[sql.Composable, dict]:
+def bm25_sql(params: KeywordParams, filters: Filters, weighted: bool = False) -> tuple[sql.Composable, dict]:
     """The BM25 keyword leg (same columns, binds and ordering as the ts_rank one)."""
     where, fparams = filters.where()
     # or: every chunk with a posting matches already. and/websearch: the tsquery decides (as an
@@ -164,12 +180,15 @@ def bm25_sql(params: KeywordParams, filters: Filters) -> tuple[sql.Composable, d
     # tsquery or filter still has to drop chunks after the cut: then every chunk is scored exactly.
     cut = sql.SQL(" WHERE s >= coalesce((SELECT s FROM raw ORDER BY s DESC LIMIT 1 OFFSET %(depth)s - 1), 0)"
                   " * (1 - 1e-9)") if params.tsquery == "or" and filters.is_empty() else sql.SQL("")
-    query = sql.SQL(BM25_SQL).format(match=match, where=where, cut=cut)
+    query = sql.SQL(BM25_SQL).format(match=match, where=where, cut=cut,
+                                     qt=sql.SQL(QT_WEIGHTED if weighted else QT_FROM_QUERY))
     return query, {"k1": float(params.k1), "b": float(params.b), "boost": params.identifier_boost, **fparams}
 
 
 def keyword_search(conn: psycopg.Connection, strategy_id: str, query: str, depth: int,
                    params: KeywordParams = KeywordParams(), filters: Filters = Filters()) -> list[Hit]:
+    if params.rm3:
+        return rm3_search(conn, strategy_id, query, depth, params, filters)
     stmt, bind = keyword_sql(params, filters)
     bind.update({"q": query, "idents": extract_identifiers(query), "sid": strategy_id, "depth": depth})
     rows = conn.execute(stmt, bind).fetchall()
@@ -179,6 +198,26 @@ def keyword_search(conn: psycopg.Connection, strategy_id: str, query: str, depth
         raise DatabaseError(f"strategy {strategy_id} has no BM25 statistics (bm25_stats)",
                             hint="re-run the ingest of this strategy, or use retrieval.keyword.rank=ts_rank")
     return leg_hits(rows, "keyword")
+
+
+def rm3_search(conn: psycopg.Connection, strategy_id: str, query: str, depth: int, params: KeywordParams,
+               filters: Filters = Filters()) -> list[Hit]:
+    """BM25 with RM3 expansion (rag_experiments.retrieval.rm3): a first pass for the feedback
+    chunks, the expansion over their lexemes, a second pass with the expanded weights."""
+    from dataclasses import replace
+
+    from .rm3 import document_frequencies, feedback_vectors, query_lexemes, rm3_weights
+
+    first = keyword_search(conn, strategy_id, query, params.fb_docs, replace(params, rm3=False), filters)
+    vectors = feedback_vectors(conn, strategy_id, [h.chunk_id for h in first])
+    lexemes = sorted({t for v in vectors.values() for t in v})
+    df, n_chunks = document_frequencies(conn, strategy_id, lexemes)
+    weights = rm3_weights(query_lexemes(conn, query), [(h.score, vectors.get(h.chunk_id, {})) for h in first],
+                          df, n_chunks, params.fb_terms, params.original_query_weight)
+    stmt, bind = bm25_sql(params, filters, weighted=True)
+    bind.update({"q": query, "idents": extract_identifiers(query), "sid": strategy_id, "depth": depth,
+                 "lexemes": list(weights), "weights": [weights[t] for t in weights]})
+    return leg_hits(conn.execute(stmt, bind).fetchall(), "keyword")
 
 
 def vector_sql(dim: int, filters: Filters) -> tuple[sql.Composable, dict]:
