@@ -70,6 +70,8 @@ def test_a_new_team_from_init_to_a_promoted_champion(installed, tmp_path, pg_url
 
     out = rag_exp("init", str(project), "--corpus", str(docs), "--name", "ours", cwd=tmp_path)
     assert "wrote experiments/golden/ours.jsonl" in out and (project / "conf" / "project.yaml").is_file()
+    nightly = (project / ".github" / "workflows" / "nightly.yml").read_text()
+    assert "rag-exp gate --run-now" in nightly and "vars.RAG_EXPERIMENTS_REQUIREMENT" in nightly
     assert "not empty" in rag_exp("init", str(project), cwd=tmp_path, ok=False)  # never over a project
     for query, uri, quote in [
         ("What is work_mem used for?", "mini/runtime-config-resource.html",

@@ -64,7 +64,11 @@ jobs:
           if [ -n "$SECRET_MLFLOW_TRACKING_URI" ]; then echo "MLFLOW_TRACKING_URI=$SECRET_MLFLOW_TRACKING_URI" >> "$GITHUB_ENV"; fi
           if [ -n "$SECRET_DATABASE_URL" ]; then echo "DATABASE_URL=$SECRET_DATABASE_URL" >> "$GITHUB_ENV"; fi
       - name: Install the tool
-        run: pip install "{requirement}"
+        # where your team gets rag-experiments: set the repository variable RAG_EXPERIMENTS_REQUIREMENT
+        # (a git URL, a wheel on your index); the default is the version that made this project
+        env:
+          REQUIREMENT: ${{{{ vars.RAG_EXPERIMENTS_REQUIREMENT }}}}
+        run: pip install "${{REQUIREMENT:-{requirement}}}"
       - name: Gate the promoted config against the champion
         run: rag-exp gate --run-now --markdown-summary "$GITHUB_STEP_SUMMARY"
       - name: Objective over time
