@@ -21,7 +21,6 @@ from ..types import Hit, RankedList
 
 ARTIFACT = "run.trec"
 _SPACE = re.compile(r"\s")  # what str.isspace() and str.split() treat as a separator
-_DOCNO = re.compile(r"^(?P<doc>.+):(?P<start>\d+)-(?P<end>\d+)$")
 
 
 def docno(hit: Hit) -> str:
@@ -44,21 +43,13 @@ def run_file_text(results: Mapping[str, RankedList], tag: str = "rag-exp") -> st
 
 def parse_run_file(text: str, where: str = ARTIFACT) -> dict[str, RankedList]:
     """case id -> ranked list (hits in rank order) from :func:`run_file_text`'s output."""
+    from ..retrieval.stored_run import DOCNO, trec_run_lines
+
     rows: dict[str, list[tuple[int, Hit]]] = {}
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        parts = line.split()
-        if len(parts) != 6:
-            raise UserError(f"{where}:{n}: expected 'case_id Q0 DOC:START-END rank score tag', got {line[:80]!r}")
-        case_id, _, name, rank, score, _tag = parts
-        m = _DOCNO.match(name)
+    for n, case_id, name, r, s in trec_run_lines(text, where, "case_id Q0 DOC:START-END rank score tag"):
+        m = DOCNO.match(name)
         if m is None:
             raise UserError(f"{where}:{n}: docno {name!r} is not DOC_ID:START-END")
-        try:
-            r, s = int(rank), float(score)
-        except ValueError:
-            raise UserError(f"{where}:{n}: rank {rank!r} / score {score!r} are not numbers") from None
         hit = Hit(chunk_id=name, doc_id=m["doc"], source_uri=m["doc"], doc_type="", start=int(m["start"]),
                   end=int(m["end"]), score=s, rank=r)
         rows.setdefault(case_id, []).append((r, hit))

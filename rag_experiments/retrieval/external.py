@@ -240,7 +240,7 @@ class ExternalRetriever:
     """The :class:`~.protocol.SearchSystem` of a team's retriever."""
 
     def __init__(self, system: System, docs: Sequence[Document], variant: str, conn=None, use_cache: bool = True,
-                 max_unplaced: float = 0.1) -> None:
+                 max_unplaced: float = 0.1, per_query_records: bool = True) -> None:
         self.system = system
         self.variant = variant
         self.conn = conn
@@ -248,6 +248,9 @@ class ExternalRetriever:
         self.max_unplaced = max_unplaced
         self.placer = Placer(docs)
         self.stats = ExternalStats()
+        # the per-query lists (unplaced passages, harness time) are a run's record; a served model
+        # answers for the life of its process, so it keeps the counts only (bounded)
+        self.per_query_records = per_query_records
         self.reranker = None  # the protocol's: an external system reranks itself
         self._texts: dict[str, str] = {}  # chunk id -> text of the last search's hits (chunk_texts)
 
@@ -309,7 +312,8 @@ class ExternalRetriever:
             passages, ms = answers[i] if i in answers else found[keys[i]]
             t0 = time.perf_counter()
             hits = self._place(i, q, passages)
-            self.stats.harness_ms.append((time.perf_counter() - t0) * 1000)
+            if self.per_query_records:
+                self.stats.harness_ms.append((time.perf_counter() - t0) * 1000)
             out.append(RankedList(q, tuple(hits), ms))
             done(1)
         return out
@@ -328,7 +332,7 @@ class ExternalRetriever:
                     self.stats.alignment["duplicate"] += 1
                     continue
                 seen.add(span)
-            else:
+            elif self.per_query_records or not self.stats.failures:  # serving keeps the first, for check_unplaced
                 self.stats.failures.append({"query": query, "rank": n, "document": p.document,
                                             "method": placement.method, "note": placement.note,
                                             "text": (p.text or "")[:300]})

@@ -28,7 +28,7 @@ from pathlib import Path
 from ..errors import UserError
 from .passages import Passage, read_passage
 
-_DOCNO = re.compile(r"^(?P<doc>.+):(?P<start>\d+)-(?P<end>\d+)$")
+DOCNO = re.compile(r"^(?P<doc>.+):(?P<start>\d+)-(?P<end>\d+)$")  # DOC:START-END (also run.trec's)
 
 
 def read_stored(path: Path, fmt: str) -> dict[str, list[Passage]]:
@@ -42,22 +42,30 @@ def read_stored(path: Path, fmt: str) -> dict[str, list[Passage]]:
     return _read_trec(path, text) if fmt == "trec" else _read_jsonl(path, text)
 
 
-def _read_trec(path: Path, text: str) -> dict[str, list[Passage]]:
-    rows: dict[str, list[tuple[int, int, Passage]]] = {}
+def trec_run_lines(text: str, where: str, shape: str = "QID Q0 DOCNO RANK SCORE TAG"):
+    """``(line number, qid, docno, rank, score)`` of each line of a TREC run file (trec_eval's
+    six whitespace-separated fields; blank lines skipped); UserError naming ``where:line``. This
+    tool's own ``run.trec`` (rag_experiments.evaluation.runfile) is read through it too."""
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         parts = line.split()
         if len(parts) != 6:
-            raise UserError(f"{path}:{n}: expected 'QID Q0 DOCNO RANK SCORE TAG' (6 fields), got {line[:80]!r}")
+            raise UserError(f"{where}:{n}: expected '{shape}' (6 fields), got {line[:80]!r}")
         qid, _, docno, rank, score, _tag = parts
         try:
             r, s = int(rank), float(score)
         except ValueError:
-            raise UserError(f"{path}:{n}: rank {rank!r} / score {score!r} are not numbers") from None
+            raise UserError(f"{where}:{n}: rank {rank!r} / score {score!r} are not numbers") from None
+        yield n, qid, docno, r, s
+
+
+def _read_trec(path: Path, text: str) -> dict[str, list[Passage]]:
+    rows: dict[str, list[tuple[int, int, Passage]]] = {}
+    for n, qid, docno, r, s in trec_run_lines(text, str(path)):
         if s != s:
             raise UserError(f"{path}:{n}: score is NaN")
-        m = _DOCNO.match(docno)
+        m = DOCNO.match(docno)
         p = (Passage(m["doc"], int(m["start"]), int(m["end"]), None, s, docno) if m
              else Passage(docno, None, None, None, s, docno))
         rows.setdefault(qid, []).append((r, n, p))

@@ -132,7 +132,8 @@ class Retriever:
         system = load_system(r.variant, r.external, r.http)
         self.embedder = None
         self.strategy, _ = external_index(self.settings, system, docs)
-        self._engine = ExternalRetriever(system, docs, r.variant, None, False, r.external.max_unplaced)
+        self._engine = ExternalRetriever(system, docs, r.variant, None, False, r.external.max_unplaced,
+                                         per_query_records=False)
 
     def _check_filters(self) -> None:
         """A filter value no document of the served corpus has is an error, not empty answers."""
