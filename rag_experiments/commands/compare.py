@@ -26,7 +26,8 @@ def register(subparsers: Any) -> None:
         "case_id), the p-value of a two-sided paired randomization test (Holm-corrected across the "
         "runs compared, per column) and win/tie/loss counts on the primary metric. The baseline is "
         "--baseline, else the first run given (with --sweep/--last-sweep: the first sweep point to "
-        "start). Runs on different versions of one golden set (one a prefix of the other) are compared on the "
+        "start, the other points best-first on the objective, with the resamples and seed the parent "
+        "recorded: the table the parent's Overview shows, cell for cell). Runs on different versions of one golden set (one a prefix of the other) are compared on the "
         "older version's cases and labels, the newer runs rescored from their stored ranked lists; the cases "
         "added since are reported beside the table. Runs on golden sets not on one chain, or on different "
         "corpora, are flagged loudly.",
@@ -48,9 +49,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--primary", default=None, help="metric for segments and W/T/L (default: the baseline "
                    "run's configured objective)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level for the * marks (default: 0.05)")
-    p.add_argument("--resamples", type=int, default=10000,
-                   help="random sign flips per test when cases are too many to enumerate (default: 10000)")
-    p.add_argument("--seed", type=int, default=13, help="seed of the randomization test (default: 13)")
+    p.add_argument("--resamples", type=int, default=None,
+                   help="random sign flips per test when cases are too many to enumerate (default: $RAG_EXP_RESAMPLES, else 10000)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the randomization test (default: $RAG_EXP_SEED, else 13)")
     p.add_argument("--markdown", action="store_true", help="print a GitHub-flavoured Markdown table")
     p.add_argument("--log-plots", action="store_true", help="log comparison plots to the sweep parent run, "
                    "else to a new run tagged comparison=true")
@@ -59,7 +61,8 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..tracking.compare import build_comparison, run_labels
+    from ..tracking.compare import (DIRECTION_TAG, build_comparison, parent_test_settings, run_labels,
+                                    sweep_order)
     from ..tracking.compare_plots import log_plots, save_plots
     from ..tracking.compare_render import print_comparison
     from ..tracking.configured import comparison_defaults
@@ -72,6 +75,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UserError(f"--alpha must be in (0, 1), got {args.alpha}")
     c = client()
     runs, parent = select_runs(args.run_ids, args.sweep, args.last_sweep, args.tag, c=c)
+    if parent is not None and not args.run_ids:  # the order of the parent's own table
+        runs = sweep_order(runs, parent.tags.get("objective"), parent.tags.get(DIRECTION_TAG) != "minimize")
+    args.resamples, args.seed = parent_test_settings(parent, args.resamples, args.seed)
     if args.baseline:
         base = next((r for r in runs if r.id == args.baseline.lower()), None) or get_run(args.baseline, c=c)
         runs = [base] + [r for r in runs if r.id != base.id]

@@ -45,8 +45,10 @@ def register(subparsers: Any) -> None:
                    "(e.g. $GITHUB_STEP_SUMMARY)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="extra Hydra override for --run-now, repeatable")
-    p.add_argument("--resamples", type=int, default=10000, help="random sign flips per test (default: 10000)")
-    p.add_argument("--seed", type=int, default=13, help="seed of the randomization test (default: 13)")
+    p.add_argument("--resamples", type=int, default=None,
+                   help="random sign flips per test (default: $RAG_EXP_RESAMPLES, else 10000)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the randomization test (default: $RAG_EXP_SEED, else 13)")
     p.set_defaults(func=cmd_gate)
 
 
@@ -136,6 +138,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     if not 0 < args.alpha < 1:
         raise UserError(f"--alpha must be in (0, 1), got {args.alpha}")
+    from ..stats.paired import test_settings
+
+    args.resamples, args.seed = test_settings(args.resamples, args.seed)
     c = client()
     champion = current_champion(args.name, c, record_fallback=True)
     if champion is None:

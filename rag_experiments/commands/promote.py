@@ -41,8 +41,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
     p.add_argument("--force", action="store_true", help="promote even when the gate refuses")
     p.add_argument("--dry-run", action="store_true", help="show the decision, change nothing")
-    p.add_argument("--resamples", type=int, default=10000, help="random sign flips per test (default: 10000)")
-    p.add_argument("--seed", type=int, default=13, help="seed of the randomization test (default: 13)")
+    p.add_argument("--resamples", type=int, default=None,
+                   help="random sign flips per test (default: $RAG_EXP_RESAMPLES, else 10000)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the randomization test (default: $RAG_EXP_SEED, else 13)")
     p.set_defaults(func=cmd_promote)
 
 
@@ -55,6 +57,9 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
     if not 0 < args.alpha < 1:
         raise UserError(f"--alpha must be in (0, 1), got {args.alpha}")
+    from ..stats.paired import test_settings
+
+    args.resamples, args.seed = test_settings(args.resamples, args.seed)
     out = console()
     if not args.metric:
         from ..tracking.configured import store_objective

@@ -134,6 +134,42 @@ def run_labels(runs: Sequence[RunView]) -> list[str]:
     return _unique([lab or fb for lab, fb in zip(labels, fallback)], runs)
 
 
+def sweep_order(runs: Sequence[RunView], objective: str | None, maximize: bool = True) -> list[RunView]:
+    """A sweep's points as every table of it lists them (the parent's description, ``rag-exp
+    compare --sweep``): the first point to start (the baseline), then the others best-first on
+    the objective (a point without it last; ties in start order). Best-first, so a description
+    cut to MLflow's tag limit keeps the best rows."""
+    if not runs:
+        return []
+    first, rest = runs[0], list(runs[1:])
+    if not objective:
+        return [first, *rest]
+
+    def key(r: RunView):
+        v = r.metrics.get(objective)
+        missing = v is None or (isinstance(v, float) and math.isnan(v))
+        return (missing, 0.0 if missing else (-v if maximize else v))
+
+    return [first, *sorted(rest, key=key)]  # sorted is stable: ties keep the start order
+
+
+def parent_test_settings(parent: RunView | None, resamples: int | None, seed: int | None) -> tuple[int, int]:
+    """The paired tests' (resamples, seed): as given, else what the sweep parent recorded
+    (its summary's), else :func:`rag_experiments.stats.paired.test_settings`."""
+    from ..stats.paired import test_settings
+
+    tags = parent.tags if parent is not None else {}
+    if resamples is None and tags.get(RESAMPLES_TAG, "").isdigit():
+        resamples = int(tags[RESAMPLES_TAG])
+    if seed is None and tags.get(SEED_TAG, "").isdigit():
+        seed = int(tags[SEED_TAG])
+    return test_settings(resamples, seed)
+
+
+#: what a sweep parent records of its summary's paired tests
+RESAMPLES_TAG, SEED_TAG, DIRECTION_TAG = "paired_test.resamples", "paired_test.seed", "objective_direction"
+
+
 # -- segments -------------------------------------------------------------------------------------
 def known_segments(runs: Sequence[RunView], primary: str | None = None) -> list[Segment]:
     """The query kinds, then the doc types, of the runs' per-case tables (in order of appearance),
@@ -262,9 +298,13 @@ def _digest_warnings(runs: Sequence[RunView], labels: Sequence[str]) -> list[str
 
 def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = None,
                      segments: Sequence[str] | None = None, primary: str | None = None,
-                     alpha: float = 0.05, n_resamples: int = 10000, seed: int = 13,
+                     alpha: float = 0.05, n_resamples: int | None = None, seed: int | None = None,
                      labels: Sequence[str] | None = None) -> Comparison:
-    """Compare ``runs`` with ``runs[0]`` (the baseline). ``labels``: row names (default: short run names)."""
+    """Compare ``runs`` with ``runs[0]`` (the baseline). ``labels``: row names (default: short run names).
+    ``n_resamples`` / ``seed`` of the paired tests: default :func:`rag_experiments.stats.paired.test_settings`."""
+    from ..stats.paired import test_settings
+
+    n_resamples, seed = test_settings(n_resamples, seed)
     if not runs:
         raise UserError("no runs to compare", hint="give run ids, --sweep PARENT_ID, --last-sweep or --tag KEY=VALUE")
     if metrics is None or primary is None:  # what the baseline was configured to report

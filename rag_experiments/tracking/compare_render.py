@@ -40,10 +40,28 @@ def delta_text(cell, alpha: float) -> tuple[str, int]:
     return f"Δ{fmt(cell.delta, True)} {_fmt_p(cell.p_adj)}{'*' if sig else ''}", direction
 
 
+def best_cells(cmp) -> set[tuple[int, str]]:
+    """(row index, column) of each quality column's highest value (every row that has it); the
+    label-coverage columns (judged@k) have no best."""
+    out = set()
+    for c in cmp.columns:
+        name = c.key.mlflow_name
+        if c.key.metric == "judged":
+            continue
+        values = [(i, r.cells[name].value) for i, r in enumerate(cmp.rows)]
+        values = [(i, v) for i, v in values if v is not None and not math.isnan(v)]
+        if len(values) < 2:
+            continue
+        top = max(v for _, v in values)
+        out |= {(i, name) for i, v in values if v >= top - 1e-12}
+    return out
+
+
 def legend(cmp) -> str:
     base = cmp.baseline
     k = len(cmp.rows) - 1
-    return (f"value [95% bootstrap interval]; Δ = run − baseline ({base.label}) over cases paired by case_id; "
+    return (f"bold value: the column's best; value [95% bootstrap interval]; "
+            f"Δ = run − baseline ({base.label}) over cases paired by case_id; "
             f"p = two-sided paired randomization test, Holm-corrected across the {k} run(s) compared in each "
             f"column; * p < {cmp.alpha:g}; W/T/L = cases won/tied/lost on {metric_title(cmp.primary)}; "
             f"segment columns show {metric_title(cmp.primary)}.")
@@ -91,7 +109,8 @@ def rich_table(cmp, keys: Sequence[str], wide: bool, label_w: int, first: bool, 
     if "W/T/L" in keys:
         table.add_column(f"W/T/L {metric_title(cmp.primary)}", justify="right", overflow="fold", max_width=cell_w)
     sep = " " if wide else "\n"
-    for row in cmp.rows:
+    best = best_cells(cmp)
+    for i, row in enumerate(cmp.rows):
         label = Text(row.label, style="bold" if row.baseline else "")
         if row.flags:
             label.append(f"\n{_flag_text(row)}", style="bold red")
@@ -99,7 +118,8 @@ def rich_table(cmp, keys: Sequence[str], wide: bool, label_w: int, first: bool, 
         for c in columns:
             cell = row.cells[c.key.mlflow_name]
             value = value_text(cell)
-            t = Text(value if wide else value.replace(" [", "\n[").replace(", ", ","))
+            t = Text(value if wide else value.replace(" [", "\n[").replace(", ", ","),
+                     style="bold underline" if (i, c.key.mlflow_name) in best else "")
             if row.baseline:
                 t.append("\nbaseline", style="dim")
             else:
@@ -126,6 +146,8 @@ def markdown_table(cmp, rows: Sequence | None = None) -> str:
     head = ["run", "n"] + [c.title for c in cmp.columns] + [f"W/T/L {metric_title(cmp.primary)}"]
     lines.append("| " + " | ".join(_md_escape(h) for h in head) + " |")
     lines.append("|" + "---|" + "---:|" * (len(head) - 1))
+    best = best_cells(cmp)
+    index = {id(r): i for i, r in enumerate(cmp.rows)}
     for row in (cmp.rows if rows is None else rows):
         label = f"**{_md_escape(row.label)}** (baseline)" if row.baseline else _md_escape(row.label)
         if row.flags:
@@ -134,6 +156,8 @@ def markdown_table(cmp, rows: Sequence | None = None) -> str:
         for c in cmp.columns:
             cell = row.cells[c.key.mlflow_name]
             text = value_text(cell)
+            if (index.get(id(row)), c.key.mlflow_name) in best:
+                text = f"**{text}**"
             if not row.baseline:
                 dt, direction = delta_text(cell, cmp.alpha)
                 if dt:

@@ -42,6 +42,8 @@ class MlflowSweepCallback(Callback):
         self.sweep_dir: Path | None = None
         self.prefetch = None  # sweep_prefetch.PerCasePrefetch, from the second point on
         self.exp_id: str | None = None
+        self.resamples: int | None = None
+        self.seed: int | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from ..sweep_preflight import check_sweep_or_exit
@@ -68,12 +70,18 @@ class MlflowSweepCallback(Callback):
         self.spec = sweep_spec(overrides, OmegaConf.to_container(params) if params is not None else None)
         self.name = parent_name(self.spec, experiment_preset(overrides))
         client = MlflowClient()
+        from ..stats.paired import test_settings
+        from .compare import DIRECTION_TAG, RESAMPLES_TAG, SEED_TAG
+
+        self.resamples, self.seed = test_settings()  # the summary's paired tests, recorded for compare
         # mask before cutting: a cut through a URL would leave a password no pattern recognises
         self.parent_id = create_run(client, exp_id, redact_text(self.name)[:240], {
             "sweep": "parent", "sweep_overrides": redact_text(" ".join(overrides))[:5000],
             "sweep_params": redact_text(json.dumps(self.spec))[:5000], "objective": self.objective,
             "sweeper": str((config.hydra.get("sweeper") or {}).get("_target_", "")).rsplit(".", 1)[-1],
             "launcher": str((config.hydra.get("launcher") or {}).get("_target_", "")).rsplit(".", 1)[-1],
+            RESAMPLES_TAG: str(self.resamples), SEED_TAG: str(self.seed),
+            DIRECTION_TAG: "maximize" if self.maximize else "minimize",
             **git_state(), **owner_tags()})
         # the swept keys now (a running sweep already says what it sweeps); the shared config at the end
         log_batch(client, self.parent_id, params={k: redact_text(str(v)) for k, v in self.spec.items()})
@@ -133,7 +141,9 @@ class MlflowSweepCallback(Callback):
         extra: list[str] = []
         if best is not None:
             overrides = S.child_overrides(best, self.spec)
-            metrics.update(S.best_metrics(best, objective))
+            seg_metrics, seg_tags = S.best_per_segment(finished, objective, self.maximize, self.spec)
+            metrics.update(seg_metrics)
+            tags.update(seg_tags)
             tags.update({"best_run_id": best.id, "best_run_overrides": overrides[:5000],
                          "best_run_name": best.name[:5000]})
         optuna = self._optuna_result()
@@ -144,6 +154,10 @@ class MlflowSweepCallback(Callback):
                          + f" → {float(optuna['best_value']):.4f}")
         cmp = self._comparison(client, finished, objective) if self.summary and len(finished) >= 2 else None
         table = cmp.to_markdown() if cmp is not None else None
+        if cmp is not None:
+            from .verdict import verdict_lines, verdicts
+
+            extra = verdict_lines(verdicts(cmp, self.resamples, self.seed), cmp.alpha) + extra
         tags["mlflow.note.content"] = S.note(self.name, objective, best, tags.get("best_run_overrides", ""),
                                              len(children), n_failed, table, extra)
         # the name, overrides and labels quote what was swept: a swept db.url carries its password
@@ -154,21 +168,20 @@ class MlflowSweepCallback(Callback):
             self._log_summary(cmp, parent_id, client)
 
     def _comparison(self, client, finished: list, objective: str):
-        """Children compared with the first point; the rest best-first, so a description cut to
-        MLflow's tag limit keeps the best rows."""
+        """Children compared with the first point, the rest best-first (:func:`.compare.sweep_order`,
+        what ``rag-exp compare --sweep`` lists), with the paired tests' settings it recorded."""
         from dataclasses import replace
 
-        from .compare import build_comparison, run_labels
+        from .compare import build_comparison, run_labels, sweep_order
         from .configured import comparison_defaults
         from .runs import load_per_case
 
-        worst = float("-inf") if self.maximize else float("inf")
-        rest = sorted(finished[1:], key=lambda r: r.metrics.get(objective, worst), reverse=self.maximize)
         read = self.prefetch.frames() if self.prefetch is not None else {}  # its thread has stopped
         runs = [replace(r, per_case=read[r.id] if r.id in read else load_per_case(r.id, client, r.artifact_uri))
-                for r in (finished[0], *rest)]
+                for r in sweep_order(finished, objective, self.maximize)]
         metrics, primary = comparison_defaults(runs)
-        return build_comparison(runs, metrics, primary=primary, n_resamples=2000, labels=run_labels(runs))
+        return build_comparison(runs, metrics, primary=primary, n_resamples=self.resamples, seed=self.seed,
+                                labels=run_labels(runs))
 
     def _optuna_result(self) -> dict | None:
         """Optuna's sweeper writes its best value and params to ``optimization_results.yaml``."""

@@ -5,7 +5,8 @@ Pure functions over plain values (override strings, child RunViews); the Hydra c
 
 * name: what was swept (``fusion.rrf_k=30,60,90``; ``experiment=rrf_sweep: ...`` for presets);
 * params: the swept keys with their value lists, plus every param all children share;
-* metrics: the best child's objective and the objective's segments;
+* metrics: the best child's objective, and the best value any child reached on each of the
+  objective's segments (the child that reached it as a ``best_run.<metric>`` tag);
 * tags: the best child's id and overrides; the run description (``mlflow.note.content``, shown
   on the run's Overview) is a Markdown summary and comparison table that MLflow renders.
 """
@@ -77,10 +78,27 @@ def _finite(v: float | None) -> bool:
     return v is not None and not math.isnan(v)
 
 
-def best_metrics(best: RunView, objective: str) -> dict[str, float]:
-    """The best child's objective and the objective's segments (``recall_at_5.exact``, ...)."""
+def best_per_segment(children: Sequence[RunView], objective: str, maximize: bool = True,
+                     spec: Mapping[str, str] | None = None) -> tuple[dict[str, float], dict[str, str]]:
+    """The parent's metrics: the objective of the best child, and on each of the objective's
+    segments (``recall_at_5.exact``, ...) the best value *any* child reached there, with the
+    child that reached it as a tag (``best_run.recall_at_5.exact``: its swept values and id).
+    Each metric is then the best of what it names: an exact-segment value read off the parent
+    is the best exact value, not the best point's."""
     base = MetricKey.parse(objective).column
-    return {k: v for k, v in best.metrics.items() if MetricKey.parse(k).column == base and _finite(v)}
+    metrics: dict[str, float] = {}
+    tags: dict[str, str] = {}
+    names = sorted({k for c in children for k in c.metrics
+                    if MetricKey.parse(k).column == base and not k.endswith((".ci_low", ".ci_high"))})
+    for name in names:
+        scored = [c for c in children if c.status == "FINISHED" and _finite(c.metrics.get(name))]
+        if not scored:
+            continue
+        top = (max if maximize else min)(scored, key=lambda c: c.metrics[name])
+        metrics[name] = top.metrics[name]
+        if name != objective:
+            tags[f"best_run.{name}"] = f"{child_overrides(top, spec or {}) or top.name} ({top.id})"[:5000]
+    return metrics, tags
 
 
 def child_overrides(child: RunView, spec: Mapping[str, str]) -> str:

@@ -42,6 +42,75 @@ def test_the_parent_carries_the_best_child_and_the_comparison(small_sweep):
     assert "comparison/table.md" in artifacts
 
 
+def _table(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("|")]
+
+
+def test_the_parents_table_equals_compare_sweep_markdown_cell_for_cell(small_sweep, capsys):
+    """One comparison, one set of numbers: the parent's Overview and `rag-exp compare --sweep`
+    list the same rows in the same order with the same values, intervals, deltas and p-values
+    (the same resamples and seed, recorded on the parent)."""
+    from .conftest import cli
+
+    parent_id, children, _ = small_sweep
+    tags = MlflowClient().get_run(parent_id).data.tags
+    assert tags["paired_test.resamples"] == "10000" and tags["paired_test.seed"] == "13"
+    assert tags["objective_direction"] == "maximize"
+    parent_table = _table(tags["mlflow.note.content"])
+    assert cli("compare", "--sweep", parent_id, "--markdown") == 0
+    cli_table = _table(capsys.readouterr().out)
+    assert len(parent_table) == 5  # header, rule, three points
+    assert [row.split(" | ") for row in cli_table] == [row.split(" | ") for row in parent_table]
+
+
+def test_compare_sweep_reads_the_paired_test_settings_the_parent_recorded(make_run, make_parent, capsys,
+                                                                          monkeypatch):
+    import numpy as np
+
+    from .conftest import base_config, cli, per_case_frame
+
+    parent = make_parent("fusion.rrf_k=10,30")
+    rng = np.random.default_rng(5)
+    children = [make_run(per_case_frame((rng.random(120) < p).astype(float), seed=k), name=f"fusion.rrf_k={k}",
+                         config=base_config(**{"fusion.rrf_k": k}), parent=parent)
+                for k, p in ((10, 0.5), (30, 0.6))]  # ~60 differing cases: sampled, not enumerated
+    MlflowClient().set_tag(parent, "paired_test.resamples", "50")  # what a summary with 50 resamples records
+    assert cli("compare", "--sweep", parent, "--markdown") == 0
+    from_parent = _table(capsys.readouterr().out)
+    assert cli("compare", *children, "--markdown") == 0  # the default: 10,000
+    assert _table(capsys.readouterr().out) != from_parent
+    assert cli("compare", *children, "--markdown", "--resamples", "50") == 0
+    assert _table(capsys.readouterr().out) == from_parent
+    monkeypatch.setenv("RAG_EXP_RESAMPLES", "many")
+    assert cli("compare", *children) == 2
+    assert "RAG_EXP_RESAMPLES='many' is not an integer" in capsys.readouterr().err
+
+
+def test_the_verdict_names_the_best_and_the_tied_points_and_bolds_the_best_cells(small_sweep):
+    parent_id, children, _ = small_sweep
+    run = MlflowClient().get_run(parent_id)
+    description = run.data.tags["mlflow.note.content"]
+    # rrf_k=10 differs from the best (rrf_k=30) on 5 of 40 cases, all lost: exact p = 2/32
+    assert ("- recall@5: **`rrf_k=30`** 0.8750; tied: `rrf_k=10` (p=0.062); 1 significantly worse"
+            in description), description
+    verdict_at = description.index("Best per metric")
+    assert verdict_at < description.index("| run | n |")  # above the table
+    best_row = next(line for line in _table(description) if line.startswith("| rrf_k=30 "))
+    assert best_row.split(" | ")[2].startswith("**0.875 [")  # the column's best, in bold
+
+
+def test_parent_segment_metrics_are_the_best_value_of_each_segment_with_its_point(small_sweep):
+    parent_id, children, _ = small_sweep
+    c = MlflowClient()
+    parent = c.get_run(parent_id).data
+    kids = [c.get_run(i) for i in children]
+    for name in ("recall_at_5.exact", "recall_at_5.paraphrase", "recall_at_5.doc_type.config"):
+        top = max(kids, key=lambda r: r.data.metrics[name])
+        assert parent.metrics[name] == top.data.metrics[name]
+        assert parent.tags[f"best_run.{name}"].endswith(f"({top.info.run_id})")
+    assert parent.metrics["recall_at_5"] == max(r.data.metrics["recall_at_5"] for r in kids)
+
+
 def test_a_long_comparison_is_cut_to_mlflows_tag_limit():
     table = "| run | x |\n|---|---:|\n" + "".join(f"| run {i} | 0.5 |\n" for i in range(2000))
     text = note("big", "recall_at_5", None, "", 2000, 0, table)
