@@ -65,3 +65,15 @@ def print_summary(result, run_id: str | None) -> None:
                       "(rag-exp golden check lists them)[/yellow]")
     if run_id:
         out.print(f"MLflow run: {run_id}")
+        out.print(run_link_line(run_id), soft_wrap=True)  # one line: a wrapped URL cannot be clicked
+
+
+def run_link_line(run_id: str) -> str:
+    """The run's page in the MLflow UI (Model training mode)."""
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    from .tracking.ui_links import line, run_route
+
+    exp_id = MlflowClient().get_run(run_id).info.experiment_id
+    return line("this run", run_route(exp_id, run_id), mlflow.get_tracking_uri())

@@ -105,6 +105,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(gap_markdown(alignment.gap, newest[0] if newest else None, columns, who="run"))
         else:
             print_gap(alignment.gap, newest, columns)
+    from ..tracking.ui_links import compare_route, line
+
+    _say(args, line("these runs side by side", compare_route([r.experiment_id for r in runs], [r.id for r in runs]),
+                    c.tracking_uri))
     if args.plots_dir:
         for path in save_plots(cmp, args.plots_dir):
             _say(args, f"saved {path}")

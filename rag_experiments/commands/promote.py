@@ -73,12 +73,13 @@ def cmd_promote(args: argparse.Namespace) -> int:
     if d.champion is not None and d.champion.source == "record":
         from ..tracking.promote import record_path
 
-        out.print(f"champion of record: {record_path(args.name)} (run {d.champion.run.id})"
-                  + (f"; the record says it was registered as {model_name(args.name)} version {d.champion.version}"
-                     " where it was promoted (a dry run registers nothing)"
-                     if d.champion.version and args.dry_run else
-                     f", registered as {model_name(args.name)} version {d.champion.version}" if d.champion.version
-                     else ""))
+        if args.dry_run:  # nothing was registered: say what the record is, never a registry version
+            out.print(f"champion of record: {record_path(args.name)} (run {d.champion.run.id}); "
+                      "this dry run registers nothing", soft_wrap=True)
+        else:
+            out.print(f"champion of record: {record_path(args.name)} (run {d.champion.run.id})"
+                      + (f", registered in this store as {model_name(args.name)} version {d.champion.version}"
+                         if d.champion.version else ""), soft_wrap=True)
     for w in d.warnings:
         out.print(Panel(w, title="WARNING", style="bold red"))
     if d.champion is not None and d.checks:
@@ -107,6 +108,11 @@ def cmd_promote(args: argparse.Namespace) -> int:
               f"{result.version}, alias champion")
     for line in replaced_summary(d):
         out.print(line)
+    from ..tracking.runs import client
+    from ..tracking.ui_links import line as ui_line, model_route
+
+    out.print(ui_line("the champion in the registry", model_route(model_name(args.name), result.version),
+                      client().tracking_uri), soft_wrap=True)
     for f in result.files:
         out.print(f"wrote {f}")
     out.print(f"reproduce: rag-exp run experiment={preset_name(args.name)}   (in the repository: python run.py ...)")

@@ -153,7 +153,54 @@ def register_champion(run, name: str, metric: str, forced: bool, config_text: st
     tags = {"primary_metric": metric, "golden_sha256": run.golden or "", "corpus_digest": run.corpus or "",
             metric: f"{run.metrics.get(metric, float('nan')):.6f}", "forced": str(forced).lower(),
             "package_version": info["package_version"]}
-    return _register(model_info, name, tags, f"run {run.id} ({run.label})", c)
+    full = yaml.safe_load(config_text) or {}
+    return _register(model_info, name, tags, version_description(full, run, metric, c), c)
+
+
+def version_description(config: dict, run, metric: str, c, stand_in_id: str | None = None) -> str:
+    """The registered version's description: what the retriever is, what it was measured on,
+    its objective with interval, and a link to the run that measured it only where that run is in
+    this store (a record promoted elsewhere names a run a fresh store does not have)."""
+    from mlflow.exceptions import MlflowException
+
+    from ..tracking.retriever_summary import long
+    from ..tracking.ui_links import run_route
+
+    try:
+        found = c.get_run(run.id)
+        link = None if found.info.lifecycle_stage == "deleted" else run_route(found.info.experiment_id, run.id)
+    except MlflowException:
+        link = None
+    text = long(config, run.tags, metric, run.metrics, link, run.id)
+    if stand_in_id is not None:
+        text += (f"\n- this version was registered from the committed record (experiments/promoted/); "
+                 f"the model is logged in the stand-in run {stand_in_id}")
+    return text
+
+
+def lean_metrics(metrics: dict[str, float], metric: str) -> dict[str, float]:
+    """What a run logs (:func:`rag_experiments.tracking.run_record.run_metrics`): the quality
+    measures overall and per segment, n_cases and latency, and the objective's interval; not
+    every segment's interval a record made before the lean list may hold."""
+    from ..evaluation.metric_key import MEASURES, MetricKey
+    from ..tracking.run_record import RESULT_EXTRAS
+
+    out = {}
+    for k, v in metrics.items():
+        if not isinstance(v, (int, float)):
+            continue
+        if k in (f"{metric}.ci_low", f"{metric}.ci_high") or k in RESULT_EXTRAS:
+            out[k] = float(v)
+            continue
+        if k.endswith((".ci_low", ".ci_high")):
+            continue
+        try:
+            key = MetricKey.parse(k)
+        except ValueError:
+            continue
+        if key.metric in MEASURES and key.k is not None:
+            out[k] = float(v)
+    return out
 
 
 # -- the champion of record -----------------------------------------------------------------------
@@ -229,19 +276,20 @@ def register_record(name: str, record, c) -> str:
     tags = {"champion_source": RECORD_SOURCE, "record_run_id": run.id, "champion": "true",
             "champion_of": model_name(name), "record.golden_sha256": run.golden or "",
             TAG_CORPUS: run.corpus or ""}  # the one corpus tag name: history chains through it
-    with mlflow.start_run(experiment_id=exp_id, run_name=f"champion of record: {run.name or run.id}"[:250],
-                          tags=tags):
+    from ..tracking.retriever_summary import short
+
+    # named for the retriever it is; the record's run name carries Hydra's overrides (progress=False)
+    with mlflow.start_run(experiment_id=exp_id, run_name=f"champion: {short(full, run.tags)}"[:250],
+                          tags=tags) as stand_in:
         mlflow.log_params(flatten(config))
-        mlflow.log_metrics({k: float(v) for k, v in run.metrics.items()
-                            if isinstance(v, (int, float)) and not k.startswith(("cache.", "golden."))})
+        mlflow.log_metrics(lean_metrics(run.metrics, metric))
         model_info = log_model(config, info)
     vtags = {"primary_metric": metric, "golden_sha256": run.golden or "", "corpus_digest": run.corpus or "",
              "forced": str(forced).lower(), "package_version": info["package_version"],
              "champion_source": RECORD_SOURCE, "record_run_id": run.id}
     if metric in run.metrics:
         vtags[metric] = f"{run.metrics[metric]:.6f}"
-    return _register(model_info, name, vtags, f"champion of record (experiments/promoted/{name}.record.json): "
-                     f"run {run.id} ({run.label})", c)
+    return _register(model_info, name, vtags, version_description(full, run, metric, c, stand_in.info.run_id), c)
 
 
 def champion_model(name: str = "default", c=None) -> tuple[dict, dict[str, Any]]:

@@ -126,6 +126,10 @@ class MlflowSweepCallback(Callback):
         except Exception as exc:  # noqa: BLE001 - the children are logged; never fail the sweep here
             print(f"warning: could not record the sweep result on parent run {parent_id}: {exc}")
         client.set_terminated(parent_id, status="FAILED" if failed else "FINISHED")
+        from .ui_links import line, run_route
+
+        print(line("sweep parent (its Overview holds the verdict and the table)",
+                   run_route(str(self.exp_id), parent_id), client.tracking_uri), flush=True)
         os.environ.pop(PARENT_ENV, None)
         self.parent_id = None
         self.prefetch = None

@@ -111,9 +111,10 @@ EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
 
 def runs_view_url(base: str, experiment_id: str) -> str:
     """The MLflow UI's runs table of one experiment (the page to compare sweeps on), in the UI's
-    "Model training" mode: MLflow 3 keeps a GenAI / Model training switch (from the URL's
-    ``workflowType``, else the browser's last choice, else GenAI) that sets the left-hand menu."""
-    return f"{base.rstrip('/')}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+    "Model training" mode (:mod:`.ui_links`)."""
+    from .ui_links import runs_route
+
+    return f"{base.rstrip('/')}/{runs_route(experiment_id)}"
 
 
 def print_ui_url(base: str, experiment: str = "rag-experiments") -> None:

@@ -99,3 +99,49 @@ def test_a_record_changed_under_git_wins_over_a_stale_registry(store, make_run, 
     (root / "experiments/promoted/default.record.json").write_text(json.dumps(data))
     assert current_champion().run.id == first and current_champion().source == "record"
     del second
+
+
+def test_the_champion_of_record_explains_itself_and_a_dry_run_registers_nothing(store, make_run, capsys):
+    import pytest
+    from mlflow.exceptions import MlflowException
+
+    champ, _ = _fresh_clone_with_record(make_run, store)
+    _run(make_run, 20, 18, "worse progress=False")
+    capsys.readouterr()
+
+    assert cli("promote", "--dry-run") == 1  # refused: the worse run does not beat the record
+    out = capsys.readouterr().out
+    assert "this dry run registers nothing" in out and "version 1" not in out
+    with pytest.raises(MlflowException):
+        MlflowClient().get_registered_model(MODEL)  # a dry run registers nothing, and says so
+
+    assert cli("promote") == 1  # re-populates the registry from the record
+    mv = MlflowClient().get_model_version_by_alias(MODEL, ALIAS)
+    stand_in = MlflowClient().get_run(mv.run_id)
+    # named for the retriever it is, not for Hydra's overrides
+    assert stand_in.info.run_name == "champion: hybrid, heading-200, ?, rrf_k=60"
+    metrics = stand_in.data.metrics
+    intervals = sorted(k for k in metrics if k.endswith((".ci_low", ".ci_high")))
+    assert intervals == ["recall_at_5.ci_high", "recall_at_5.ci_low"]  # the lean list: the objective's only
+    assert "recall_at_5.exact" in metrics and "mrr_at_10" in metrics and "n_cases" in metrics
+    # the description says what the retriever is and what it was measured on; the record's run is
+    # not in this store (deleted above), so no link to it
+    text = mv.description
+    assert "**hybrid, heading-200, ?, rrf_k=60**" in text
+    assert "vector + keyword search fused (rrf_k=60, candidate depth 50)" in text
+    assert "- chunking: heading, 200 tokens, overlap 0, breadcrumbs" in text
+    assert f"version {'a' * 12}" in text and f"corpus {'c' * 12}" in text
+    assert "- objective recall_at_5 = 0.8000 [" in text and "(95% bootstrap interval)" in text
+    assert f"measured in run {champ}, which is not in this store" in text and "](#/" not in text
+    assert f"stand-in run {stand_in.info.run_id}" in text
+
+
+def test_a_promoted_runs_version_links_to_its_run_in_model_training_mode(store, make_run, capsys):
+    run = _run(make_run, 30, 18, "first")
+    assert cli("promote") == 0
+    out = capsys.readouterr().out
+    assert "MLflow UI, the champion in the registry: http://127.0.0.1:5000/#/models/rag-retriever-default/versions/1" \
+           "?workflowType=machine_learning" in out
+    mv = MlflowClient().get_model_version_by_alias(MODEL, ALIAS)
+    exp_id = MlflowClient().get_run(run).info.experiment_id
+    assert f"measured in run [{run}](#/experiments/{exp_id}/runs/{run}?workflowType=machine_learning)" in mv.description

@@ -1,0 +1,119 @@
+"""What a retriever *is*, in words, from its resolved config: the champion's run name and its
+registered version's description (pure functions over plain dicts).
+
+``short`` names it in one line (``hybrid, heading-200, minilm-onnx, rrf_k=30``): the variant, the
+chunking and its size, the embedding model, then the knobs of the parts it uses (fusion for
+hybrid variants, the reranker and its cutoff, a team's system by its target). ``long`` says the
+same as sentences, for the registry, where a reader has only the description to go on.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..redaction import redact_text
+
+
+def _get(config: Mapping, dotted: str, default: Any = None) -> Any:
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def _num(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def variant(config: Mapping, tags: Mapping[str, str] | None = None) -> str:
+    return str((tags or {}).get("variant") or _get(config, "retrieval.variant", "") or "?")
+
+
+def fusion_text(config: Mapping) -> str:
+    """``rrf_k=30`` (weights only when not 1), ``convex alpha=0.5 minmax``, ``combmnz zscore``."""
+    method = str(_get(config, "fusion.method", "rrf") or "rrf")
+    if method == "rrf":
+        text = f"rrf_k={_num(_get(config, 'fusion.rrf_k', '?'))}"
+        weights = (_get(config, "fusion.vector_weight", 1.0), _get(config, "fusion.keyword_weight", 1.0))
+        if any(w not in (1, 1.0, None) for w in weights):
+            text += f" weights={_num(weights[0])}/{_num(weights[1])}"
+        return text
+    norm = _get(config, "fusion.norm", "minmax")
+    if method == "convex":
+        return f"convex alpha={_num(_get(config, 'fusion.alpha', '?'))} {norm}"
+    return f"{method} {norm}"
+
+
+def _chunking(config: Mapping) -> str:
+    name = _get(config, "chunking.name", "?")
+    size = _get(config, "chunking.max_tokens")
+    overlap = _get(config, "chunking.overlap") or 0
+    return f"{name}-{size}" + (f"+{overlap}" if overlap else "") if size else str(name)
+
+
+def _embedding(config: Mapping, tags: Mapping[str, str]) -> str:
+    return str(_get(config, "embedding.name") or tags.get("embedding_model") or "?")
+
+
+def _external(config: Mapping, v: str) -> str:
+    if v == "external":
+        return str(_get(config, "retrieval.external.target") or "?")
+    if v == "http":
+        return redact_text(str(_get(config, "retrieval.http.url") or "?"))
+    return str(_get(config, "retrieval.stored.path") or "?")
+
+
+def short(config: Mapping, tags: Mapping[str, str] | None = None) -> str:
+    tags = tags or {}
+    v = variant(config, tags)
+    if v in ("external", "http", "stored"):
+        return f"{v} {_external(config, v)}, {_chunking(config)}"
+    parts = [v, _chunking(config)]
+    if v != "keyword":
+        parts.append(_embedding(config, tags))
+    if v.startswith("hybrid"):
+        parts.append(fusion_text(config))
+    if "rerank" in v:
+        parts.append(f"rerank {_get(config, 'rerank.name', '?')}@{_get(config, 'rerank.cutoff', '?')}")
+    return ", ".join(str(p) for p in parts)
+
+
+def long(config: Mapping, tags: Mapping[str, str], metric: str, metrics: Mapping[str, float],
+         run_link: str | None, run_id: str) -> str:
+    """The registered version's description (Markdown): what the retriever is, what it was
+    measured on, its objective with interval, and where the run is."""
+    v = variant(config, tags)
+    lines = [f"**{short(config, tags)}**", ""]
+    if v in ("external", "http", "stored"):
+        lines.append(f"- retriever: a team's own system (`retrieval={v}`: `{_external(config, v)}`), its passages "
+                     f"placed in the corpus and scored on the golden set")
+    else:
+        legs = {"vector": "vector search (pgvector)", "keyword": "keyword search (BM25 in PostgreSQL)"}
+        lines.append(f"- retriever: `{v}`: " + legs.get(v, "vector + keyword search fused"
+                                                       + (f" ({fusion_text(config)}, candidate depth "
+                                                          f"{_num(_get(config, 'fusion.depth', '?'))})")
+                                                       + (f", reranked by {_get(config, 'rerank.name', '?')} "
+                                                          f"over the top {_get(config, 'rerank.cutoff', '?')}"
+                                                          if "rerank" in v else "")))
+    chunk = _get(config, "chunking", {}) or {}
+    lines.append(f"- chunking: {chunk.get('name', '?')}, {chunk.get('max_tokens', '?')} tokens, overlap "
+                 f"{chunk.get('overlap', 0)}" + (", breadcrumbs" if chunk.get("breadcrumbs") else ""))
+    if v != "keyword":
+        lines.append(f"- embedding model: {_embedding(config, tags)}")
+    golden = tags.get("golden_sha256", "")
+    records = tags.get("golden_records")
+    lines.append(f"- measured on golden set {tags.get('golden_set') or _get(config, 'golden.path', '?')}, "
+                 f"version {golden[:12] or '?'}" + (f" ({records} records)" if records else "")
+                 + f", corpus {str(tags.get('corpus_digest', ''))[:12] or '?'}")
+    value = metrics.get(metric)
+    low, high = metrics.get(f"{metric}.ci_low"), metrics.get(f"{metric}.ci_high")
+    if value is not None:
+        lines.append(f"- objective {metric} = {value:.4f}"
+                     + (f" [{low:.3f}, {high:.3f}] (95% bootstrap interval)" if low is not None and high is not None
+                        else ""))
+    lines.append(f"- measured in run [{run_id}]({run_link})" if run_link else
+                 f"- measured in run {run_id}, which is not in this store (the committed record "
+                 "experiments/promoted/ holds its metrics and per-case scores)")
+    return "\n".join(lines)
