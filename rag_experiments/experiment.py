@@ -52,6 +52,7 @@ class ExperimentResult:
     external: dict[str, float] = field(default_factory=dict)  # a team's system: alignment counts, its latency
     alignment_failures: list = field(default_factory=list)  # its passages that could not be placed
     golden_quality: dict = field(default_factory=dict)  # rag_experiments.golden.quality, for diagnostics.json
+    started_at: float | None = None  # time.time() when the work began: the MLflow run's start time
 
 
 def corpus_path(settings: Settings) -> str | Path:
@@ -103,6 +104,15 @@ def load_checked_golden(settings: Settings) -> tuple[GoldenSet, list]:
 
 
 def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -> ExperimentResult:
+    """Load, ingest, retrieve, evaluate; the result carries when the work started (wall clock),
+    so the MLflow run that records it starts there too, not when logging began."""
+    started = time.time()
+    result = _run_experiment(settings, conn)
+    result.started_at = started
+    return result
+
+
+def _run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -> ExperimentResult:
     timings: dict[str, float] = {}
     check_credentials(settings)
     t0 = time.perf_counter()

@@ -27,13 +27,17 @@ def _mini_overrides(golden: Path, *extra: str) -> list[str]:
 
 
 def test_run_logs_metrics_equal_to_an_independent_computation(project, mini_golden):
+    import time
+
     import ranx  # a test dependency: missing means the cross-check fails, never skips
     from rag_experiments.pipeline import log_result
 
     cfg = _compose(_mini_overrides(mini_golden))
     settings = settings_from_cfg(cfg)
+    before = time.time()
     result = run_experiment(settings)
     run_id = log_result(result, cfg, "e2e")
+    after = time.time()
 
     # independent computation: our crediting mapped to pseudo doc ids, scored by ranx
     qrels, run = {}, {}
@@ -75,6 +79,21 @@ def test_run_logs_metrics_equal_to_an_independent_computation(project, mini_gold
     assert "golden" in config_text
     table = mlflow.load_table("per_case.json", run_ids=[run_id])
     assert len(table) == 10 and {"query", "kind", "first_relevant_rank", "top5", "latency_ms"} <= set(table.columns)
+    # the run's start and end bracket the work it records (it used to start when logging began)
+    info = logged.info
+    assert int(before * 1000) <= info.start_time <= result.started_at * 1000 + 1
+    assert (info.end_time - info.start_time) / 1000 >= result.timings["total_s"] - 0.01
+    assert info.end_time <= after * 1000 + 1
+    # failures first: a short table of the cases whose evidence missed recall@5, with where it sat
+    failures = mlflow.load_table("failures.json", run_ids=[run_id])
+    missed = table[table["recall_at_5"] == 0]
+    assert sorted(failures["case_id"]) == sorted(missed["case_id"])
+    assert list(failures.columns) == ["case_id", "recall_at_5", "kind", "doc_type", "query", "first_relevant_rank",
+                                      "where"]
+    for _, row in failures.iterrows():
+        rank = row["first_relevant_rank"]
+        assert row["where"] == (f"rank {int(rank)}" if rank == rank and rank is not None else "not in the top 20")
+    assert "failures.json" in logged.data.tags["mlflow.loggedArtifacts"]
 
 
 def test_secrets_never_reach_mlflow(project, mini_golden, monkeypatch):
@@ -130,6 +149,10 @@ def test_sweep_creates_a_parent_with_one_child_per_point(project, mini_golden):
     assert parent.data.metrics["recall_at_5"] == best.data.metrics["recall_at_5"]
     assert parent.data.tags["best_run_id"] in {c.info.run_id for c in children}
     assert "| run | n |" in parent.data.tags["mlflow.note.content"]
+    # the parent spans its points
+    assert parent.info.start_time <= min(c.info.start_time for c in children)
+    assert parent.info.end_time >= max(c.info.end_time for c in children)
+    assert f"#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}?workflowType=machine_learning" in proc.stdout
 
 
 def test_a_crashing_sweep_point_fails_its_child_and_the_parent(project, mini_golden):

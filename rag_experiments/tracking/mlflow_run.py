@@ -228,12 +228,16 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         tables["per_case.json"] = per_case_for_mlflow(result.eval.per_case)
     if intervals:
         tables[R.INTERVALS_ARTIFACT] = R.intervals_frame(intervals)
+    if log_per_case and not result.eval.per_case.empty:
+        # the questions that failed, on one page (the per-case table holds every case)
+        tables[R.FAILURES_ARTIFACT] = R.failures_frame(result.eval.per_case, s.objective, s.eval.depth_needed)
     if tables:
         tags[LOGGED_ARTIFACTS_TAG] = json.dumps([{"path": p, "type": "table"} for p in tables])
     if failed:
         tags["retrieval_failed_queries"] = str(len(failed))
     client = MlflowClient()
-    run_id = create_run(client, exp_id, run_name, tags)
+    # the run starts when the work began (retrieval, evaluation), so its duration brackets it
+    run_id = create_run(client, exp_id, run_name, tags, getattr(result, "started_at", None))
     try:
         with warnings.catch_warnings():
             # MLflow warns about dataset-source ambiguity and integer schema columns: noise here
@@ -293,12 +297,15 @@ def log_files(client, run_id: str, files: dict[str, str]) -> None:
         client.log_artifacts(run_id, tmp)
 
 
-def create_run(client, experiment_id: str, run_name: str | None, tags: dict[str, str]) -> str:
+def create_run(client, experiment_id: str, run_name: str | None, tags: dict[str, str],
+               started_at: float | None = None) -> str:
     """A RUNNING run with ``tags`` plus the context tags ``mlflow.start_run`` would add (source
-    name and type, user, git commit), so runs created through the client look like any other."""
+    name and type, user, git commit), so runs created through the client look like any other.
+    ``started_at`` (epoch seconds): when the work it records began (default: now)."""
     from mlflow.tracking.context.registry import resolve_tags
 
-    run = client.create_run(experiment_id, run_name=run_name, tags=resolve_tags(tags))
+    start_ms = int(started_at * 1000) if started_at is not None else None
+    run = client.create_run(experiment_id, run_name=run_name, tags=resolve_tags(tags), start_time=start_ms)
     return run.info.run_id
 
 

@@ -28,6 +28,7 @@ RESULT_EXTRAS = ("n_cases", "latency_ms_p50", "latency_ms_p95")
 #: eval.metrics entries that are diagnostics, not results
 DIAGNOSTIC_METRICS = ("ann_recall_at_depth",)
 INTERVALS_ARTIFACT = "intervals.json"
+FAILURES_ARTIFACT = "failures.json"
 DIAGNOSTICS_ARTIFACT = "diagnostics.json"
 
 
@@ -81,3 +82,30 @@ def diagnostic_tags(diag: Mapping[str, Any]) -> dict[str, str]:
     if stale:
         tags["golden.stale_spans"] = str(stale)
     return tags
+
+
+def failure_cutoff(objective: str) -> str:
+    """The per-case column a failure is read from: recall at the objective's cutoff
+    (``ndcg_at_10`` -> ``recall_at_10``; a cutoff-less objective: ``recall_at_5``)."""
+    key = MetricKey.parse(objective)
+    return f"recall_at_{key.k if key.k is not None else 5}"
+
+
+def failures_frame(per_case: pd.DataFrame, objective: str, depth: int) -> pd.DataFrame:
+    """The cases whose evidence missed the objective's cutoff (recall@k = 0), worst first: where
+    the first relevant hit sat (its rank, or not in the ``depth`` hits retrieved), the query, its
+    kind and document type. Short by design: the Artifacts tab answers "which questions failed"."""
+    column = failure_cutoff(objective)
+    if column not in per_case:
+        column = MetricKey.parse(objective).column
+    cols = ["case_id", "kind", "doc_type", "query", "first_relevant_rank"]
+    if column not in per_case:
+        return pd.DataFrame(columns=[*cols, "where"])
+    failed = per_case[per_case[column].astype(float) == 0.0]
+    out = failed[[c for c in cols if c in failed]].copy()
+    rank = out["first_relevant_rank"] if "first_relevant_rank" in out else pd.Series([None] * len(out), index=out.index)
+    out["where"] = [f"rank {int(r)}" if pd.notna(r) else f"not in the top {depth}" for r in rank]
+    out.insert(1, column, failed[column].astype(float))
+    # never retrieved first, then the deepest ranks: the worst failures on top
+    order = rank.fillna(float(depth) + 1).astype(float)
+    return out.loc[order.sort_values(ascending=False, kind="stable").index].reset_index(drop=True)

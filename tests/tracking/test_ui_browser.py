@@ -134,3 +134,59 @@ def test_sweep_parent_and_per_case_table_in_the_mlflow_ui(sync_playwright, mlflo
             page.screenshot(path=str(SHOTS / "3-child-per-case.png"))
         finally:
             browser.close()
+
+
+def _printed_url(text: str, what: str) -> str:
+    line = next(ln for ln in text.splitlines() if ln.startswith(f"MLflow UI, {what}: "))
+    return line.split(": ", 1)[1].split()[0]
+
+
+def _sidebar_mode(browser, url: str, wait_for: str) -> bool:
+    """Open ``url`` in a fresh browser profile (no remembered GenAI / Model training choice) and
+    say whether the left-hand menu is the Model training one (it lists the model registry)."""
+    context = browser.new_context(viewport={"width": 1600, "height": 1000})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(url)
+        page.get_by_text(wait_for, exact=False).first.wait_for()
+        page.wait_for_timeout(1500)  # the menu settles after the page's data
+        mode = page.get_by_text("Model registry", exact=True).count() > 0
+        page.screenshot(path=str(SHOTS / f"mode-{'ml' if mode else 'genai'}.png"))
+        return mode
+    finally:
+        context.close()
+
+
+def test_links_the_tool_prints_open_in_model_training_mode(sync_playwright, mlflow_server, small_sweep, monkeypatch,
+                                                           capsys):
+    """The run link a run prints and the registry link promote prints, each opened in a fresh
+    browser profile, land in Model training mode; the same run page without the mode parameter
+    lands in GenAI mode (so the check can fail)."""
+    from rag_experiments.report import run_link_line
+
+    from .conftest import cli
+
+    parent_id, children, exp_id = small_sweep
+    monkeypatch.setenv("RAG_EXP_UI_URL", mlflow_server)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)  # promote registers through the server
+    run_url = _printed_url(run_link_line(children[1]), "this run")
+    assert cli("promote", "--sweep", parent_id) == 0
+    registry_url = _printed_url(capsys.readouterr().out, "the champion in the registry")
+    assert registry_url.endswith("#/models/rag-retriever-default/versions/1?workflowType=machine_learning")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            assert _sidebar_mode(browser, run_url, "fusion.rrf_k=30")
+            bare = run_url.split("?", 1)[0]
+            assert not _sidebar_mode(browser, bare, "fusion.rrf_k=30")  # what the parameter changes
+            context = browser.new_context(viewport={"width": 1600, "height": 1000})
+            page = context.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(registry_url)
+            page.get_by_text("heading-200", exact=False).first.wait_for()  # the version explains itself
+            page.get_by_text("Model registry", exact=True).first.wait_for()
+            page.screenshot(path=str(SHOTS / "4-champion-version.png"), full_page=True)
+            context.close()
+        finally:
+            browser.close()
