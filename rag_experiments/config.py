@@ -28,6 +28,7 @@ from .retrieval.filters import Filters
 from .retrieval.fusion import FusionParams
 from .retrieval.legs import KeywordParams
 from .retrieval.rerank import RerankParams
+from .retrieval.query_rewrite import QueryParams
 from .retrieval.retriever import RetrievalParams
 from .scale.executors import IngestParams
 from .chunk_index import HnswParams
@@ -115,6 +116,7 @@ class Settings:
     eval: EvalParams = field(default_factory=EvalParams)
     db: DbParams = field(default_factory=DbParams)
     tracking: TrackingParams = field(default_factory=TrackingParams)
+    query: QueryParams = field(default_factory=QueryParams)  # the query side: LLM rewriting (retrieval.query_rewrite)
     objective: str = "recall_at_5"
     run_name: str | None = None
     progress: bool = True
@@ -136,7 +138,8 @@ class Settings:
     def retriever_params(self) -> RetrievalParams:
         r = self.retrieval
         return RetrievalParams(variant=r.variant, keyword=r.keyword, fusion=self.fusion, rerank=self.rerank,
-                               filters=r.filters, ef_search=r.hnsw.ef_search, use_cache=r.use_cache)
+                               filters=r.filters, ef_search=r.hnsw.ef_search, use_cache=r.use_cache,
+                               query=self.query)
 
 
 @cache

@@ -177,6 +177,8 @@ def _run_experiment(settings: Settings, conn: psycopg.Connection | None = None) 
         reranker_usage = getattr(retriever.reranker, "usage", None)
         if callable(reranker_usage):
             usage.update(reranker_usage())
+        if retriever.rewriter is not None:  # query.rewrite: requests, cached, tokens, cost
+            usage.update(retriever.rewriter.usage())
         return ExperimentResult(
             settings=settings, eval=ev, golden=golden, ingest=report, strategy=strategy,
             embedding_model=embedder.model_id, corpus_manifest=manifest, timings=timings,

@@ -95,3 +95,20 @@ def rrf(legs: Mapping[str, Sequence[Hit]], params: FusionParams, limit: int | No
         fused.append((-score, cid))
     fused.sort()
     return [meta[cid].ranked(-neg, i, ranks[cid]) for i, (neg, cid) in enumerate(fused[:limit] if limit else fused, 1)]
+
+
+def rrf_lists(lists: Sequence[Sequence[Hit]], k: int, depth: int) -> list[Hit]:
+    """Reciprocal rank fusion of ranked lists of one query's expansions (``query.rewrite``): score
+    = sum over lists of ``1 / (k + rank)``, each list cut to ``depth``, equal weights; ties by chunk
+    id. ``leg_ranks`` keep the first list's leg ranks of a hit plus its rank in each list
+    (``q0`` = the question's list)."""
+    ranks: dict[str, dict[str, int]] = {}
+    meta: dict[str, Hit] = {}
+    for i, hits in enumerate(lists):
+        for pos, h in enumerate(hits[:depth], start=1):
+            if h.chunk_id not in ranks:
+                ranks[h.chunk_id] = {}
+                meta[h.chunk_id] = h
+            ranks[h.chunk_id].setdefault(f"q{i}", pos)
+    fused = sorted((-sum(1.0 / (k + pos) for pos in r.values()), cid) for cid, r in ranks.items())
+    return [meta[cid].ranked(-neg, i, {**meta[cid].leg_ranks, **ranks[cid]}) for i, (neg, cid) in enumerate(fused, 1)]

@@ -9,7 +9,9 @@ Caching (what a sweep point re-uses):
 * each leg's candidate list: ``candidate_cache`` by (leg, strategy id, the strategy's content
   digest, model, query, depth, filters, leg params); a change of chunking, model, corpus,
   depth, filter or leg parameter is a different key, so it can never serve stale candidates;
-* reranker scores: ``rerank_cache`` by (model, query, chunk text).
+* reranker scores: ``rerank_cache`` by (model, query, chunk text);
+* LLM query rewrites (``query.rewrite``): ``query_rewrites`` by (model, prompt version, mode, n,
+  query); the rewritten queries' leg lists are cached like the question's.
 Fusion itself runs in Python on the cached lists, so changing ``rrf_k`` or weights runs no
 SQL at all. (``fusion.engine=sql`` runs the one-statement SQL twin instead, uncached.)
 """
@@ -29,8 +31,9 @@ from ..cache_key import cache_key
 from ..chunk_index import StrategyInfo, embed_with_cache, embedding_space_key
 from ..types import Hit, RankedList
 from .filters import Filters
-from .fusion import FusionParams, fuse
+from .fusion import FusionParams, fuse, rrf_lists
 from .hybrid_sql import hybrid_sql_search
+from .query_rewrite import QueryParams, QueryRewriter, check_variant, expansions
 from .legs import LEGS_VERSION, KeywordLeg, KeywordParams, Leg, VectorLeg, hit_row, leg_hits, vector_search
 from .rerank import RerankParams, Reranker, cached_scores, load_reranker, rerank_order
 
@@ -78,12 +81,18 @@ class RetrievalParams:
     filters: Filters = field(default_factory=Filters)
     ef_search: int | None = None
     use_cache: bool = True
+    query: QueryParams = field(default_factory=QueryParams)
 
     def __post_init__(self) -> None:
         if self.variant not in ALL_VARIANTS:
             raise ConfigError(f"retrieval.variant: unknown variant {self.variant!r}; use one of {', '.join(ALL_VARIANTS)}")
         if self.fusion.engine == "sql" and self.variant != "hybrid":
             raise ConfigError(f"fusion.engine=sql implements variant 'hybrid' only, not {self.variant!r}")
+        if self.query.enabled and self.variant in ("vector", "keyword", "hybrid", "hybrid_rerank"):
+            check_variant(self.query, self.variant)
+            if self.fusion.engine == "sql":
+                raise ConfigError(f"query.rewrite={self.query.rewrite}: the SQL fusion twin searches the question "
+                                  "only", hint="use fusion.engine=python (the default) with query rewriting")
 
 
 @dataclass
@@ -106,6 +115,7 @@ class Retriever:
         self.memo = memo
         self.stats = CacheStats()
         self.reranker: Reranker | None = None  # loaded by the first reranked search
+        self.rewriter: QueryRewriter | None = None  # made by the first search with query.rewrite
         self._qvec: dict[str, np.ndarray] = {}
         self._leg_parts: dict[str, dict] = {}
         p = self.params
@@ -207,6 +217,8 @@ class Retriever:
                 done(1)
             return out
         legs = VARIANT_LEGS[p.variant]
+        if p.query.enabled:
+            return self._search_rewritten(queries, legs, limit, done)
         lists = self._legs_for(queries, legs)
         results = []
         for q in queries:
@@ -222,6 +234,41 @@ class Retriever:
                 ms += (time.perf_counter() - t0) * 1000 if rerank else 0
                 hits = _final(fused, order, limit)
             results.append(RankedList(q, tuple(hits), ms))
+            done(1)
+        return results
+
+    def _search_rewritten(self, queries: Sequence[str], legs: Sequence[str], limit: int,
+                          done: Callable[[int], object]) -> list[RankedList]:
+        """query.rewrite (:mod:`.query_rewrite`): each query's expansions searched through the legs
+        and the configured fusion, their lists combined by RRF, then the reranker on the question."""
+        p = self.params
+        if self.rewriter is None:
+            self.rewriter = QueryRewriter(p.query, self.conn if p.use_cache else None)
+        rewrites = self.rewriter.rewrites(queries)
+        pairs = {q: expansions(p.query.rewrite, q, rewrites[q]) for q in queries}
+        vector_texts = [v for q in queries for v, _ in pairs[q]] if "vector" in legs else []
+        keyword_texts = [k for q in queries for _, k in pairs[q]] if "keyword" in legs else []
+        if vector_texts:
+            self.embed_queries(vector_texts)
+        lists = {**(self._legs_for(list(dict.fromkeys(vector_texts)), ["vector"]) if vector_texts else {}),
+                 **(self._legs_for(list(dict.fromkeys(keyword_texts)), ["keyword"]) if keyword_texts else {})}
+        rerank = p.variant == "hybrid_rerank"
+        results = []
+        for q in queries:
+            ms = 0.0
+            ranked = []
+            for vt, kt in pairs[q]:
+                texts = {"vector": vt, "keyword": kt}
+                ms += sum(lists[(leg, texts[leg])][1] for leg in legs)
+                if len(legs) == 1:
+                    ranked.append(lists[(legs[0], texts[legs[0]])][0])
+                else:
+                    ranked.append(fuse({leg: lists[(leg, texts[leg])][0] for leg in legs}, p.fusion, p.fusion.depth))
+            combined = rrf_lists(ranked, p.fusion.rrf_k, p.fusion.depth)
+            t0 = time.perf_counter()
+            order = self._rerank(q, combined) if rerank else []
+            ms += (time.perf_counter() - t0) * 1000 if rerank else 0
+            results.append(RankedList(q, tuple(_final(combined, order, limit)), ms))
             done(1)
         return results
 

@@ -51,7 +51,8 @@ class CoverageGap:
     def line(self) -> str:
         k = self.column[len(JUDGED_PREFIX):]
         side = "fewer" if self.delta < 0 else "more"
+        p = "p<0.001" if self.p < 0.001 else f"p={self.p:.3f}"
         return (f"LABEL COVERAGE DIFFERS: {self.label} has judged@{k} {self.value:.3f} vs the baseline's "
-                f"{self.base:.3f} (Δ{self.delta:+.3f}, p={self.p:.3f}): {side} of its top {k} were ever judged, "
+                f"{self.base:.3f} (Δ{self.delta:+.3f}, {p}): {side} of its top {k} were ever judged, "
                 f"and an unjudged hit counts as a miss, so the comparison is biased "
                 f"{'against' if self.delta < 0 else 'for'} it; judge the pool of both first: {self.command}")

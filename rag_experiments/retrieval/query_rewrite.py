@@ -1,0 +1,212 @@
+"""LLM query rewriting: the query side's knob (``query.rewrite=none|multi_query|hyde``).
+
+* ``multi_query``: the model writes ``query.n`` other search queries for the question; the
+  original and each rewrite are searched (each through the variant's legs and the configured
+  fusion) and the ``n + 1`` ranked lists are combined by reciprocal rank fusion
+  (``fusion.rrf_k``: the lists are rankings of the same corpus by different queries, whose
+  fused scores are not on one scale, so only their ranks are combined).
+* ``hyde`` (Gao et al. 2022, "Precise Zero-Shot Dense Retrieval without Relevance Labels"): the
+  model writes ``query.n`` short passages that would answer the question; the *vector* leg
+  searches with each passage's embedding instead of the question's, the keyword leg keeps the
+  question (BM25 on an invented passage rewards its invented words); each passage's fused list
+  is then combined by RRF as above. A keyword-only variant has no vector leg: refused.
+
+The reranker (``hybrid_rerank``) always scores the passages against the user's question.
+
+Rewrites are asked through :mod:`rag_experiments.llm` (the one module that calls the API) and
+cached in PostgreSQL (``query_rewrites``) by (model, prompt version, mode, n, query), so a
+sweep pays once and a re-run pays nothing; the cost of the uncached ones is estimated and
+confirmed before the first request (:class:`RewriteGate`), and the tokens used are logged with
+the run (``rewrite.*`` metrics).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from psycopg.types.json import Jsonb
+
+from ..cache_key import cache_key
+from ..errors import ConfigError, UserError
+
+MODES = ("none", "multi_query", "hyde")
+PROMPT_VERSION = "rewrite-v1"
+#: output tokens budgeted per rewrite for the estimate (a query is short, a passage ~3 sentences)
+OUTPUT_TOKENS = {"multi_query": 40, "hyde": 160}
+
+
+@dataclass(frozen=True)
+class QueryParams:
+    rewrite: str = "none"  # none | multi_query | hyde
+    n: int = 3  # rewrites (multi_query) or passages (hyde) per query
+    model: str = ""  # "" = rag_experiments.llm.DEFAULT_MODEL
+    confirm: bool = True  # ask before paying (a run without a terminal then stops: set false)
+    max_tokens: int = 800  # per request
+
+    def __post_init__(self) -> None:
+        if self.rewrite not in MODES:
+            raise ConfigError(f"query.rewrite: must be one of {', '.join(MODES)}, got {self.rewrite!r}")
+        if not 1 <= self.n <= 10:
+            raise ConfigError(f"query.n: must be within 1..10, got {self.n}")
+        if self.max_tokens < 16:
+            raise ConfigError(f"query.max_tokens: must be >= 16, got {self.max_tokens}")
+
+    @property
+    def enabled(self) -> bool:
+        return self.rewrite != "none"
+
+    def model_id(self) -> str:
+        from .. import llm
+
+        return self.model or llm.DEFAULT_MODEL
+
+
+def prompt(mode: str, query: str, n: int) -> str:
+    if mode == "multi_query":
+        return (f"A user searches technical documentation with this question:\n\n{query}\n\n"
+                f"Write {n} different search queries that would find the passages answering it: rephrase it, "
+                "use the words the documentation would use, keep every identifier (names of settings, "
+                "functions, error codes) exactly as written. Answer with a JSON list of "
+                f"{n} strings and nothing else.")
+    return (f"A user searches technical documentation with this question:\n\n{query}\n\n"
+            f"Write {n} different short passages (2-3 sentences each) as the documentation might answer it, "
+            "in its style and vocabulary; keep every identifier exactly as written. Answer with a JSON "
+            f"list of {n} strings and nothing else.")
+
+
+def parse(text: str, n: int, query: str) -> list[str]:
+    """The model's answer as up to ``n`` non-empty strings; anything else is an error naming the query."""
+    from .. import llm
+
+    try:
+        value = llm.extract_json(text)
+    except llm.JSONExtractionError as exc:
+        raise UserError(f"query.rewrite: the model's answer for {query[:60]!r} is not JSON ({exc})",
+                        hint="try another query.model; nothing was cached for this query") from None
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+        raise UserError(f"query.rewrite: the model's answer for {query[:60]!r} is not a JSON list of strings",
+                        hint="try another query.model; nothing was cached for this query")
+    return [v.strip() for v in value[:n]]
+
+
+def rewrite_key(params: QueryParams, query: str) -> str:
+    return cache_key("query-rewrite", model=params.model_id(), prompt=PROMPT_VERSION, mode=params.rewrite,
+                     n=params.n, q=query)
+
+
+class RewriteGate:
+    """Before the first paid request: print the estimate of the uncached rewrites, then ask (a
+    terminal), or go on (``query.confirm=false``), or stop with one line saying how to go on."""
+
+    def __init__(self, confirm: bool, ask: Callable[[str], str] | None = None, out=None) -> None:
+        self.confirm = confirm
+        self._ask = ask
+        self._out = out
+        self.estimated_usd: float | None = None
+        self.estimated_tokens = 0
+
+    def __call__(self, params: QueryParams, prompts: Sequence[str]) -> None:
+        from .. import llm
+
+        model = params.model_id()
+        est = llm.estimate_cost(model, prompts, output_tokens_per_request=OUTPUT_TOKENS[params.rewrite] * params.n)
+        self.estimated_usd = est.usd
+        self.estimated_tokens = est.input_tokens + est.output_tokens
+        money = f"~${est.usd:.4f}" if est.usd is not None else "unknown cost (no list price for this model)"
+        print(f"query.rewrite={params.rewrite}: {len(prompts)} uncached queries through {model}, "
+              f"~{self.estimated_tokens:,} tokens (estimated), {money}", file=self._out or sys.stderr, flush=True)
+        if not self.confirm or est.usd == 0:
+            return
+        ask = self._ask
+        if ask is None:
+            if not sys.stdin or not sys.stdin.isatty():
+                raise UserError("query.rewrite: paying for rewrites needs a confirmation and there is no terminal "
+                                "to ask", hint="rerun with query.confirm=false to accept the estimate above")
+            ask = input
+        if ask("Proceed? [y/N] ").strip().lower() not in ("y", "yes"):
+            raise UserError("query.rewrite: cancelled at the cost confirmation; nothing was paid")
+
+
+class QueryRewriter:
+    """Rewrites per query, from the cache or the model (one request per uncached query)."""
+
+    def __init__(self, params: QueryParams, conn=None, client=None, gate: RewriteGate | None = None) -> None:
+        self.params = params
+        self.conn = conn
+        self._client = client
+        self.gate = gate or RewriteGate(params.confirm)
+        self._memo: dict[str, list[str]] = {}
+        self.requests = 0
+        self.cached = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+
+    def _cached(self, keys: dict[str, str]) -> dict[str, list[str]]:
+        if self.conn is None:
+            return {}
+        rows = self.conn.execute("SELECT cache_key, rewrites FROM query_rewrites WHERE cache_key = ANY(%s)",
+                                 (list(set(keys.values())),)).fetchall()
+        by_key = {k: list(v) for k, v in rows}
+        return {q: by_key[k] for q, k in keys.items() if k in by_key}
+
+    def rewrites(self, queries: Sequence[str]) -> dict[str, list[str]]:
+        """query -> its rewrites (multi_query) or passages (hyde)."""
+        from .. import llm
+
+        p = self.params
+        todo = [q for q in dict.fromkeys(queries) if q not in self._memo]
+        if todo:
+            keys = {q: rewrite_key(p, q) for q in todo}
+            found = self._cached(keys)
+            self.cached += len(found)
+            self._memo.update(found)
+            missing = [q for q in todo if q not in found]
+            if missing:
+                self.gate(p, [prompt(p.rewrite, q, p.n) for q in missing])
+                client = self._client or llm.make_client()
+                self._client = client
+                for q in missing:
+                    text, usage = llm.complete(client, prompt(p.rewrite, q, p.n), model=p.model_id(),
+                                               max_tokens=p.max_tokens)
+                    self.requests += 1
+                    self.input_tokens += usage.input_tokens
+                    self.output_tokens += usage.output_tokens
+                    out = parse(text, p.n, q)
+                    self._memo[q] = out
+                    if self.conn is not None:  # stored as soon as paid for: an interrupted run resumes
+                        with self.conn.transaction():
+                            self.conn.execute(
+                                "INSERT INTO query_rewrites (cache_key, model, prompt_version, mode, n, query, rewrites)"
+                                " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (cache_key) DO NOTHING",
+                                (keys[q], p.model_id(), PROMPT_VERSION, p.rewrite, p.n, q, Jsonb(out)))
+        return {q: self._memo[q] for q in queries}
+
+    def usage(self) -> dict[str, float]:
+        """What the run logs: requests made, queries answered from the cache, tokens and cost."""
+        from .. import llm
+
+        out = {"rewrite.requests": float(self.requests), "rewrite.cached": float(self.cached),
+               "rewrite.input_tokens": float(self.input_tokens), "rewrite.output_tokens": float(self.output_tokens)}
+        cost = llm.cost_usd(self.params.model_id(), self.input_tokens, self.output_tokens)
+        if cost is not None:
+            out["rewrite.cost_usd"] = float(cost)
+        if self.gate.estimated_usd is not None:
+            out["rewrite.estimated_cost_usd"] = float(self.gate.estimated_usd)
+        return out
+
+
+def expansions(mode: str, query: str, rewrites: Sequence[str]) -> list[tuple[str, str]]:
+    """(vector-leg text, keyword-leg text) pairs to search for one query."""
+    if mode == "multi_query":
+        return [(query, query)] + [(r, r) for r in rewrites if r != query]
+    if mode == "hyde":
+        return [(passage, query) for passage in rewrites]
+    return [(query, query)]
+
+
+def check_variant(params: QueryParams, variant: str) -> None:
+    if params.rewrite == "hyde" and variant == "keyword":
+        raise ConfigError("query.rewrite=hyde changes what the vector leg embeds; retrieval=keyword has no vector leg",
+                          hint="use query.rewrite=multi_query, or a variant with a vector leg (vector, hybrid)")
