@@ -39,6 +39,7 @@ def verdicts(cmp, n_resamples: int | None = None, seed: int | None = None) -> li
 
     n_resamples, seed = test_settings(n_resamples, seed)
     out = []
+    pairings: dict[tuple[int, int], _Pairing] = {}  # (best row, row): joined once for every column
     for col in cmp.columns:
         name = col.key.mlflow_name
         if col.key.column.startswith(JUDGED_PREFIX):
@@ -57,7 +58,10 @@ def verdicts(cmp, n_resamples: int | None = None, seed: int | None = None) -> li
             p = None
             if (best.run.per_case is not None and row.run.per_case is not None and row.run.golden == best.run.golden
                     and col.key.column in row.run.per_case and col.key.column in best.run.per_case):
-                a, b = _Pairing(best.run.per_case, row.run.per_case).values(col.key.column, col.key.segment)
+                pairing = pairings.get((best_i, i))
+                if pairing is None:
+                    pairing = pairings[(best_i, i)] = _Pairing(best.run.per_case, row.run.per_case)
+                a, b = pairing.values(col.key.column, col.key.segment)
                 if len(a):
                     p = paired_permutation_test(a, b, n_resamples=n_resamples, seed=seed)
             if p is None:
