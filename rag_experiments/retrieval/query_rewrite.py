@@ -168,8 +168,18 @@ class QueryRewriter:
                 client = self._client or llm.make_client()
                 self._client = client
                 for q in missing:
-                    text, usage = llm.complete(client, prompt(p.rewrite, q, p.n), model=p.model_id(),
-                                               max_tokens=p.max_tokens)
+                    try:
+                        text, usage = llm.complete(client, prompt(p.rewrite, q, p.n), model=p.model_id(),
+                                                   max_tokens=p.max_tokens)
+                    except Exception as exc:  # noqa: BLE001 - the SDK's errors, after its own retries
+                        import anthropic
+
+                        if not isinstance(exc, anthropic.APIError):
+                            raise
+                        raise llm.fatal_api_error(exc) or UserError(
+                            f"query.rewrite: the request for {q[:60]!r} failed: {llm.describe_api_error(exc)}",
+                            hint=f"rerun to resume: the {self.requests} rewrites already answered are cached"
+                        ) from None
                     self.requests += 1
                     self.input_tokens += usage.input_tokens
                     self.output_tokens += usage.output_tokens
