@@ -122,6 +122,9 @@ def register(subparsers: Any) -> None:
                       help="judge the pool of these runs (the union of each one's top k from its stored ranked "
                       "lists, deduplicated by span) instead of retrieving")
     pool.add_argument("--sweep", metavar="PARENT_ID", default=None, help="pool every finished point of this sweep")
+    sp.add_argument("--per-run-depth", nargs="+", metavar="RUN_ID=N", default=None,
+                    help="with --pool/--sweep: pool these runs to their own depth N instead of -k (TREC's "
+                    "depth per run when the budget is tight: a priority run deeper, a cheap one shallower)")
     sp.add_argument("--dry-run", action="store_true", help="show the pairs to judge and the estimate, call nothing")
     llm_args(sp)
     overrides_arg(sp)
@@ -384,8 +387,11 @@ def _pool_plan(args: argparse.Namespace, price):
     from ..golden.resolve import load_golden
     from ..tracking.pool import pool_runs, pooled_hits
 
+    from ..tracking.pool import parse_depths
+
     runs = pool_runs(args.pool or (), args.sweep)
-    hits, definition = pooled_hits(runs, args.k, load_corpus(configured_corpus(args.overrides)))
+    depths = parse_depths(args.per_run_depth or (), runs)
+    hits, definition = pooled_hits(runs, args.k, load_corpus(configured_corpus(args.overrides)), depths)
     by_query = {c.query: hits.get(c.case_id, []) for c in load_golden(args.golden).cases}
     if args.sweep:
         definition["sweep"] = args.sweep
@@ -401,6 +407,8 @@ def cmd_label(args: argparse.Namespace) -> int:
         raise ConfigError(f"-k must be >= 1, got {args.k}")
     console = _console()
     price = _price(args)
+    if args.per_run_depth and not (args.pool or args.sweep):
+        raise UserError("--per-run-depth needs a pool", hint="add --pool RUN_ID ... or --sweep PARENT_ID")
     if args.pool or args.sweep:
         plan = _pool_plan(args, price)
     else:

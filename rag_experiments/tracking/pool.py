@@ -2,7 +2,9 @@
 run's top k per case, from the ranked lists each run stored (``run.trec``), as hits with their
 text, for :func:`rag_experiments.golden.label.plan_labelling`.
 
-Each run contributes its own top k (depth-k pooling). The lists are interleaved by rank (every
+Each run contributes its own top k (depth-k pooling), or, where the budget is tight, the depth
+TREC gives each run separately (``--per-run-depth RUN_ID=N``: a priority run pooled deeper, a
+cheap one shallower; the depths are recorded in the pool's definition). The lists are interleaved by rank (every
 run's rank 1, then every run's rank 2, ...), so a budget cut keeps the hits all runs rank
 highest. Duplicates across runs and chunkings are dropped by labelling's own span rule: a span
 overlapping one already judged or queued for the case is not judged again, so a chunk judged
@@ -28,8 +30,29 @@ def pool_runs(run_ids: Sequence[str] = (), sweep: str | None = None) -> list[Run
     return runs
 
 
-def pooled_hits(runs: Sequence[RunView], k: int, docs: Sequence) -> tuple[dict[str, list[dict]], dict]:
-    """case id -> the pool's hits (dicts with the fields labelling needs), and the pool's definition."""
+def parse_depths(specs: Sequence[str], runs: Sequence[RunView]) -> dict[str, int]:
+    """``RUN_ID=N`` (a run of the pool, N >= 1) -> {run id: N}; a clear error naming the bad one."""
+    ids = {r.id for r in runs}
+    out: dict[str, int] = {}
+    for spec in specs:
+        run_id, sep, depth = spec.partition("=")
+        run_id = run_id.strip().lower()
+        if not sep or not depth.strip().isdigit() or int(depth) < 1:
+            raise UserError(f"--per-run-depth {spec!r}: expected RUN_ID=N with N >= 1",
+                            hint="e.g. --per-run-depth 6d7c5ed8fd004abd8c1fbe0fa828e1ba=20")
+        if run_id not in ids:
+            raise UserError(f"--per-run-depth {spec!r}: run {run_id} is not in the pool",
+                            hint="list it with --pool, or pool its sweep with --sweep")
+        out[run_id] = int(depth)
+    return out
+
+
+def pooled_hits(runs: Sequence[RunView], k: int, docs: Sequence,
+                depths: dict[str, int] | None = None) -> tuple[dict[str, list[dict]], dict]:
+    """case id -> the pool's hits (dicts with the fields labelling needs), and the pool's definition.
+    ``depths``: run id -> its own pool depth (others: ``k``)."""
+    depths = depths or {}
+    per_run = [depths.get(r.id, k) for r in runs]
     by_id = {d.doc_id: d for d in docs}
     lists = []
     for r in runs:
@@ -41,8 +64,10 @@ def pooled_hits(runs: Sequence[RunView], k: int, docs: Sequence) -> tuple[dict[s
     out: dict[str, list[dict]] = {}
     for case_id in sorted(set().union(*[set(x) for x in lists])):
         merged: list[dict] = []
-        for rank in range(k):
-            for ranked in lists:
+        for rank in range(max(per_run)):
+            for ranked, depth in zip(lists, per_run):
+                if rank >= depth:
+                    continue
                 hits = ranked[case_id].hits if case_id in ranked else ()
                 if rank < len(hits):
                     h = hits[rank]
@@ -53,4 +78,7 @@ def pooled_hits(runs: Sequence[RunView], k: int, docs: Sequence) -> tuple[dict[s
                                    "start": h.start, "end": h.end, "text": d.text[h.start:h.end],
                                    "doc_hash": d.content_hash})
         out[case_id] = merged
-    return out, {"runs": [r.id for r in runs], "k": k}
+    definition = {"runs": [r.id for r in runs], "k": k}
+    if depths:
+        definition["per_run_depth"] = {r.id: d for r, d in zip(runs, per_run)}
+    return out, definition
