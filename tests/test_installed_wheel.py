@@ -87,7 +87,7 @@ def test_a_new_team_from_init_to_a_promoted_champion(installed, tmp_path, pg_url
     assert "golden " in out and "(3 cases)" in out and "MLflow run:" in out
     out = rag_exp("run", "-m", "fusion.rrf_k=30,60", "eval.bootstrap_samples=200", "tracking.plots=false")
     assert out.count("(3 cases,") == 2 and "sweep summary logged to parent run" in out
-    assert "paired randomization test" in rag_exp("compare", "--last-sweep")
+    assert "randomization" in rag_exp("compare", "--last-sweep")  # the legend, wrapped to the terminal
     out = rag_exp("promote")
     assert "conf/experiment/promoted.yaml" in out and (project / "conf" / "experiment" / "promoted.yaml").is_file()
     assert "gate PASS" in rag_exp("gate", "--run-now")
