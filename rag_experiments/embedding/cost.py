@@ -46,6 +46,17 @@ class EstimateOnly(UserError):
     exit_code = 0
 
 
+def confirm_payment(what: str, who: str, hint: str, ask: Callable[[str], str] | None = None) -> None:
+    """Ask before paying (after the estimate is printed): ``ask`` (default: the terminal); with no
+    terminal, one line saying how to go on; anything but yes cancels before a request is sent."""
+    if ask is None:
+        if not sys.stdin or not sys.stdin.isatty():
+            raise UserError(f"{what} needs a confirmation and there is no terminal to ask", hint=hint)
+        ask = input
+    if ask("Proceed? [y/N] ").strip().lower() not in ("y", "yes"):
+        raise UserError(f"{who}: cancelled at the cost confirmation; nothing was paid")
+
+
 class CostGate:
     """The ``before_paying`` hook of :func:`rag_experiments.chunk_index.ingest`: print the estimate, then
     ask (a terminal), or go on (``confirm=False`` / ``--yes``), or stop (``dry_run``)."""
@@ -68,14 +79,8 @@ class CostGate:
             raise EstimateOnly("dry run: stopped before paying")
         if not self.confirm or est.usd == 0:
             return
-        ask = self._ask
-        if ask is None:
-            if not sys.stdin or not sys.stdin.isatty():
-                raise UserError("embedding: paying for this corpus needs a confirmation and there is no terminal "
-                                "to ask", hint="rerun with --yes (rag-exp) or embedding.confirm=false (run.py)")
-            ask = input
-        if ask("Proceed? [y/N] ").strip().lower() not in ("y", "yes"):
-            raise UserError("embedding: cancelled at the cost confirmation; nothing was paid")
+        confirm_payment("embedding: paying for this corpus", "embedding",
+                        "rerun with --yes (rag-exp) or embedding.confirm=false (run.py)", self._ask)
 
     def metrics(self) -> dict[str, float]:
         out = {}

@@ -119,14 +119,10 @@ class RewriteGate:
               f"~{self.estimated_tokens:,} tokens (estimated), {money}", file=self._out or sys.stderr, flush=True)
         if not self.confirm or est.usd == 0:
             return
-        ask = self._ask
-        if ask is None:
-            if not sys.stdin or not sys.stdin.isatty():
-                raise UserError("query.rewrite: paying for rewrites needs a confirmation and there is no terminal "
-                                "to ask", hint="rerun with query.confirm=false to accept the estimate above")
-            ask = input
-        if ask("Proceed? [y/N] ").strip().lower() not in ("y", "yes"):
-            raise UserError("query.rewrite: cancelled at the cost confirmation; nothing was paid")
+        from ..embedding.cost import confirm_payment
+
+        confirm_payment("query.rewrite: paying for rewrites", "query.rewrite",
+                        "rerun with query.confirm=false to accept the estimate above", self._ask)
 
 
 class QueryRewriter:
