@@ -51,13 +51,13 @@ def model_route(name: str, version: str | None = None) -> str:
 def ui_base(tracking_uri: str | None = None) -> tuple[str, bool]:
     """(base URL, whether it is known) for links: known when ``RAG_EXP_UI_URL`` is set or the
     tracking store is a server; else ``make ui``'s local address (not known to be running)."""
+    from ..redaction import redact_text  # a base with user:password@ is printed masked
+
     explicit = os.environ.get(UI_ENV, "").strip()
     if explicit:
-        return explicit.rstrip("/"), True
+        return redact_text(explicit).rstrip("/"), True
     uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI", "")
     if uri.startswith(("http://", "https://")):
-        from ..redaction import redact_text
-
         return redact_text(uri).rstrip("/"), True
     return LOCAL_UI, False
 
