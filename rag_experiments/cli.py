@@ -96,12 +96,13 @@ def environment_error(exc: BaseException) -> str | None:
         first = (str(exc).strip().splitlines() or [""])[0]
         return (f"the database failed during the command ({type(exc).__name__}: {first}); "
                 "is the server still running? (rag-exp db status)")
-    anthropic = sys.modules.get("anthropic")
-    if anthropic is not None and isinstance(exc, anthropic.APIError):
-        from .llm import describe_api_error, fatal_api_error
+    anthropic, openai = sys.modules.get("anthropic"), sys.modules.get("openai")
+    if (anthropic is not None and isinstance(exc, anthropic.APIError)) or (
+            openai is not None and isinstance(exc, openai.APIError)):
+        from .llm import api_name, describe_api_error, fatal_api_error
 
         fatal = fatal_api_error(exc)
-        return str(fatal) if fatal is not None else f"Anthropic API: {describe_api_error(exc)}"
+        return str(fatal) if fatal is not None else f"{api_name(exc)}: {describe_api_error(exc)}"
     return None
 
 

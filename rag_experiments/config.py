@@ -23,6 +23,7 @@ from .embedding.options import EmbeddingParams
 from .errors import ConfigError
 from .evaluation.evaluate import EvalParams
 from .evaluation.metric_key import MetricKey
+from .llm import LLMParams
 from .retrieval.external_params import ExternalParams, HttpParams, StoredParams
 from .retrieval.filters import Filters
 from .retrieval.fusion import FusionParams
@@ -117,12 +118,18 @@ class Settings:
     db: DbParams = field(default_factory=DbParams)
     tracking: TrackingParams = field(default_factory=TrackingParams)
     query: QueryParams = field(default_factory=QueryParams)  # the query side: LLM rewriting (retrieval.query_rewrite)
+    llm: LLMParams = field(default_factory=LLMParams)  # the API of rerank=llm and query.rewrite (llm.provider, base_url)
     objective: str = "recall_at_5"
     run_name: str | None = None
     progress: bool = True
 
     def __post_init__(self) -> None:
         """The checks that span groups (each group checks its own values)."""
+        from dataclasses import replace
+
+        # the llm node reaches the two users of an LLM (they check what needs a model name)
+        object.__setattr__(self, "rerank", replace(self.rerank, llm=self.llm))
+        object.__setattr__(self, "query", replace(self.query, llm=self.llm))
         largest_k = max(self.eval.ks)
         if self.fusion.depth < largest_k:
             raise ConfigError(

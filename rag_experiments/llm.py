@@ -1,15 +1,31 @@
-"""The only module that talks to the Anthropic API (the real ``anthropic`` SDK, 2.x).
+"""The only module (with its sibling :mod:`.llm_openai`) that talks to an LLM API.
 
-* :func:`make_client` builds a client from ``ANTHROPIC_API_KEY`` (and optionally
-  ``ANTHROPIC_BASE_URL``). The SDK's own retries handle 408/409/429/5xx (529 = overloaded),
-  honouring ``retry-after-ms`` / ``retry-after``; ``max_retries`` sets how many.
-* :func:`complete` sends one Messages request and returns ``(text, usage)``.
+Two providers (:data:`PROVIDERS`), each through its real SDK:
+
+* ``anthropic`` (the default): the ``anthropic`` SDK 2.x, the Messages API.
+* ``openai``: the ``openai`` SDK's ``chat.completions.create`` against any OpenAI-compatible
+  server (``base_url``: vLLM, Ollama, LM Studio, a gateway, or OpenAI itself); see
+  :mod:`.llm_openai` for the key rule (a placeholder key for a self-hosted server).
+
+* :func:`make_client` builds a client: ``provider="anthropic"`` from ``ANTHROPIC_API_KEY`` (and
+  optionally ``ANTHROPIC_BASE_URL``), ``provider="openai"`` from ``OPENAI_API_KEY`` and
+  ``base_url`` (else ``OPENAI_BASE_URL``). The SDKs' own retries handle 408/409/429/5xx
+  (529 = overloaded), honouring ``retry-after-ms`` / ``retry-after``; ``max_retries`` sets how many.
+* :func:`complete` sends one request (whichever provider the client speaks) and returns
+  ``(text, usage)``; :func:`is_api_error`, :func:`fatal_api_error` and
+  :func:`describe_api_error` sort either SDK's errors the same way (401/403/404 and an
+  unreachable server are fatal; the rest were already retried by the SDK).
+* :class:`LLMParams` is the ``llm`` config node (``llm.provider``, ``llm.base_url``,
+  ``llm.price``) read by the ``llm`` reranker and query rewriting.
 * :func:`extract_json` reads the JSON a model answered: a single ```json fence is tolerated,
   nothing else (no prose around it, no trailing commas, no "best effort" repair).
 * :data:`PRICES`, :func:`estimate_tokens`, :func:`cost_usd`, :func:`estimate_cost`: what a job
-  will cost before it starts and what it cost at the end.
+  will cost before it starts and what it cost at the end. The table holds Anthropic's list
+  prices only: with ``provider="openai"`` no model has a built-in price (the same name may be
+  free on your own server or billed by a gateway), so the price must be given (``0,0`` for a
+  self-hosted model); a cost is never assumed to be zero.
 * :func:`create_batch`, :func:`poll_batch`, :func:`batch_results`: the Message Batches API
-  (half price, results within 24 h) for bulk jobs.
+  (half price, results within 24 h) for bulk jobs (Anthropic only).
 
 The API key is never logged, printed or put in an error message.
 """
@@ -20,6 +36,7 @@ import json
 import math
 import os
 import re
+import sys
 import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
@@ -29,7 +46,9 @@ from .errors import ConfigError, UserError
 if TYPE_CHECKING:  # the SDK is imported lazily: commands that never call the API stay fast
     import anthropic
 
-DEFAULT_MODEL = "claude-sonnet-4-6"
+PROVIDERS = ("anthropic", "openai")
+DEFAULT_PROVIDER = "anthropic"
+DEFAULT_MODEL = "claude-sonnet-4-6"  # the anthropic provider's; provider openai has none (name the model)
 DEFAULT_MAX_RETRIES = 4
 DEFAULT_TIMEOUT = 60.0
 CHARS_PER_TOKEN = 3.5  # input-token estimate when no tokenizer is at hand (English prose + code)
@@ -66,8 +85,11 @@ _DATED = re.compile(r"-\d{8}$")
 _ALIASES = {"claude-sonnet-4": "claude-sonnet-4-0", "claude-opus-4": "claude-opus-4-0"}
 
 
-def price_for(model: str) -> Price | None:
-    """The price of ``model`` (a dated snapshot id falls back to its alias), or None if unknown."""
+def price_for(model: str, provider: str = DEFAULT_PROVIDER) -> Price | None:
+    """The price of ``model`` (a dated snapshot id falls back to its alias), or None if unknown.
+    Only Anthropic's models have built-in prices: any other provider's is None (pass a price)."""
+    if provider != "anthropic":
+        return None
     name = _DATED.sub("", model)
     name = _ALIASES.get(name, name)
     return PRICES.get(model) or PRICES.get(name)
@@ -108,9 +130,10 @@ def estimate_tokens(text: str) -> int:
 
 
 def cost_usd(model: str, input_tokens: int, output_tokens: int, *, batch: bool = False,
-             price: Price | None = None) -> float | None:
-    """USD for the given token counts; None when the model has no known price."""
-    price = price or price_for(model)
+             price: Price | None = None, provider: str = DEFAULT_PROVIDER) -> float | None:
+    """USD for the given token counts; None when the model has no known price (``price`` wins,
+    ``Price(0, 0)`` included)."""
+    price = price if price is not None else price_for(model, provider)
     if price is None:
         return None
     usd = (input_tokens * price.input + output_tokens * price.output) / 1_000_000
@@ -125,31 +148,139 @@ class CostEstimate:
     output_tokens: int
     usd: float | None
     batch: bool = False
+    provider: str = DEFAULT_PROVIDER
 
     def describe(self) -> str:
         money = f"~${self.usd:.2f}" if self.usd is not None else "unknown cost (no price for this model)"
         mode = " via the Message Batches API (50% off)" if self.batch else ""
-        return (f"{self.requests} requests to {self.model}{mode}: ~{self.input_tokens:,} input + "
+        via = f" ({self.provider} provider)" if self.provider != DEFAULT_PROVIDER else ""
+        return (f"{self.requests} requests to {self.model}{via}{mode}: ~{self.input_tokens:,} input + "
                 f"~{self.output_tokens:,} output tokens, {money}")
 
 
 def estimate_cost(model: str, prompts: Iterable[str], *, output_tokens_per_request: int,
-                  batch: bool = False, price: Price | None = None) -> CostEstimate:
+                  batch: bool = False, price: Price | None = None,
+                  provider: str = DEFAULT_PROVIDER) -> CostEstimate:
     """Estimate before starting: input tokens from the full prompt texts, output as given."""
     prompts = list(prompts)
     inp = sum(estimate_tokens(p) for p in prompts)
     out = output_tokens_per_request * len(prompts)
-    return CostEstimate(model, len(prompts), inp, out, cost_usd(model, inp, out, batch=batch, price=price), batch)
+    usd = cost_usd(model, inp, out, batch=batch, price=price, provider=provider)
+    return CostEstimate(model, len(prompts), inp, out, usd, batch, provider)
+
+
+# -- provider and config ---------------------------------------------------------------------------
+def check_provider(provider: str, key: str = "llm.provider") -> str:
+    """``provider`` if it is one of :data:`PROVIDERS`, else a ConfigError naming ``key``."""
+    if provider not in PROVIDERS:
+        raise ConfigError(f"{key}: unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}",
+                          hint="openai = any OpenAI-compatible server (vLLM, Ollama, a gateway) with a base URL")
+    return provider
+
+
+def check_base_url(url: str | None, key: str = "llm.base_url") -> str | None:
+    """``url`` if it is None or an ``http(s)://host...`` URL, else a ConfigError naming ``key``."""
+    if url is None:
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ConfigError(f"{key}: {url!r} is not an http(s) URL",
+                          hint="e.g. http://localhost:8000/v1 (vLLM) or http://localhost:11434/v1 (Ollama)")
+    return url
+
+
+def parse_price(value: Any, key: str = "--price") -> Price | None:
+    """``"IN,OUT"`` or a pair of numbers (USD per million input, output tokens) as a Price."""
+    if value is None or value == "":
+        return None
+    try:
+        parts = [float(x) for x in (value.split(",") if isinstance(value, str) else value)]
+    except (TypeError, ValueError):
+        parts = []
+    if len(parts) != 2 or any(p < 0 or p != p for p in parts):
+        raise ConfigError(f"{key}: expected IN,OUT in USD per million tokens (>= 0), got {value!r}",
+                          hint="e.g. 3,15; 0,0 for a model on your own server")
+    return Price(parts[0], parts[1])
+
+
+@dataclass(frozen=True)
+class LLMParams:
+    """The ``llm`` config node: which API the LLM features of a run call (the ``llm`` reranker,
+    ``query.rewrite``); ``rag-exp golden generate|label`` take it as their default too.
+
+    ``provider``: anthropic | openai. ``base_url``: the server (None: the SDK's default, or
+    ``ANTHROPIC_BASE_URL`` / ``OPENAI_BASE_URL``). ``price``: ``[IN, OUT]`` USD per million
+    tokens, overriding the table (needed for any openai-provider model; ``[0, 0]`` for your own
+    server)."""
+
+    provider: str = DEFAULT_PROVIDER
+    base_url: str | None = None
+    price: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        check_provider(self.provider, "llm.provider")
+        check_base_url(self.base_url, "llm.base_url")
+        if self.price is not None:
+            parse_price(list(self.price), "llm.price")
+            object.__setattr__(self, "price", tuple(float(x) for x in self.price))  # hashable, as declared
+
+    @property
+    def price_override(self) -> Price | None:
+        return parse_price(list(self.price), "llm.price") if self.price is not None else None
+
+    def model_key(self, model: str) -> str:
+        """What identifies ``model`` in caches and ids: the bare name for Anthropic (as before
+        providers existed), ``<provider>:<model>`` for the others."""
+        return model if self.provider == DEFAULT_PROVIDER else f"{self.provider}:{model}"
+
+
+def provider_of(client: Any) -> str:
+    """Which provider an SDK client speaks (by the SDK it comes from)."""
+    return "openai" if type(client).__module__.split(".")[0] == "openai" else "anthropic"
+
+
+def _sdk_of(exc: BaseException) -> str | None:
+    root = type(exc).__module__.split(".")[0]
+    if root == "openai":
+        openai = sys.modules.get("openai")
+        return "openai" if openai is not None and isinstance(exc, openai.APIError) else None
+    anthropic = sys.modules.get("anthropic")
+    return "anthropic" if anthropic is not None and isinstance(exc, anthropic.APIError) else None
+
+
+def is_api_error(exc: BaseException) -> bool:
+    """An SDK API error of either provider (raised after the SDK's own retries)."""
+    return _sdk_of(exc) is not None
+
+
+def api_name(exc_or_provider: Any) -> str:
+    """``Anthropic API`` or ``OpenAI-compatible API`` (for messages)."""
+    provider = exc_or_provider if isinstance(exc_or_provider, str) else _sdk_of(exc_or_provider)
+    return "OpenAI-compatible API" if provider == "openai" else "Anthropic API"
 
 
 # -- client ---------------------------------------------------------------------------------------
 def make_client(api_key: str | None = None, base_url: str | None = None, max_retries: int = DEFAULT_MAX_RETRIES,
-                timeout: float = DEFAULT_TIMEOUT) -> "anthropic.Anthropic":
-    """An ``anthropic.Anthropic`` client; the key comes from ``api_key`` or ``$ANTHROPIC_API_KEY``.
+                timeout: float = DEFAULT_TIMEOUT, *, provider: str = DEFAULT_PROVIDER) -> Any:
+    """An SDK client for ``provider``: ``anthropic.Anthropic`` (the default) or ``openai.OpenAI``
+    (see :func:`rag_experiments.llm_openai.make_openai_client`).
 
-    ``base_url`` (else ``$ANTHROPIC_BASE_URL``, else the SDK default) points it elsewhere, e.g.
-    at a test stub. A missing key is a :class:`ConfigError` that names the variable only.
+    Anthropic: the key comes from ``api_key`` or ``$ANTHROPIC_API_KEY``; ``base_url`` (else
+    ``$ANTHROPIC_BASE_URL``, else the SDK default) points it elsewhere, e.g. at a test stub. A
+    missing key is a :class:`ConfigError` that names the variable only.
     """
+    check_provider(provider, "provider")
+    check_base_url(base_url, "base_url")
+    if provider == "openai":
+        from .llm_openai import make_openai_client
+
+        return make_openai_client(api_key, base_url, max_retries, timeout)
     import anthropic
 
     key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
@@ -168,6 +299,10 @@ class LLMFatalError(UserError):
 
 def fatal_api_error(exc: BaseException) -> LLMFatalError | None:
     """A :class:`LLMFatalError` if ``exc`` is an error that retrying other requests cannot fix."""
+    if _sdk_of(exc) == "openai":
+        from .llm_openai import fatal_api_error as openai_fatal
+
+        return openai_fatal(exc)
     import anthropic
 
     if isinstance(exc, (anthropic.AuthenticationError, anthropic.PermissionDeniedError)):
@@ -223,12 +358,19 @@ def message_text(message: Any) -> str:
     return "".join(getattr(b, "text", "") for b in message.content if getattr(b, "type", "") == "text")
 
 
-def complete(client: "anthropic.Anthropic", prompt: str, *, model: str = DEFAULT_MODEL, system: str | None = None,
+def complete(client: Any, prompt: str, *, model: str = DEFAULT_MODEL, system: str | None = None,
              max_tokens: int = 1024) -> tuple[str, Usage]:
-    """Send one Messages request; return the answer's text and its token usage.
+    """Send one request; return the answer's text and its token usage. An Anthropic client sends
+    a Messages request (:func:`message_params`); an OpenAI one a chat completion
+    (:func:`rag_experiments.llm_openai.complete`).
 
-    SDK errors propagate (after the SDK's own retries): callers decide per request.
+    SDK errors propagate (after the SDK's own retries): callers decide per request
+    (:func:`is_api_error`, :func:`fatal_api_error`).
     """
+    if provider_of(client) == "openai":
+        from .llm_openai import complete as openai_complete
+
+        return openai_complete(client, prompt, model=model, system=system, max_tokens=max_tokens)
     params = message_params(prompt, model=model, system=system, max_tokens=max_tokens)
     message = client.messages.create(**params)
     return message_text(message), Usage.from_sdk(message.usage)

@@ -72,20 +72,32 @@ def register(subparsers: Any) -> None:
                         "(e.g. --set retrieval=hybrid --set chunking.max_tokens=256)")
 
     def llm_args(sp: argparse.ArgumentParser, concurrency_default: int = 4) -> None:
-        from ..llm import DEFAULT_MAX_RETRIES, DEFAULT_MODEL
+        from ..llm import DEFAULT_MAX_RETRIES, DEFAULT_MODEL, PROVIDERS
 
-        g = sp.add_argument_group("LLM (needs ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL optional)")
-        g.add_argument("--model", default=DEFAULT_MODEL, help=f"Claude model (default: {DEFAULT_MODEL})")
+        g = sp.add_argument_group(
+            "LLM (provider anthropic: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL optional; provider openai: any "
+            "OpenAI-compatible server at --base-url, OPENAI_API_KEY if it needs a key)")
+        g.add_argument("--provider", choices=PROVIDERS, default=None,
+                       help="which API answers (default: the configured llm.provider, i.e. anthropic unless "
+                       "--set llm.provider=... or the project's config says otherwise)")
+        g.add_argument("--base-url", metavar="URL", default=None,
+                       help="the server, with its API prefix: http://localhost:8000/v1 (vLLM), "
+                       "http://localhost:11434/v1 (Ollama) (default: the configured llm.base_url, else "
+                       "ANTHROPIC_BASE_URL / OPENAI_BASE_URL, else the provider's own)")
+        g.add_argument("--model", default=None,
+                       help=f"model name (default with provider anthropic: {DEFAULT_MODEL}; provider openai: "
+                       "required, the name the server serves)")
         g.add_argument("--price", metavar="IN,OUT", help="USD per million input,output tokens, for a model "
-                       "missing from the built-in price table")
+                       "missing from the built-in (Anthropic) price table; 0,0 for a model on your own server. "
+                       "Without a price nothing is sent (default: the configured llm.price)")
         g.add_argument("--concurrency", type=int, default=concurrency_default,
                        help=f"parallel requests (default: {concurrency_default})")
         g.add_argument("--max-retries", type=int, default=DEFAULT_MAX_RETRIES,
                        help=f"SDK retries on 429/529/5xx/timeouts, with backoff (default: {DEFAULT_MAX_RETRIES})")
         g.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default: 60)")
         g.add_argument("--batch", action="store_true",
-                       help="use the Message Batches API (half price, up to 24 h); the batch id is "
-                       "checkpointed, so rerunning resumes polling instead of resubmitting")
+                       help="use the Message Batches API (provider anthropic only; half price, up to 24 h); the "
+                       "batch id is checkpointed, so rerunning resumes polling instead of resubmitting")
         g.add_argument("--poll-interval", type=float, default=30.0, help="seconds between batch polls (default: 30)")
         g.add_argument("--poll-timeout", type=float, default=None,
                        help="stop polling after this many seconds (rerun later to resume); default: wait")
@@ -267,15 +279,49 @@ def _open_session(overrides: list[str]) -> Any:
 
 
 def _price(args: argparse.Namespace) -> Any:
-    from ..llm import Price
+    from ..llm import parse_price
 
-    if not args.price:
-        return None
-    try:
-        inp, out = (float(x) for x in args.price.split(","))
-    except ValueError:
-        raise ConfigError(f"--price: expected IN,OUT in USD per million tokens, got {args.price!r}") from None
-    return Price(inp, out)
+    return parse_price(args.price or None, "--price")
+
+
+def configured_llm(overrides: list[str] | None = None) -> Any:
+    """The ``llm`` node of the configuration (``--set llm.provider=openai``, a project's
+    conf/project.yaml): what --provider / --base-url / --price default to. Composed only when
+    something can differ from the packaged default."""
+    from ..hydra_app import config_source
+    from ..llm import LLMParams
+
+    if config_source().name == "config" and not any(o.lstrip("+~").startswith("llm") for o in overrides or []):
+        return LLMParams()
+    from ..session import compose_settings
+
+    return compose_settings(list(overrides or []))[0].llm
+
+
+def _resolve_llm(args: argparse.Namespace) -> Any:
+    """Fill args.provider / base_url / model from the flags, else the configured ``llm`` node (its
+    base URL and price only when its provider is the one used), else the provider's defaults;
+    return the price (None: unknown). Refuses --batch with a provider that has no batches."""
+    from ..golden.llm_jobs import check_batch_provider
+    from ..llm import DEFAULT_MODEL, check_base_url
+
+    price = _price(args)
+    conf = configured_llm(getattr(args, "overrides", None)) if None in (args.provider, args.base_url, price) \
+        else None
+    provider = args.provider or (conf.provider if conf else "anthropic")
+    same = conf is not None and conf.provider == provider
+    args.provider = provider
+    args.base_url = check_base_url(args.base_url or (conf.base_url if same else None), "--base-url")
+    if price is None and same:
+        price = conf.price_override
+    if not args.model:
+        if provider != "anthropic":
+            raise ConfigError(f"--model: provider {provider} has no default model",
+                              hint="pass the name your server serves, e.g. --model Qwen/Qwen2.5-7B-Instruct (vLLM) "
+                              "or --model llama3.1:8b (Ollama)")
+        args.model = DEFAULT_MODEL
+    check_batch_provider(args.batch, provider)
+    return price
 
 
 def _check_llm_args(args: argparse.Namespace) -> None:
@@ -301,7 +347,8 @@ def _confirm(console: Any, estimate: Any, yes: bool) -> bool:
 def _client(args: argparse.Namespace) -> Any:
     from ..llm import make_client
 
-    return make_client(max_retries=args.max_retries, timeout=args.timeout)
+    return make_client(max_retries=args.max_retries, timeout=args.timeout, provider=args.provider,
+                       base_url=args.base_url)
 
 
 def _progress(total: int, label: str) -> Any:
@@ -312,11 +359,12 @@ def _progress(total: int, label: str) -> Any:
     return progress, (lambda entry: progress.advance(task))
 
 
-def _usage_line(report: Any, model: str) -> str:
+def _usage_line(report: Any, model: str, provider: str = "anthropic") -> str:
     u = report.usage + report.batch_usage
     cost = "unknown (no price for this model; pass --price)" if report.cost_usd is None else f"${report.cost_usd:.4f}"
+    via = f" (provider {provider})" if provider != "anthropic" else ""
     return (f"Usage: {u.requests} responses, {u.input_tokens:,} input + {u.output_tokens:,} output tokens "
-            f"on {model}; cost {cost}")
+            f"on {model}{via}; cost {cost}")
 
 
 def _counter_line(counter: dict) -> str:
@@ -329,14 +377,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     _check_llm_args(args)
     console = _console()
-    price = _price(args)
+    price = _resolve_llm(args)
     session = _open_session(args.overrides)
     try:
         chunks = session.chunks()
     finally:
         session.close()
     plan = plan_generation(chunks, args.golden, n=args.n, seed=args.seed, model=args.model, batch=args.batch,
-                           retry_failed=args.retry_malformed, price=price)
+                           retry_failed=args.retry_malformed, price=price, provider=args.provider)
     s = plan.sample
     _say(console, f"{len(chunks)} chunks; skipped as boilerplate: {_counter_line(s.skipped)}")
     _say(console, f"sampled {len(s.chunks)} over {len(s.strata)} strata (doc type x tokens): "
@@ -355,9 +403,22 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def _run_llm_job(args: argparse.Namespace, console, plan, runner, verb: str, price):
     """What generate and label share: dry-run estimate, cost confirmation, client, progress bar,
     the run itself. Returns the runner's report, or an exit code (dry run 0, declined 1)."""
+    if args.provider != "anthropic" or args.base_url:
+        from ..redaction import redact_text
+
+        where = f" at {redact_text(args.base_url)}" if args.base_url else ""
+        _say(console, f"LLM: provider {args.provider}{where}, model {args.model}")
+    unpriced = plan.pending and plan.estimate.usd is None
     if args.dry_run:
         _say(console, f"Estimate: {plan.estimate.describe()}")
+        if unpriced:
+            _say(console, "  note: no price for this model: a real run needs --price IN,OUT (0,0 for your own server)")
         return 0
+    if unpriced:  # never send without a cost, and never assume it is zero
+        raise ConfigError(f"--price: no price for model {args.model!r} (provider {args.provider}): the cost of "
+                          f"{len(plan.pending)} requests cannot be estimated",
+                          hint="pass --price IN,OUT in USD per million input,output tokens (--price 0,0 for a model "
+                          "on your own server); nothing was sent")
     client = None
     if plan.pending or plan.in_open_batches:
         if plan.pending and not _confirm(console, plan.estimate, args.yes):
@@ -376,7 +437,7 @@ def _finish_llm_job(args: argparse.Namespace, console, report, problems_title: s
                       "mid-write); those items were asked again")
     for err in report.errors[:5]:
         _say(console, f"  error: {err}")
-    _say(console, _usage_line(report, args.model))
+    _say(console, _usage_line(report, args.model, args.provider))
     return 0 if not report.api_errors else 3
 
 
@@ -396,7 +457,7 @@ def _pool_plan(args: argparse.Namespace, price):
     if args.sweep:
         definition["sweep"] = args.sweep
     return plan_labelling(args.golden, lambda q: by_query.get(q, []), k=10**9, model=args.model, batch=args.batch,
-                          retry_failed=args.retry_malformed, price=price, pool=definition)
+                          retry_failed=args.retry_malformed, price=price, pool=definition, provider=args.provider)
 
 
 def cmd_label(args: argparse.Namespace) -> int:
@@ -406,7 +467,7 @@ def cmd_label(args: argparse.Namespace) -> int:
     if args.k < 1:
         raise ConfigError(f"-k must be >= 1, got {args.k}")
     console = _console()
-    price = _price(args)
+    price = _resolve_llm(args)
     if args.per_run_depth and not (args.pool or args.sweep):
         raise UserError("--per-run-depth needs a pool", hint="add --pool RUN_ID ... or --sweep PARENT_ID")
     if args.pool or args.sweep:
@@ -416,8 +477,8 @@ def cmd_label(args: argparse.Namespace) -> int:
         try:
             # an external passage that could not be placed in the corpus has no span to judge: skipped
             plan = plan_labelling(args.golden, lambda q: [h for h in session.search(q, args.k) if h["doc_hash"]],
-                                  k=args.k, model=args.model,
-                                  batch=args.batch, retry_failed=args.retry_malformed, price=price)
+                                  k=args.k, model=args.model, batch=args.batch,
+                                  retry_failed=args.retry_malformed, price=price, provider=args.provider)
         finally:
             session.close()
     _say(console, f"{plan.cases} cases, {len(plan.jobs)} (case, passage) pairs to judge; skipped: "

@@ -300,8 +300,10 @@ def check_chunk(chunk: dict) -> None:
                          "pass the span text (document[start:end]), not the indexed text")
 
 
-def build_cases(chunk: dict, items: list[dict], model: str) -> tuple[list[dict], Counter]:
-    """``case`` records for the accepted items of one chunk.
+def build_cases(chunk: dict, items: list[dict], model: str,
+                provider: str = llm.DEFAULT_PROVIDER) -> tuple[list[dict], Counter]:
+    """``case`` records for the accepted items of one chunk; ``provenance`` names who wrote the
+    question (``method: llm``, ``provider``, ``model``, ``prompt_version``).
 
     The evidence span is the quote located in the chunk (exactly, else whitespace-insensitively:
     ``quote_whitespace_located``), as char offsets into the *document* (chunk start + offset);
@@ -327,7 +329,7 @@ def build_cases(chunk: dict, items: list[dict], model: str) -> tuple[list[dict],
             "doc_type": chunk["doc_type"],
             "evidence": [{"doc_id": chunk["doc_id"], "source_uri": chunk["source_uri"], "start": base + s,
                           "end": base + e, "quote": text[s:e], "doc_hash": chunk["doc_hash"], "grade": 2}],
-            "provenance": {"method": "llm", "model": model, "prompt_version": PROMPT_VERSION,
+            "provenance": {"method": "llm", "provider": provider, "model": model, "prompt_version": PROMPT_VERSION,
                            "source_chunk": chunk["chunk_id"], "evidence_located": located},
         }
         if item["identifier"] is not None:
@@ -353,7 +355,7 @@ class GenerationReport(JobReport):
 
 def plan_generation(chunks: Iterable[dict], golden_path: str | Path, *, n: int = 150, seed: int = 13,
                     model: str = llm.DEFAULT_MODEL, batch: bool = False, retry_failed: bool = False,
-                    price: llm.Price | None = None) -> GenerationPlan:
+                    price: llm.Price | None = None, provider: str = llm.DEFAULT_PROVIDER) -> GenerationPlan:
     """Sample, read the checkpoint, and estimate the cost of what is left. No API call."""
     sample = stratified_sample(chunks, n, seed)
     for c in sample.chunks:
@@ -363,13 +365,14 @@ def plan_generation(chunks: Iterable[dict], golden_path: str | Path, *, n: int =
     jobs = [Job(str(c["chunk_id"]), build_prompt(c), {k: c[k] for k in CHUNK_KEYS}) for c in sample.chunks]
     return GenerationPlan(sample=sample, **plan_fields(
         jobs, state, golden_path=golden_path, checkpoint_path=cp_path, system=SYSTEM_PROMPT, model=model,
-        batch=batch, retry_failed=retry_failed, output_tokens_per_request=EXPECTED_OUTPUT_TOKENS, price=price))
+        batch=batch, retry_failed=retry_failed, output_tokens_per_request=EXPECTED_OUTPUT_TOKENS, price=price,
+        provider=provider))
 
 
-def interpret_generation(model: str) -> Interpret:
+def interpret_generation(model: str, provider: str = llm.DEFAULT_PROVIDER) -> Interpret:
     def interpret(chunk: dict, text: str) -> dict:
         items, problems = parse_generation(text, chunk["text"])
-        cases, notes = build_cases(chunk, items, model)
+        cases, notes = build_cases(chunk, items, model, provider)
         problems.update(notes)
         unusable = bool(problems.get("malformed_json") or problems.get("not_a_list"))
         return {"records": cases, "problems": dict(problems), "unusable": unusable}
@@ -390,7 +393,7 @@ def run_generation(plan: GenerationPlan, client: Any, *, concurrency: int = 4, m
         report.cases_appended += appended
         report.cases_already_present += present
 
-    task = Task("generation", SYSTEM_PROMPT, PROMPT_VERSION, interpret_generation(plan.model))
+    task = Task("generation", SYSTEM_PROMPT, PROMPT_VERSION, interpret_generation(plan.model, plan.provider))
     report.cases_reconciled = run_jobs(task, plan, client, report, counted=counted, max_tokens=max_tokens,
                                        concurrency=concurrency, on_progress=on_progress,
                                        poll_interval=poll_interval, poll_timeout=poll_timeout, price=price)

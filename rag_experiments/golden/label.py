@@ -10,7 +10,9 @@ For each case, the top-k hits of a retriever are judged (YES / PART / NO) unless
   run. A (case, span) pair is never judged twice.
 
 Each verdict is appended as a ``judgement`` record (span = the hit's text span with its quote and
-document hash; ``judge = {kind: llm, model, prompt_version}``). Outcomes are checkpointed in
+document hash; ``judge = {kind: llm, provider, model, prompt_version}``: ``provider`` is
+``anthropic`` or ``openai`` (an OpenAI-compatible server), and judgements written before
+providers existed, without it, are Anthropic's). Outcomes are checkpointed in
 ``<golden stem>.label.log.jsonl`` first (see :mod:`.llm_jobs` for the resume rules); malformed
 judge answers are counted and skipped, never fatal.
 """
@@ -25,7 +27,8 @@ from typing import Any, Callable, Iterable
 from .. import llm
 from ..evaluation.relevance import matches
 from ..limits import query_problem
-from .llm_jobs import Checkpoint, Job, JobPlan, JobReport, Task, checkpoint_path, plan_fields, read_state, run_jobs
+from .llm_jobs import (Checkpoint, Job, JobPlan, JobReport, Task, check_batch_provider, checkpoint_path, plan_fields,
+                       read_state, run_jobs)
 from .records import VERDICTS, new_id
 from .resolve import load_golden
 
@@ -97,15 +100,18 @@ def parse_verdict(text: str) -> tuple[str | None, str | None, str | None]:
 
 
 def judgement_record(case_id: str, hit: dict, verdict: str, reason: str | None, model: str,
-                     pool: dict | None = None) -> dict:
+                     pool: dict | None = None, provider: str = llm.DEFAULT_PROVIDER) -> dict:
+    # the id of an Anthropic judgement is what it was before providers existed; another
+    # provider's model name is qualified (the same name on two APIs is two judges)
+    judge_key = model if provider == llm.DEFAULT_PROVIDER else f"{provider}:{model}"
     rec = {
         "type": "judgement",
-        "id": new_id("j", case_id, hit["doc_id"], hit["start"], hit["end"], "llm", model, PROMPT_VERSION),
+        "id": new_id("j", case_id, hit["doc_id"], hit["start"], hit["end"], "llm", judge_key, PROMPT_VERSION),
         "case_id": case_id,
         "span": {"doc_id": hit["doc_id"], "source_uri": hit["source_uri"], "start": int(hit["start"]),
                  "end": int(hit["end"]), "quote": hit["text"], "doc_hash": hit["doc_hash"]},
         "verdict": verdict,
-        "judge": {"kind": "llm", "model": model, "prompt_version": PROMPT_VERSION},
+        "judge": {"kind": "llm", "provider": provider, "model": model, "prompt_version": PROMPT_VERSION},
     }
     if reason:
         rec["reason"] = reason
@@ -114,12 +120,13 @@ def judgement_record(case_id: str, hit: dict, verdict: str, reason: str | None, 
     return rec
 
 
-def interpret_verdict(model: str) -> Callable[[dict, str], dict]:
+def interpret_verdict(model: str, provider: str = llm.DEFAULT_PROVIDER) -> Callable[[dict, str], dict]:
     def interpret(payload: dict, text: str) -> dict:
         verdict, reason, problem = parse_verdict(text)
         if problem:
             return {"records": [], "problems": {problem: 1}, "unusable": True}
-        rec = judgement_record(payload["case_id"], payload["hit"], verdict, reason, model, payload.get("pool"))
+        rec = judgement_record(payload["case_id"], payload["hit"], verdict, reason, model, payload.get("pool"),
+                               provider)
         return {"records": [rec], "problems": {f"verdict_{verdict}": 1}, "unusable": False}
     return interpret
 
@@ -145,13 +152,15 @@ _HIT_KEYS = ("doc_id", "source_uri", "start", "end", "text", "doc_hash")
 def plan_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]], *, k: int = 20,
                    model: str = llm.DEFAULT_MODEL, batch: bool = False, retry_failed: bool = False,
                    price: llm.Price | None = None,
-                   on_case: Callable[[int, int], None] | None = None, pool: dict | None = None) -> LabelPlan:
+                   on_case: Callable[[int, int], None] | None = None, pool: dict | None = None,
+                   provider: str = llm.DEFAULT_PROVIDER) -> LabelPlan:
     """Retrieve top-k for every (non-retired) case and decide which (case, span) pairs to judge.
 
     ``retrieve(query)`` returns hit dicts (chunk_id, doc_id, source_uri, start, end, text,
     doc_hash); only the first ``k`` are used. No API call is made here. ``pool``: the definition
     of a pool the hits come from (runs, k), recorded in each judgement's provenance.
     """
+    check_batch_provider(batch, provider)  # before retrieving every case's hits
     golden = load_golden(golden_path)
     cp_path = checkpoint_path(golden_path, "label")
     state = read_state(Checkpoint(cp_path))
@@ -200,7 +209,8 @@ def plan_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]
             jobs.append(Job(key, build_prompt(case.query, hit["text"]), payload))
     return LabelPlan(cases=len(golden.cases), skipped=dict(skipped), **plan_fields(
         jobs, state, golden_path=golden_path, checkpoint_path=cp_path, system=SYSTEM_PROMPT, model=model,
-        batch=batch, retry_failed=retry_failed, output_tokens_per_request=EXPECTED_OUTPUT_TOKENS, price=price))
+        batch=batch, retry_failed=retry_failed, output_tokens_per_request=EXPECTED_OUTPUT_TOKENS, price=price,
+        provider=provider))
 
 
 def run_labelling(plan: LabelPlan, client: Any, *, concurrency: int = 4, max_tokens: int = 256,
@@ -212,7 +222,7 @@ def run_labelling(plan: LabelPlan, client: Any, *, concurrency: int = 4, max_tok
     def counted(appended: int, _present: int) -> None:
         report.judgements_appended += appended
 
-    task = Task("labelling", SYSTEM_PROMPT, PROMPT_VERSION, interpret_verdict(plan.model))
+    task = Task("labelling", SYSTEM_PROMPT, PROMPT_VERSION, interpret_verdict(plan.model, plan.provider))
     report.judgements_reconciled = run_jobs(task, plan, client, report, counted=counted, max_tokens=max_tokens,
                                             concurrency=concurrency, on_progress=on_progress,
                                             poll_interval=poll_interval, poll_timeout=poll_timeout, price=price)

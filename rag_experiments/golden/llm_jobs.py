@@ -7,6 +7,11 @@ to the golden set. A rerun skips every job already in the checkpoint (no API cal
 appends any checkpointed record missing from the golden set (a crash between the two writes).
 With Message Batches the batch id (and everything needed to read its results) is checkpointed
 as soon as the batch exists, so a rerun resumes polling instead of submitting again.
+
+Providers (:data:`rag_experiments.llm.PROVIDERS`): a plan names its provider; direct calls go
+through :func:`rag_experiments.llm.complete` whichever SDK the client is. Message Batches are
+Anthropic's: a batch plan with another provider is refused, and so is a run with another
+provider while the checkpoint holds an open batch (it is collected with ``--provider anthropic``).
 """
 
 from __future__ import annotations
@@ -132,8 +137,9 @@ class JobRunner:
 
     def __init__(self, client: Any, checkpoint: Checkpoint, *, system: str, model: str, prompt_version: str,
                  max_tokens: int, interpret: Interpret, record: Record,
-                 on_progress: Callable[[dict], None] | None = None) -> None:
+                 on_progress: Callable[[dict], None] | None = None, provider: str = llm.DEFAULT_PROVIDER) -> None:
         self.client, self.cp, self.system, self.model = client, checkpoint, system, model
+        self.provider = provider
         self.prompt_version, self.max_tokens = prompt_version, max_tokens
         self.interpret, self.record, self.on_progress = interpret, record, on_progress
         self.stats = EngineStats()
@@ -142,7 +148,7 @@ class JobRunner:
     # -- one outcome --------------------------------------------------------------------------
     def _outcome(self, job_key: str, payload: dict, text: str | None, usage: llm.Usage, error: str | None,
                  via: str) -> dict:
-        entry: dict[str, Any] = {"event": "item", "key": job_key, "model": self.model,
+        entry: dict[str, Any] = {"event": "item", "key": job_key, "provider": self.provider, "model": self.model,
                                  "prompt_version": self.prompt_version, "via": via, "usage": usage.to_json(),
                                  "raw": text, "error": error}
         if error is not None:
@@ -177,12 +183,12 @@ class JobRunner:
 
     # -- direct calls -------------------------------------------------------------------------
     def _call(self, job: Job) -> dict:
-        import anthropic
-
         try:
             text, usage = llm.complete(self.client, job.prompt, model=self.model, system=self.system,
                                        max_tokens=self.max_tokens)
-        except anthropic.APIError as exc:
+        except Exception as exc:  # noqa: BLE001 - either SDK's API errors; anything else is a bug
+            if not llm.is_api_error(exc):
+                raise
             fatal = llm.fatal_api_error(exc)
             if fatal is not None:
                 raise fatal from None
@@ -348,13 +354,15 @@ class JobReport:
     errors: list[str] = field(default_factory=list)
     torn_checkpoint_lines: int = 0  # lines of a run killed mid-write, ignored
 
-    def fill_usage(self, stats: EngineStats, model: str, price: llm.Price | None) -> None:
+    def fill_usage(self, stats: EngineStats, model: str, price: llm.Price | None,
+                   provider: str = llm.DEFAULT_PROVIDER) -> None:
         self.processed, self.api_errors = stats.processed, stats.api_errors
         self.usage, self.batch_usage = stats.usage, stats.batch_usage
         self.batches, self.errors = stats.batches, stats.errors
-        direct = llm.cost_usd(model, stats.usage.input_tokens, stats.usage.output_tokens, price=price)
+        direct = llm.cost_usd(model, stats.usage.input_tokens, stats.usage.output_tokens, price=price,
+                              provider=provider)
         batched = llm.cost_usd(model, stats.batch_usage.input_tokens, stats.batch_usage.output_tokens, batch=True,
-                               price=price)
+                               price=price, provider=provider)
         self.cost_usd = None if direct is None or batched is None else direct + batched
 
 
@@ -371,17 +379,31 @@ class JobPlan:
     already_done: int
     in_open_batches: int
     estimate: llm.CostEstimate
+    provider: str = llm.DEFAULT_PROVIDER  # who answers: golden records name it with the model
+
+
+def check_batch_provider(batch: bool, provider: str) -> None:
+    """Message Batches are Anthropic's API: refused for any other provider."""
+    llm.check_provider(provider, "provider")
+    if batch and provider != "anthropic":
+        from ..errors import ConfigError
+
+        raise ConfigError(f"--batch: the Message Batches API is Anthropic's; provider {provider} has none here",
+                          hint="drop --batch: requests go one by one (--concurrency of them at a time)")
 
 
 def plan_fields(jobs: list[Job], state: CheckpointState, *, golden_path: str | Path, checkpoint_path: Path,
                 system: str, model: str, batch: bool, retry_failed: bool, output_tokens_per_request: int,
-                price: llm.Price | None) -> dict[str, Any]:
+                price: llm.Price | None, provider: str = llm.DEFAULT_PROVIDER) -> dict[str, Any]:
     """The :class:`JobPlan` fields for ``jobs`` given the checkpoint ``state`` (no API call)."""
+    check_batch_provider(batch, provider)
     open_keys = jobs_in_open_batches(state)
     pending = [j for j in pending_jobs(jobs, state, retry_failed) if j.key not in open_keys]
     estimate = llm.estimate_cost(model, [system + "\n" + j.prompt for j in pending],
-                                 output_tokens_per_request=output_tokens_per_request, batch=batch, price=price)
+                                 output_tokens_per_request=output_tokens_per_request, batch=batch, price=price,
+                                 provider=provider)
     return {"golden_path": Path(golden_path), "checkpoint_path": checkpoint_path, "model": model, "batch": batch,
+            "provider": provider,
             "jobs": tuple(jobs), "pending": tuple(pending), "already_done": sum(j.key in state.done for j in jobs),
             "in_open_batches": len(open_keys), "estimate": estimate}
 
@@ -415,15 +437,24 @@ def run_jobs(task: Task, plan: JobPlan, client: Any, report: JobReport, *,
 
     if not plan.pending and not state.open_batches:
         return reconciled
+    if state.open_batches and plan.provider != "anthropic":
+        ids = ", ".join(b["batch_id"] for b in state.open_batches)
+        raise GoldenSetError(f"{plan.checkpoint_path}: holds open Message Batch(es) {ids}, submitted to Anthropic "
+                             f"and paid for; provider {plan.provider} cannot collect them",
+                             hint="rerun once with --provider anthropic to collect them, then switch providers")
     if client is None:
         raise GoldenSetError(f"{task.name} needs an API client: {len(plan.pending)} jobs are pending",
-                             hint="set ANTHROPIC_API_KEY")
+                             hint="set ANTHROPIC_API_KEY" if plan.provider == "anthropic" else
+                             "pass --base-url (and OPENAI_API_KEY if the server needs one)")
+    if llm.provider_of(client) != plan.provider:
+        raise ValueError(f"the plan is for provider {plan.provider} but the client speaks {llm.provider_of(client)}")
     runner = JobRunner(client, cp, system=task.system, model=plan.model, prompt_version=task.prompt_version,
-                       max_tokens=max_tokens, interpret=task.interpret, record=record, on_progress=on_progress)
+                       max_tokens=max_tokens, interpret=task.interpret, record=record, on_progress=on_progress,
+                       provider=plan.provider)
     try:
         runner.run(list(plan.pending), state, batch=plan.batch, concurrency=concurrency,
                    poll_interval=poll_interval, poll_timeout=poll_timeout)
     finally:
-        report.fill_usage(runner.stats, plan.model, price)
+        report.fill_usage(runner.stats, plan.model, price, plan.provider)
         appender.flush()
     return reconciled

@@ -10,11 +10,12 @@ Record types (fields beyond the common ones):
 ``case``
     ``query``, ``kind`` (``paraphrase`` | ``exact`` | ``production`` | ``benchmark`` | ...),
     ``doc_type``, ``evidence`` (list of spans, each with ``grade``), ``provenance``
-    (``method``: llm | human | agent | import; ``model``, ``prompt_version``, ``author``...),
-    optional ``identifier`` (the exact identifier an ``exact`` question carries).
+    (``method``: llm | human | agent | import; ``provider``, ``model``, ``prompt_version``,
+    ``author``...), optional ``identifier`` (the exact identifier an ``exact`` question carries).
 ``judgement``
     ``case_id``, ``span``, ``verdict`` (YES | PART | NO), ``judge`` (``kind``: llm | human |
-    agent; ``model`` or ``name``; ``prompt_version``), optional ``reason`` and ``supersedes``
+    agent; ``model`` or ``name``; ``prompt_version``; for ``llm`` the ``provider``: anthropic |
+    openai, absent in records written before providers existed, which are Anthropic's), optional ``reason`` and ``supersedes``
     (the id of the judgement it replaces; a reason is then required). ``llm`` is the configured
     LLM judge (``rag-exp golden label``); ``agent`` is any other machine judge (an AI coding
     agent, a script, another model used by hand). Both are *machine judges*: their labels count

@@ -13,8 +13,10 @@
 
 The reranker (``hybrid_rerank``) always scores the passages against the user's question.
 
-Rewrites are asked through :mod:`rag_experiments.llm` (the one module that calls the API) and
-cached in PostgreSQL (``query_rewrites``) by (model, prompt version, mode, n, query), so a
+Rewrites are asked through :mod:`rag_experiments.llm` (the one module that calls the API: an
+Anthropic model, or with ``llm.provider=openai llm.base_url=...`` any OpenAI-compatible server,
+``query.model`` then required) and cached in PostgreSQL (``query_rewrites``) by (model, prompt
+version, mode, n, query; another provider's model as ``<provider>:<model>``), so a
 sweep pays once and a re-run pays nothing; the cost of the uncached ones is estimated and
 confirmed before the first request (:class:`RewriteGate`), and the tokens used are logged with
 the run (``rewrite.*`` metrics).
@@ -23,13 +25,14 @@ the run (``rewrite.*`` metrics).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from psycopg.types.json import Jsonb
 
 from ..cache_key import cache_key
 from ..errors import ConfigError, UserError
+from ..llm import LLMParams
 
 MODES = ("none", "multi_query", "hyde")
 PROMPT_VERSION = "rewrite-v1"
@@ -44,6 +47,8 @@ class QueryParams:
     model: str = ""  # "" = rag_experiments.llm.DEFAULT_MODEL
     confirm: bool = True  # ask before paying (a run without a terminal then stops: set false)
     max_tokens: int = 800  # per request
+    # the top-level ``llm`` node (provider, base_url, price), set by Settings: not a query.* key
+    llm: LLMParams = field(default_factory=LLMParams, metadata={"omegaconf_ignore": True})
 
     def __post_init__(self) -> None:
         if self.rewrite not in MODES:
@@ -52,6 +57,9 @@ class QueryParams:
             raise ConfigError(f"query.n: must be within 1..10, got {self.n}")
         if self.max_tokens < 16:
             raise ConfigError(f"query.max_tokens: must be >= 16, got {self.max_tokens}")
+        if self.enabled and not self.model and self.llm.provider != "anthropic":
+            raise ConfigError(f"query.model: query.rewrite with llm.provider={self.llm.provider} needs a model name",
+                              hint="the name your server serves, e.g. query.model=llama3.1:8b")
 
     @property
     def enabled(self) -> bool:
@@ -61,6 +69,10 @@ class QueryParams:
         from .. import llm
 
         return self.model or llm.DEFAULT_MODEL
+
+    def model_key(self) -> str:
+        """The model as caches know it: ``<provider>:<model>`` for a provider other than Anthropic."""
+        return self.llm.model_key(self.model_id())
 
 
 def prompt(mode: str, query: str, n: int) -> str:
@@ -92,7 +104,7 @@ def parse(text: str, n: int, query: str) -> list[str]:
 
 
 def rewrite_key(params: QueryParams, query: str) -> str:
-    return cache_key("query-rewrite", model=params.model_id(), prompt=PROMPT_VERSION, mode=params.rewrite,
+    return cache_key("query-rewrite", model=params.model_key(), prompt=PROMPT_VERSION, mode=params.rewrite,
                      n=params.n, q=query)
 
 
@@ -111,11 +123,14 @@ class RewriteGate:
         from .. import llm
 
         model = params.model_id()
-        est = llm.estimate_cost(model, prompts, output_tokens_per_request=OUTPUT_TOKENS[params.rewrite] * params.n)
+        est = llm.estimate_cost(model, prompts, output_tokens_per_request=OUTPUT_TOKENS[params.rewrite] * params.n,
+                                price=params.llm.price_override, provider=params.llm.provider)
         self.estimated_usd = est.usd
         self.estimated_tokens = est.input_tokens + est.output_tokens
-        money = f"~${est.usd:.4f}" if est.usd is not None else "unknown cost (no list price for this model)"
-        print(f"query.rewrite={params.rewrite}: {len(prompts)} uncached queries through {model}, "
+        money = (f"~${est.usd:.4f}" if est.usd is not None
+                 else "unknown cost (no list price for this model: set llm.price=[IN,OUT])")
+        via = f" ({params.llm.provider} provider)" if params.llm.provider != "anthropic" else ""
+        print(f"query.rewrite={params.rewrite}: {len(prompts)} uncached queries through {model}{via}, "
               f"~{self.estimated_tokens:,} tokens (estimated), {money}", file=self._out or sys.stderr, flush=True)
         if not self.confirm or est.usd == 0:
             return
@@ -161,16 +176,14 @@ class QueryRewriter:
             missing = [q for q in todo if q not in found]
             if missing:
                 self.gate(p, [prompt(p.rewrite, q, p.n) for q in missing])
-                client = self._client or llm.make_client()
+                client = self._client or llm.make_client(provider=p.llm.provider, base_url=p.llm.base_url)
                 self._client = client
                 for q in missing:
                     try:
                         text, usage = llm.complete(client, prompt(p.rewrite, q, p.n), model=p.model_id(),
                                                    max_tokens=p.max_tokens)
                     except Exception as exc:  # noqa: BLE001 - the SDK's errors, after its own retries
-                        import anthropic
-
-                        if not isinstance(exc, anthropic.APIError):
+                        if not llm.is_api_error(exc):
                             raise
                         raise llm.fatal_api_error(exc) or UserError(
                             f"query.rewrite: the request for {q[:60]!r} failed: {llm.describe_api_error(exc)}",
@@ -186,7 +199,7 @@ class QueryRewriter:
                             self.conn.execute(
                                 "INSERT INTO query_rewrites (cache_key, model, prompt_version, mode, n, query, rewrites)"
                                 " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (cache_key) DO NOTHING",
-                                (keys[q], p.model_id(), PROMPT_VERSION, p.rewrite, p.n, q, Jsonb(out)))
+                                (keys[q], p.model_key(), PROMPT_VERSION, p.rewrite, p.n, q, Jsonb(out)))
         return {q: self._memo[q] for q in queries}
 
     def usage(self) -> dict[str, float]:
@@ -195,7 +208,8 @@ class QueryRewriter:
 
         out = {"rewrite.requests": float(self.requests), "rewrite.cached": float(self.cached),
                "rewrite.input_tokens": float(self.input_tokens), "rewrite.output_tokens": float(self.output_tokens)}
-        cost = llm.cost_usd(self.params.model_id(), self.input_tokens, self.output_tokens)
+        cost = llm.cost_usd(self.params.model_id(), self.input_tokens, self.output_tokens,
+                            price=self.params.llm.price_override, provider=self.params.llm.provider)
         if cost is not None:
             out["rewrite.cost_usd"] = float(cost)
         if self.gate.estimated_usd is not None:

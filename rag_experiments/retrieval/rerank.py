@@ -10,7 +10,11 @@ and after). Implementations:
 * ``cross-encoder``: sentence-transformers ``CrossEncoder`` by hub name or local path
   (``cross-encoder/ms-marco-MiniLM-L-6-v2`` is the usual choice where there is network);
   needs the ``rerank`` extra (torch).
-* ``llm``: asks an Anthropic model to grade each passage 0-10 (through :mod:`rag_experiments.llm`).
+* ``llm``: asks an LLM to grade each passage 0-10 (through :mod:`rag_experiments.llm`): an
+  Anthropic model, or with ``llm.provider=openai llm.base_url=...`` any OpenAI-compatible
+  server (``rerank.model`` is then required: the name the server serves). Usage is logged per
+  run (``rerank.requests``, ``rerank.input_tokens``, ``rerank.output_tokens``,
+  ``rerank.malformed``, ``rerank.cost_usd`` when the price is known: the table, or ``llm.price``).
 * ``voyage`` (``rerank-2.5`` / ``rerank-2.5-lite``) and ``cohere`` (``rerank-v3.5``): hosted
   rerankers through their SDKs (:mod:`.api_rerank`); usage and cost are reported per run.
 
@@ -19,12 +23,13 @@ Scores are cached by (model, query, chunk text) in the ``rerank_cache`` table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, UserError
+from ..llm import LLMParams
 from ..types import sha256_text
 
 RERANKERS = ("maxsim", "cross-encoder", "llm", "voyage", "cohere")
@@ -45,10 +50,16 @@ class RerankParams:
     base_url: str | None = None  # voyage / cohere: another endpoint (e.g. a test stub)
     price: float | None = None  # override the list price (voyage: USD/M tokens; cohere: USD/1,000 searches)
     max_retries: int = 4
+    # the top-level ``llm`` node (provider, base_url, price), set by Settings: not a rerank.* key
+    llm: LLMParams = field(default_factory=LLMParams, metadata={"omegaconf_ignore": True})
 
     def __post_init__(self) -> None:
         if self.name not in RERANKERS:
             raise ConfigError(f"rerank.name: unknown reranker {self.name!r}; use one of {', '.join(RERANKERS)}")
+        if self.name == "llm" and not self.model and self.llm.provider != "anthropic":
+            raise ConfigError(f"rerank.model: rerank=llm with llm.provider={self.llm.provider} needs a model name",
+                              hint="the name your server serves, e.g. rerank.model=Qwen/Qwen2.5-7B-Instruct (vLLM) "
+                              "or rerank.model=llama3.1:8b (Ollama)")
         if self.cutoff <= 0:
             raise ConfigError(f"rerank.cutoff: must be > 0, got {self.cutoff}")
         if self.price is not None and self.price < 0:
@@ -109,23 +120,38 @@ class CrossEncoderReranker:
 
 
 class LLMReranker:
-    """An Anthropic model grades the candidates 0-10 in one request per query.
+    """An LLM grades the candidates 0-10 in one request per query (``params``: the ``llm`` node;
+    a given ``client`` decides the provider itself).
 
     A malformed answer (not a JSON list of one number per passage) keeps the fused order for that
     query (all scores 0, and the stable sort leaves the order alone) and is counted in
-    ``malformed``; API errors propagate after the SDK's retries.
+    ``malformed``. Anthropic API errors propagate after the SDK's retries (the retriever sorts
+    them: :mod:`.failures`); an OpenAI-compatible server's end the run with one line (fatal
+    ones naming the key, model or URL to check).
+
+    ``model_id`` (the score cache's key) is ``llm:<model>:<prompt version>`` for Anthropic, as
+    before providers existed, and ``llm:<provider>:<model>:<prompt version>`` otherwise.
     """
 
     PROMPT_VERSION = "rerank-v1"
 
-    def __init__(self, model: str = "", client=None) -> None:
+    def __init__(self, model: str = "", client=None, params: LLMParams | None = None) -> None:
         from .. import llm
 
         self._llm = llm
-        self._client = client or llm.make_client()
+        params = params or LLMParams()
+        self.provider = llm.provider_of(client) if client is not None else params.provider
+        if not model and self.provider != "anthropic":
+            raise ConfigError(f"rerank.model: rerank=llm with llm.provider={self.provider} needs a model name")
+        self._client = client or llm.make_client(provider=params.provider, base_url=params.base_url)
         self._model = model or llm.DEFAULT_MODEL
-        self.model_id = f"llm:{self._model}:{self.PROMPT_VERSION}"
+        self._price = params.price_override
+        key = self._model if self.provider == "anthropic" else f"{self.provider}:{self._model}"
+        self.model_id = f"llm:{key}:{self.PROMPT_VERSION}"
         self.malformed = 0
+        self.requests = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
 
     def prompt(self, query: str, texts: Sequence[str]) -> str:
         passages = "\n\n".join(f"[{i}] {t}" for i, t in enumerate(texts))
@@ -135,9 +161,23 @@ class LLMReranker:
             f"Answer with only a JSON list of {len(texts)} numbers, in passage order."
         )
 
+    def _complete(self, prompt: str, max_tokens: int):
+        llm = self._llm
+        try:
+            return llm.complete(self._client, prompt, model=self._model, max_tokens=max_tokens)
+        except Exception as exc:  # noqa: BLE001 - sorted below; anything not an API error re-raises
+            if self.provider == "anthropic" or not llm.is_api_error(exc):
+                raise
+            raise llm.fatal_api_error(exc) or UserError(
+                f"rerank=llm: the {llm.api_name(exc)} request for model {self._model!r} failed "
+                f"(after the SDK's retries): {llm.describe_api_error(exc)}",
+                hint="rerun: the scores already answered are cached") from None
+
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
-        text, _usage = self._llm.complete(self._client, self.prompt(query, texts), model=self._model,
-                                          max_tokens=20 + 8 * len(texts))
+        text, usage = self._complete(self.prompt(query, texts), 20 + 8 * len(texts))
+        self.requests += usage.requests
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
         try:
             scores = self._llm.extract_json(text)
             if not isinstance(scores, list) or len(scores) != len(texts):
@@ -146,6 +186,16 @@ class LLMReranker:
         except (ValueError, TypeError):
             self.malformed += 1
             return [0.0] * len(texts)
+
+    def usage(self) -> dict[str, float]:
+        """What the run logs (the provider and base URL are the run's ``llm.*`` params)."""
+        out = {"rerank.requests": float(self.requests), "rerank.input_tokens": float(self.input_tokens),
+               "rerank.output_tokens": float(self.output_tokens), "rerank.malformed": float(self.malformed)}
+        cost = self._llm.cost_usd(self._model, self.input_tokens, self.output_tokens, price=self._price,
+                                  provider=self.provider)
+        if cost is not None:
+            out["rerank.cost_usd"] = float(cost)
+        return out
 
 
 def load_reranker(params: RerankParams) -> Reranker:
@@ -157,7 +207,7 @@ def load_reranker(params: RerankParams) -> Reranker:
         from .api_rerank import load_api_reranker
 
         return load_api_reranker(params)
-    return LLMReranker(params.model)
+    return LLMReranker(params.model, params=params.llm)
 
 
 def cached_scores(conn, reranker: Reranker, query: str, texts: Sequence[str],

@@ -119,7 +119,8 @@ def test_label_judges_only_new_pairs_and_resumes(stub, golden):
     assert len(judgements) == 4
     j = next(r for r in judgements if r["case_id"] == c1["id"])
     assert j["span"] == span(300, 400) and j["verdict"] == "YES" and j["reason"] == "it says so"
-    assert j["judge"] == {"kind": "llm", "model": plan.model, "prompt_version": "judge-v1"}
+    assert j["judge"] == {"kind": "llm", "provider": "anthropic", "model": plan.model, "prompt_version": "judge-v1"}
+    assert j["id"] == new_id("j", c1["id"], "d1", 300, 400, "llm", plan.model, "judge-v1")  # as before providers
     assert plan.checkpoint_path.name == "g.label.log.jsonl"
 
     # rerun with the same retriever: nothing to ask (the malformed one is not re-asked by default)
