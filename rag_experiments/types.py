@@ -8,6 +8,7 @@ or mlflow.
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -15,6 +16,25 @@ from functools import cached_property
 def sha256_text(text: str) -> str:
     """Hex sha256 of UTF-8 text: the content hash used for documents, chunks and caches."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """Where a converted document's text came from (a PDF, DOCX, PPTX or HTML file): the
+    converter that made it and the structure it saw. Markdown and plain-text documents have none:
+    their text is the file."""
+
+    path: str  # relative to the corpus folder
+    file_sha256: str  # of the file's bytes: what the conversion cache is keyed by
+    converter: str  # "pypdf 7.1.1": package and version, recorded in the corpus manifest
+    pages: tuple[int, ...] = ()  # start offset in the text of page (PDF) or slide (PPTX) 1, 2, ...
+    headings: tuple[tuple[int, int, str], ...] = ()  # (offset, level, title): PDF bookmarks, Markdown headings
+
+    def page_at(self, offset: int) -> int | None:
+        """The 1-based page (or slide) holding char ``offset`` of the text; None without pages."""
+        if not self.pages:
+            return None
+        return max(1, bisect_right(self.pages, offset))
 
 
 @dataclass(frozen=True)
@@ -27,6 +47,9 @@ class Document:
     doc_type: str
     text: str
     corpus: str = "demo"
+    # converted documents only; left out of equality and hashing, so a Document compares (and
+    # keys) by its text and ids exactly as before, converted or not
+    source: SourceFile | None = field(default=None, compare=False, repr=False)
 
     @cached_property
     def content_hash(self) -> str:

@@ -1,6 +1,7 @@
-"""Load a corpus folder of Markdown files into :class:`~rag_experiments.types.Document` values.
+"""Load a corpus folder into :class:`~rag_experiments.types.Document` values.
 
-Each ``*.md`` file may start with a front-matter block::
+Markdown (``*.md``, ``*.markdown``) is read as it is. Each file may start with a front-matter
+block::
 
     ---
     source_uri: postgresql-15/sql-createindex.html
@@ -11,18 +12,40 @@ Each ``*.md`` file may start with a front-matter block::
 The document text (what every char span indexes into) is everything after the closing
 ``---`` line. Without front matter: ``source_uri`` is the path relative to the folder, the
 title is the first ``#`` heading (or the file name), ``doc_type`` is ``doc``.
+
+Plain text (``*.txt``, UTF-8) is the text as it is, titled by its file name. PDF, DOCX, PPTX and
+HTML files are converted (:mod:`rag_experiments.corpus.convert` says which converter and why);
+the converted text is the document text, the converter's name and version, the page (or slide)
+offsets and the headings go into :attr:`Document.source`, and :func:`corpus_manifest` records
+the converter per document. So a converter upgrade that changes the text changes the document's
+content hash: the golden set's drift check and re-anchoring see it, evidence never moves silently.
+Their ``doc_id`` and ``source_uri`` are the relative path (``reports/q3.pdf``), ``doc_type`` is
+``doc``. Conversions are cached on disk by file content (:mod:`.convert_cache`): a re-run
+converts nothing.
+
+A Markdown file that cannot be read stops the load with a :class:`CorpusError` naming it (as
+always: it is the format a team writes by hand). A file that cannot be converted (encrypted, no
+text layer, corrupt, not UTF-8, an unsupported Office format such as ``.doc``) is named with
+its reason, skipped and counted: :func:`load_corpus` warns with one summary line, and
+:func:`read_corpus` returns the full :class:`LoadReport`. When nothing is left, CorpusError.
+Other files (no extension, images, ``.json``, Office lock files ``~$x.docx``) are ignored.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
+import warnings
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 from ..cache_key import file_identity
 from ..errors import CorpusError
 from ..limits import check_text
-from ..types import Document
+from ..types import Document, SourceFile
+from .convert import CONVERTED_SUFFIXES, ConversionError, Converted, convert_bytes, converter_for
+from .convert_cache import ConversionCache, entry_key
 
 DEMO = "demo"
 
@@ -85,28 +108,153 @@ def load_document(file: Path, root: Path, corpus: str) -> Document:
     )
 
 
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+TEXT_SUFFIXES = (".txt",)
+SUPPORTED_SUFFIXES = (*MARKDOWN_SUFFIXES, *TEXT_SUFFIXES, *sorted(CONVERTED_SUFFIXES))
+# document formats a team may well drop into the folder that no converter here reads: reported
+# (so a missing document is visible), never silently ignored like an image or a .json
+_UNSUPPORTED = {
+    ".doc": "save it as .docx", ".ppt": "save it as .pptx", ".rtf": "save it as .docx",
+    ".odt": "save it as .docx", ".odp": "save it as .pptx", ".xls": "not a text document",
+    ".xlsx": "not a text document", ".epub": "convert it to HTML or PDF", ".pages": "export it as .docx",
+    ".key": "export it as .pptx",
+}
+
+
+def _format(f: Path) -> str | None:
+    """The format a file is loaded as ('md', 'txt', 'pdf', ...), 'unsupported', or None (ignored).
+    Markdown is matched exactly as before (``*.md``, case-sensitive, hidden folders included);
+    other formats by lower-case suffix, skipping hidden files and Office lock files."""
+    if f.suffix in MARKDOWN_SUFFIXES:
+        return "md"
+    name = f.name
+    if name.startswith((".", "~$")):
+        return None
+    suffix = f.suffix.lower()
+    if suffix in TEXT_SUFFIXES:
+        return "txt"
+    if suffix in CONVERTED_SUFFIXES:
+        return "html" if suffix == ".htm" else suffix[1:]
+    if suffix in _UNSUPPORTED:
+        return "unsupported"
+    return None
+
+
+def corpus_files(root: Path) -> list[tuple[Path, str]]:
+    """Every file under ``root`` that is loaded or reported, with its format, sorted by path."""
+    out = []
+    for f in sorted(root.rglob("*")):
+        fmt = _format(f)
+        if fmt is None:
+            continue
+        if fmt != "md" and (f.is_dir() or any(p.startswith(".") for p in f.relative_to(root).parts[:-1])):
+            continue  # a dangling link is kept: reading it reports "cannot read", naming it
+        out.append((f, fmt))
+    return out
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """What loading one file gave: a document, or the reason it was skipped."""
+
+    path: str  # relative to the corpus folder
+    format: str  # md, txt, pdf, docx, pptx, html, unsupported
+    converter: str | None = None  # "pypdf 7.1.1" for converted files
+    chars: int = 0
+    seconds: float = 0.0  # converting it (0 when the cache had it)
+    cached: bool = False  # the conversion (or its failure) came from the cache
+    failure: str | None = None
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """Per-file results of one corpus load, and the formats table built from them."""
+
+    root: Path
+    files: tuple[FileResult, ...] = field(default=())
+
+    @property
+    def failures(self) -> tuple[FileResult, ...]:
+        return tuple(r for r in self.files if r.failure)
+
+    @property
+    def converted(self) -> int:
+        """Files actually run through a converter in this load (a cache hit is not one)."""
+        return sum(1 for r in self.files if r.converter and not r.cached)
+
+    def failure_summary(self) -> str | None:
+        """One line: ``2 of 40 files could not be loaded: a.pdf (encrypted ...), b.docx (...)``."""
+        bad = self.failures
+        if not bad:
+            return None
+        listed = ", ".join(f"{r.path} ({r.failure})" for r in bad)
+        return f"{len(bad)} of {len(self.files)} files in {self.root} could not be loaded and were skipped: {listed}"
+
+    def formats_table(self) -> str:
+        """Markdown table: files, documents, characters, seconds, failures and converter per format."""
+        rows = []
+        formats = sorted({r.format for r in self.files}, key=lambda f: (SUPPORTED_ORDER.get(f, 99), f))
+        for fmt in formats:
+            rs = [r for r in self.files if r.format == fmt]
+            ok = [r for r in rs if not r.failure]
+            converters = sorted({r.converter for r in rs if r.converter})
+            rows.append((fmt, len(rs), len(ok), sum(r.chars for r in ok), sum(r.seconds for r in rs),
+                         sum(1 for r in rs if r.cached), len(rs) - len(ok), ", ".join(converters) or "-"))
+        ok_all = [r for r in self.files if not r.failure]
+        rows.append(("total", len(self.files), len(ok_all), sum(r.chars for r in ok_all),
+                     sum(r.seconds for r in self.files), sum(1 for r in self.files if r.cached),
+                     len(self.failures), ""))
+        head = "| format | files | documents | characters | seconds | from cache | failures | converter |"
+        lines = [head, "|---|--:|--:|--:|--:|--:|--:|---|"]
+        lines += [f"| {f} | {n} | {k} | {c:,} | {s:.2f} | {h} | {bad} | {conv} |" for f, n, k, c, s, h, bad, conv in rows]
+        return "\n".join(lines)
+
+
+SUPPORTED_ORDER = {f: i for i, f in enumerate(("md", "txt", "html", "pdf", "docx", "pptx", "unsupported"))}
+
+
+@dataclass(frozen=True)
+class CorpusLoad:
+    docs: list[Document]
+    report: LoadReport
+
+
 # (root, corpus name) -> (every file's identity, the documents): a sweep loads the same corpus
 # once per point; a file added, removed or touched changes the identity and the folder is read again
 _LOADED: dict[tuple[Path, str], tuple[tuple, list[Document]]] = {}
 
 
-def load_corpus(path: str | Path, corpus: str | None = None) -> list[Document]:
-    """All ``*.md`` documents under ``path`` (``demo`` = the shipped corpus), sorted by doc id."""
+def _root_and_name(path: str | Path, corpus: str | None) -> tuple[Path, str]:
     root = resolve_corpus_dir(str(path))
     if not root.is_dir():
-        raise CorpusError(f"corpus folder {root} does not exist", hint="pass a folder of .md files, or 'demo'")
-    files = sorted(root.rglob("*.md"))
-    if not files:
-        raise CorpusError(f"corpus folder {root} holds no .md files",
-                          hint="convert HTML first: rag-exp corpus import-html HTML_DIR OUT_DIR")
-    name = corpus or (DEMO if root == demo_corpus_dir() else root.name)
-    identity = tuple(_file_identity(f) for f in files)
+        raise CorpusError(f"corpus folder {root} does not exist",
+                          hint="pass a folder of documents (.md, .txt, .html, .pdf, .docx, .pptx), or 'demo'")
+    return root, corpus or (DEMO if root == demo_corpus_dir() else root.name)
+
+
+def load_corpus(path: str | Path, corpus: str | None = None) -> list[Document]:
+    """All documents under ``path`` (``demo`` = the shipped corpus), sorted by doc id. Files that
+    could not be converted are skipped with one warning naming each (see :func:`read_corpus`)."""
+    root, name = _root_and_name(path, corpus)
+    files = corpus_files(root)
+    identity = tuple(_file_identity(f) for f, _ in files)
     known = _LOADED.get((root, name))
     if known is not None and known[0] == identity:
         return list(known[1])
-    docs = _read_documents(files, root, name)
-    _LOADED[(root, name)] = (identity, docs)
-    return list(docs)
+    loaded = _read(root, name, files)
+    summary = loaded.report.failure_summary()
+    if summary:
+        warnings.warn(summary, stacklevel=2)
+    _LOADED[(root, name)] = (identity, loaded.docs)
+    return list(loaded.docs)
+
+
+def read_corpus(path: str | Path, corpus: str | None = None, *, cache: ConversionCache | None = None,
+                progress: bool = False) -> CorpusLoad:
+    """Read the folder now (no in-process memo) and report on every file: ``rag-exp corpus
+    convert`` prints the report's formats table."""
+    root, name = _root_and_name(path, corpus)
+    return _read(root, name, corpus_files(root), cache=cache, progress=progress)
 
 
 def _file_identity(f: Path) -> tuple:
@@ -116,11 +264,33 @@ def _file_identity(f: Path) -> tuple:
         return (str(f), None)  # unreadable: reading it says so, naming the file
 
 
-def _read_documents(files: list[Path], root: Path, name: str) -> list[Document]:
+def _read(root: Path, name: str, files: list[tuple[Path, str]], *, cache: ConversionCache | None = None,
+          progress: bool = False) -> CorpusLoad:
+    if not files:
+        raise CorpusError(f"corpus folder {root} holds no .md files (nor .txt, .html, .pdf, .docx or .pptx)",
+                          hint="put documents there, or convert HTML first: rag-exp corpus import-html HTML_DIR OUT_DIR")
     docs: dict[str, Document] = {}
     origin: dict[str, Path] = {}
-    for f in files:
-        doc = load_document(f, root, name)
+    results: list[FileResult] = []
+    cache = cache or ConversionCache()
+    todo = [(f, fmt) for f, fmt in files if fmt not in ("md", "unsupported")]
+    bar = _progress(len(todo), progress)
+    for f, fmt in files:
+        rel = f.relative_to(root).as_posix()
+        if fmt == "md":
+            doc = load_document(f, root, name)  # raises CorpusError, naming the file, as it always has
+            results.append(FileResult(rel, fmt, chars=len(doc.text)))
+        elif fmt == "unsupported":
+            hint = _UNSUPPORTED[f.suffix.lower()]
+            results.append(FileResult(rel, fmt, failure=f"unsupported format {f.suffix.lower()}: {hint}"))
+            continue
+        else:
+            doc, result = _load_other(f, rel, fmt, name, cache)
+            results.append(result)
+            if bar is not None:
+                bar.update(1)
+            if doc is None:
+                continue
         if doc.doc_id in docs:
             raise CorpusError(
                 f"duplicate document id {doc.doc_id!r} in {origin[doc.doc_id]} and {f}",
@@ -128,11 +298,86 @@ def _read_documents(files: list[Path], root: Path, name: str) -> list[Document]:
             )
         docs[doc.doc_id] = doc
         origin[doc.doc_id] = f
-    return [docs[k] for k in sorted(docs)]
+    if bar is not None:
+        bar.close()
+    report = LoadReport(root, tuple(results))
+    if not docs:
+        raise CorpusError(f"no document in {root} could be loaded: {report.failure_summary()}",
+                          hint="see rag-exp corpus convert FOLDER for each file's reason")
+    return CorpusLoad([docs[k] for k in sorted(docs)], report)
+
+
+def _progress(total: int, progress: bool):
+    if not progress or total == 0:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="Converting documents", unit="file", disable=None)
+
+
+def _load_other(f: Path, rel: str, fmt: str, corpus: str, cache: ConversionCache) -> tuple[Document | None, FileResult]:
+    """A .txt read or a converted file, or None and the reason it was skipped. Never raises for
+    the file's content: every failure is one line in the report."""
+    try:
+        data = f.read_bytes()
+    except OSError as exc:
+        return None, FileResult(rel, fmt, failure=f"cannot read: {exc.strerror or exc}")
+    if fmt == "txt":
+        return _text_document(data, rel, f, corpus)
+    suffix = f.suffix.lower()
+    converter = converter_for(suffix)
+    file_sha = hashlib.sha256(data).hexdigest()
+    key = entry_key(file_sha, suffix, converter)
+    hit = cache.get(key)
+    cached, seconds = hit is not None, 0.0
+    if hit is None:
+        t = time.perf_counter()
+        try:
+            hit = convert_bytes(data, suffix)
+        except ConversionError as exc:
+            hit = exc.reason
+        seconds = time.perf_counter() - t
+        cache.put(key, hit)
+    if isinstance(hit, str):
+        return None, FileResult(rel, fmt, converter, seconds=seconds, cached=cached, failure=hit)
+    conv: Converted = hit
+    doc = Document(doc_id=rel, source_uri=rel, title=conv.title or f.stem, doc_type="doc", text=conv.text,
+                   corpus=corpus, source=SourceFile(path=rel, file_sha256=file_sha, converter=conv.converter,
+                                                    pages=conv.pages, headings=conv.headings))
+    return doc, FileResult(rel, fmt, conv.converter, chars=len(conv.text), seconds=seconds, cached=cached)
+
+
+def _text_document(data: bytes, rel: str, f: Path, corpus: str) -> tuple[Document | None, FileResult]:
+    if not data.strip():
+        return None, FileResult(rel, "txt", failure="empty file")
+    try:
+        raw = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return None, FileResult(rel, "txt", failure=f"not valid UTF-8 (byte {exc.start}); "
+                                "convert it, e.g. iconv -f latin1 -t utf-8")
+    if "\x00" in raw:
+        return None, FileResult(rel, "txt", failure="contains NUL bytes (a binary file named .txt?)")
+    text = raw.replace("\r\n", "\n")
+    if not text.strip():
+        return None, FileResult(rel, "txt", failure="empty file")
+    return (Document(doc_id=rel, source_uri=rel, title=f.stem, doc_type="doc", text=text, corpus=corpus),
+            FileResult(rel, "txt", chars=len(text)))
 
 
 def corpus_manifest(docs: list[Document]) -> dict:
-    """The corpus version: document ids with content hashes, and one digest over them."""
-    entries = {d.doc_id: d.content_hash for d in sorted(docs, key=lambda d: d.doc_id)}
+    """The corpus version: document ids with content hashes, and one digest over them.
+
+    The digest covers the texts only (as it always has: a Markdown-only corpus keeps its digest),
+    so a converter upgrade that leaves the text alone changes nothing downstream, and one that
+    changes it changes the content hash. When some documents were converted, ``converters`` maps
+    each of them to its converter, the file's sha256 and its page count: which tool made the text
+    a run was scored on."""
+    ordered = sorted(docs, key=lambda d: d.doc_id)
+    entries = {d.doc_id: d.content_hash for d in ordered}
     digest = hashlib.sha256("\n".join(f"{k}\t{v}" for k, v in entries.items()).encode()).hexdigest()
-    return {"digest": digest, "n_documents": len(entries), "documents": entries}
+    manifest: dict = {"digest": digest, "n_documents": len(entries), "documents": entries}
+    converted = {d.doc_id: {"converter": d.source.converter, "file_sha256": d.source.file_sha256,
+                            "pages": len(d.source.pages)} for d in ordered if d.source is not None}
+    if converted:
+        manifest["converters"] = converted
+    return manifest

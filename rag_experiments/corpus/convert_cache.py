@@ -1,0 +1,90 @@
+"""On-disk cache of converted documents, keyed by the file's bytes and the converter.
+
+Why on disk and not in the database: loading a corpus comes before any database exists (``corpus
+stats``, golden-set checks, a sweep's load step), and a sweep loads the corpus in every process.
+Why keyed by content, not by path or mtime: a copied, renamed or touched file converts nothing;
+an edited file, a converter upgrade or a change to the conversion rules
+(:func:`~rag_experiments.corpus.convert.conversion_code_digest`) misses and converts again.
+
+Folder: ``$RAG_EXP_CONVERT_CACHE``, else ``.rag-exp/convert-cache`` under ``$RAG_EXP_HOME`` or the
+working folder (where the embedded database and other project state live, git-ignored by
+``rag-exp init``). One JSON file per entry, written to a temporary name and renamed, so two
+processes converting the same file never leave a torn entry; an entry that does not parse, or
+whose recorded key differs, is treated as absent. A failure that depends only on the bytes
+(encrypted, no text layer, corrupt) is cached too, so a re-run does not parse a broken file again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+from ..cache_key import cache_key
+from .convert import Converted, conversion_code_digest
+
+ENV = "RAG_EXP_CONVERT_CACHE"
+
+
+def default_cache_dir() -> Path:
+    # the same rule as rag_experiments.db.connect.state_dir (not imported: the corpus layer sits
+    # left of the database layer and must not import it)
+    explicit = os.environ.get(ENV)
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    return Path(os.environ.get("RAG_EXP_HOME", os.getcwd())).resolve() / ".rag-exp" / "convert-cache"
+
+
+def entry_key(file_sha256: str, suffix: str, converter: str) -> str:
+    return cache_key("document-conversion", file_sha256=file_sha256, format=suffix, converter=converter,
+                     code=conversion_code_digest())
+
+
+class ConversionCache:
+    """``get(key)`` -> :class:`Converted`, a failure reason (str), or None; ``put`` stores either."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder or default_cache_dir()
+        self._write_failed = False
+
+    def _path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Converted | str | None:
+        try:
+            raw = json.loads(self._path(key).read_text(encoding="utf-8"))
+            if raw.get("key") != key:
+                return None
+            if "failure" in raw:
+                return str(raw["failure"])
+            return Converted.from_json(raw["converted"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put(self, key: str, value: Converted | str) -> None:
+        if self._write_failed:
+            return
+        body = {"key": key}
+        if isinstance(value, str):
+            body["failure"] = value
+        else:
+            body["converted"] = value.to_json()
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    json.dump(body, f, ensure_ascii=False)
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError as exc:
+            # a read-only checkout still loads its corpus: it converts on every run, and says so once
+            self._write_failed = True
+            warnings.warn(f"cannot write the conversion cache in {self.folder} ({exc.strerror or exc}); "
+                          f"documents are converted again on every load (set {ENV} to a writable folder)",
+                          stacklevel=3)
