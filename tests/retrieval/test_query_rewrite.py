@@ -151,3 +151,34 @@ def test_an_interrupted_rewrite_resumes_without_paying_twice(project, mini_golde
     n_queries = len({c.query for c in result.golden.scorable})
     assert result.usage["rewrite.cached"] == 3  # the three answered before the failure
     assert len(api.prompts()) - paid_before == n_queries - 3
+
+
+def test_rewrites_through_an_openai_compatible_server_with_a_zero_price(project, mini_golden, monkeypatch):
+    """llm.provider=openai llm.base_url=...: the real openai SDK; llm.price=[0,0] (your own server)
+    is an estimate of $0, so no confirmation is needed; the cache keys the model by provider."""
+    from ..golden.openai_stub import OpenAIStub
+    from ..golden.openai_stub import prompt_of as chat_prompt
+    from ..golden.openai_stub import text as chat_text
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with OpenAIStub() as oai:
+        def responder(body):
+            q = QUESTION.search(chat_prompt(body)).group(1)
+            return chat_text(json.dumps([f"configuration parameter setting {i}: {q}" for i in range(2)]),
+                             prompt_tokens=120, completion_tokens=30)
+        oai.responder = responder
+        overrides = ("query.rewrite=multi_query", "query.n=2", "query.model=llama3.1:8b", "llm.provider=openai",
+                     f"llm.base_url={oai.base_url}", "llm.price=[0,0]")
+        first = _run(mini_golden, *overrides)
+        n_queries = len({c.query for c in first.golden.scorable})
+        assert len(oai.requests()) == n_queries and {r["body"]["model"] for r in oai.requests()} == {"llama3.1:8b"}
+        assert first.usage["rewrite.requests"] == n_queries and first.usage["rewrite.cost_usd"] == 0
+        assert first.usage["rewrite.input_tokens"] == 120 * n_queries
+        second = _run(mini_golden, *overrides)
+        assert second.usage["rewrite.cached"] == n_queries and len(oai.requests()) == n_queries
+    from rag_experiments.db.connect import connect, resolve_database_url
+
+    with connect(resolve_database_url(None, None)) as conn:
+        models = {row[0] for row in conn.execute(
+            "SELECT DISTINCT model FROM query_rewrites WHERE model LIKE %s", ("%llama3.1:8b",)).fetchall()}
+    assert models == {"openai:llama3.1:8b"}

@@ -18,7 +18,7 @@ def test_rerank_order_keeps_the_tail():
     assert rerank_order([0.5, 0.5], cutoff=5) == [0, 1]  # ties keep fused order
 
 
-@pytest.fixture(params=["maxsim", "llm", "voyage", "cohere"])
+@pytest.fixture(params=["maxsim", "llm", "llm-openai", "voyage", "cohere"])
 def reranker_params(request, monkeypatch):
     """RerankParams for every reranker that runs here; the paid ones through their real SDKs
     against local stubs (the cross-encoder has its own test below: it needs a saved model)."""
@@ -36,6 +36,19 @@ def reranker_params(request, monkeypatch):
             monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
             monkeypatch.setenv("ANTHROPIC_BASE_URL", anth.base_url)
             yield lambda cutoff: RerankParams(name="llm", model="claude-test", cutoff=cutoff)
+        return
+    if name == "llm-openai":  # llm.provider=openai: an OpenAI-compatible server (vLLM, Ollama) speaking chat
+        from rag_experiments.llm import LLMParams
+        from tests.golden.openai_stub import OpenAIStub
+        from tests.golden.openai_stub import prompt_of as chat_prompt
+        from tests.golden.openai_stub import text as chat_text
+
+        with OpenAIStub() as oai:
+            oai.responder = lambda body: chat_text([sum(map(ord, p)) % 11 for p in re.findall(
+                r"^\[\d+\] (.{0,40})", chat_prompt(body).split("Passages:", 1)[1], re.M)])
+            monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # a self-hosted server: no key
+            llm_node = LLMParams(provider="openai", base_url=oai.base_url)
+            yield lambda cutoff: RerankParams(name="llm", model="llama3.1:8b", cutoff=cutoff, llm=llm_node)
         return
     pytest.importorskip("voyageai" if name == "voyage" else "cohere")
     from tests.embedding.provider_stub import TEST_KEYS, ProviderStub
@@ -143,6 +156,10 @@ def test_llm_reranker_scores_through_the_sdk(stub):
     sent = prompt_of(stub.log[-1]["body"])
     assert "[1] 23505 unique_violation" in sent and "JSON list of 3 numbers" in sent
     assert rerank_order(scores, cutoff=3) == [1, 2, 0]
+    assert r.model_id == "llm:claude-test:rerank-v1"  # the score cache's key, as before providers
+    usage = r.usage()
+    assert usage["rerank.requests"] == 1 and usage["rerank.input_tokens"] > 0
+    assert "rerank.cost_usd" not in usage  # claude-test has no price: no cost is claimed
 
 
 def test_llm_reranker_malformed_answer_keeps_fused_order(stub):
