@@ -291,7 +291,8 @@ def configured_llm(overrides: list[str] | None = None) -> Any:
     from ..hydra_app import config_source
     from ..llm import LLMParams
 
-    if config_source().name == "config" and not any(o.lstrip("+~").startswith("llm") for o in overrides or []):
+    if config_source().name == "config" and not any(o.lstrip("+~").split("=")[0].split(".")[0] == "llm"
+                                                    for o in overrides or []):
         return LLMParams()
     from ..session import compose_settings
 

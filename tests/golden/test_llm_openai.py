@@ -286,3 +286,22 @@ def test_open_anthropic_batch_is_not_collected_by_another_provider(ostub, tmp_pa
     with pytest.raises(Exception, match="msgbatch_x.*submitted to Anthropic"):
         gen.run_generation(plan, client_for(ostub))
     assert not ostub.requests()
+
+
+def test_an_unpriced_anthropic_model_is_refused_too(tmp_path, monkeypatch, capsys):
+    """No price, no requests, whichever provider: a model missing from the table needs --price."""
+    from .anthropic_stub import AnthropicStub
+
+    _fake_session(monkeypatch, FakeSession(corpus(1)))
+    with AnthropicStub() as anth:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", anth.base_url)
+        args = ["golden", "generate", "--golden", str(tmp_path / "g.jsonl"), "--model", "claude-future-9"]
+        assert cli.main([*args, "--dry-run"]) == 0
+        out = capsys.readouterr().out
+        assert "unknown cost (no price for this model)" in out and "a real run needs --price" in out
+        assert cli.main([*args, "--yes"]) == 2
+        assert "no price for model 'claude-future-9' (provider anthropic)" in capsys.readouterr().err
+        assert not anth.requests()
+        assert cli.main([*args, "--yes", "--price", "3,15"]) == 0
+        assert len(anth.requests()) == 3
