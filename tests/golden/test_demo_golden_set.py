@@ -103,8 +103,8 @@ def test_near_miss_judgements_are_recorded_as_agent_labels(records, cases):
     assert all(j["case_id"] in case_ids for j in judgements)
     by_id = {j["id"]: j for j in judgements}
     human = [j for j in judgements if j["judge"]["kind"] == "human"]
-    agent = [j for j in judgements if j["judge"]["kind"] == "agent"]
-    assert len(human) == 320 and len(agent) == 320 and len(judgements) == 640
+    agent = [j for j in judgements if j["judge"]["kind"] == "agent" and j["judge"].get("prompt_version") != POOL_PROMPT]
+    assert len(human) == 320 and len(agent) == 320
     superseded = {j["supersedes"] for j in agent}
     assert superseded == {j["id"] for j in human}  # no human-kind label is live any more
     for j in agent:
@@ -126,4 +126,33 @@ def test_demo_runs_report_unvalidated_labels():
     golden = load_golden(GOLDEN)
     status = label_status(SimpleNamespace(settings=SimpleNamespace(golden=SimpleNamespace(file=GOLDEN)), golden=golden))
     assert status["status"] == "NOT-VALIDATED"
-    assert status["agent_judgements"] == 320 and status["llm_judgements"] == 0
+    assert status["agent_judgements"] == 320 + 1719 and status["llm_judgements"] == 0
+
+
+POOL_PROMPT = "pool-manual-v1"
+
+
+def test_variant_pool_judgements_are_agent_labels_with_their_pool(records, cases):
+    """The pool of the four variants' top 5 (issue 29, label_variant_pool.py): 1719 pairs judged
+    by AI coding agents, appended after the earlier records (none rewritten), each with the pool
+    it came from, none re-judging a span its case already had a label for."""
+    judgements = [r for r in records if r["type"] == "judgement"]
+    pool = [j for j in judgements if j["judge"].get("prompt_version") == POOL_PROMPT]
+    assert len(pool) == 1719
+    assert Counter(j["verdict"] for j in pool) == {"NO": 1453, "PART": 204, "YES": 62}
+    first = min(records.index(j) for j in pool)
+    assert all(r["type"] == "judgement" and r["judge"].get("prompt_version") == POOL_PROMPT
+               for r in records[first:]), "the pool judgements are one appended block"
+    for j in pool:
+        assert j["judge"]["kind"] == "agent" and "AI coding agents" in j["judge"]["name"]
+        assert j["reason"].strip() and "supersedes" not in j
+        definition = j["provenance"]["pool"]
+        assert definition["k"] == 5 and len(definition["runs"]) == 4
+        assert definition["sweep"] == "e756507f6b2348ecb021a0ffbfd482c2"
+    earlier = {(j["case_id"], j["span"]["doc_id"], j["span"]["start"], j["span"]["end"])
+               for j in judgements if j["judge"].get("prompt_version") != POOL_PROMPT}
+    for c in cases:
+        for ev in c["evidence"]:
+            earlier.add((c["id"], ev["doc_id"], ev["start"], ev["end"]))
+    keys = [(j["case_id"], j["span"]["doc_id"], j["span"]["start"], j["span"]["end"]) for j in pool]
+    assert len(set(keys)) == len(keys) and not set(keys) & earlier
