@@ -44,7 +44,7 @@ from ..cache_key import file_identity
 from ..errors import CorpusError
 from ..limits import check_text
 from ..types import Document, SourceFile
-from .convert import CONVERTED_SUFFIXES, ConversionError, Converted, convert_bytes, converter_for
+from .convert import CONVERTED_SUFFIXES, MAX_FILE_BYTES, ConversionError, Converted, convert_bytes, converter_for
 from .convert_cache import ConversionCache, entry_key
 
 DEMO = "demo"
@@ -241,7 +241,7 @@ def load_corpus(path: str | Path, corpus: str | None = None) -> list[Document]:
     known = _LOADED.get((root, name))
     if known is not None and known[0] == identity:
         return list(known[1])
-    loaded = _read(root, name, files)
+    loaded = _read(root, name, files, progress=True)  # a bar only on a terminal, and only for conversions
     summary = loaded.report.failure_summary()
     if summary:
         warnings.warn(summary, stacklevel=2)
@@ -319,6 +319,10 @@ def _load_other(f: Path, rel: str, fmt: str, corpus: str, cache: ConversionCache
     """A .txt read or a converted file, or None and the reason it was skipped. Never raises for
     the file's content: every failure is one line in the report."""
     try:
+        size = f.stat().st_size
+        if size > MAX_FILE_BYTES:  # refused before reading it into memory
+            return None, FileResult(rel, fmt, failure=f"{size / 1e6:.0f} MB is over the "
+                                    f"{MAX_FILE_BYTES // 2**20} MiB limit for one document; split it")
         data = f.read_bytes()
     except OSError as exc:
         return None, FileResult(rel, fmt, failure=f"cannot read: {exc.strerror or exc}")

@@ -360,3 +360,69 @@ def test_load_corpus_memo_does_not_repeat_the_warning(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert [d.doc_id for d in load_corpus(tmp_path, "memo-test")] == ["ok.md"]
+
+
+# ---- drift: converted text that changes is seen by the golden set's drift check ------------------
+
+
+def test_changed_converted_text_is_drift_and_reanchors(tmp_path):
+    """A span labelled on a PDF's text: when the text changes (here the file gains a page in front;
+    a converter upgrade changes the text the same way, through a cache miss on the new converter
+    id), the content hash changes, drift_status reports the span pending, and re-anchoring finds
+    the quote at its new offsets. Evidence never moves silently."""
+    from rag_experiments.corpus.convert_cache import entry_key
+    from rag_experiments.golden.anchoring import drift_status, reanchor
+    from rag_experiments.golden.build import case_record
+    from rag_experiments.golden.golden_file import GoldenFile
+
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "notes.pdf").write_bytes(make_pdf([P1, P2]))
+    [doc] = read_corpus(corpus).docs
+    golden = tmp_path / "golden.jsonl"
+    GoldenFile(golden).append([case_record(doc, P2, "what reclaims dead tuples", "exact", {"method": "manual", "author": "test"})])
+    assert drift_status(golden, [doc])["unchanged"] == 1
+    (corpus / "notes.pdf").write_bytes(make_pdf([P3, P1, P2]))
+    [new] = read_corpus(corpus).docs
+    assert new.content_hash != doc.content_hash and new.text.index(P2) != doc.text.index(P2)
+    assert drift_status(golden, [new])["pending"] == 1
+    reanchor(golden, [new])
+    after = drift_status(golden, [new])
+    assert after["pending"] == 0 and after["anchored"] == 1
+    # a converter upgrade is a new cache key: the file is converted again by the new version
+    sha = new.source.file_sha256
+    assert entry_key(sha, ".pdf", "pypdf 7.1.1") != entry_key(sha, ".pdf", "pypdf 7.2.0")
+
+
+def test_corpus_convert_command_prints_the_formats_table(tmp_path, capsys):
+    from rag_experiments import cli
+
+    (tmp_path / "a.md").write_text("# A\n\nMarkdown.\n", encoding="utf-8")
+    (tmp_path / "notes.pdf").write_bytes(make_pdf([P1]))
+    (tmp_path / "deck.pptx").write_bytes(make_pptx())
+    (tmp_path / "zero.docx").write_bytes(b"")
+    assert cli.main(["corpus", "convert", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| format | files | documents | characters | seconds | from cache | failures | converter |" in out
+    pdf_row = next(line for line in out.splitlines() if line.startswith("| pdf |"))
+    assert pdf_row.split("|")[2:5] == [" 1 ", " 1 ", f" {len(make_pdf_text())} "] and "pypdf " in pdf_row
+    assert "| docx | 1 | 0 | 0 |" in out and "skipped zero.docx: empty file (0 bytes)" in out
+    assert "3 files run through a converter now, 0 answered" in out  # the empty file is tried (and its failure cached)
+    assert cli.main(["corpus", "convert", str(tmp_path), "--strict"]) == 1
+    assert "0 files run through a converter now, 3 answered from the conversion cache" in capsys.readouterr().out
+
+
+def make_pdf_text() -> str:
+    from rag_experiments.corpus.convert import convert_bytes as cb
+
+    return cb(make_pdf([P1]), ".pdf").text
+
+
+def test_a_file_over_the_size_limit_is_refused_unread(tmp_path, monkeypatch):
+    import rag_experiments.corpus.loader as loader
+
+    monkeypatch.setattr(loader, "MAX_FILE_BYTES", 1000)  # the real limit is 200 MiB: too big to write here
+    (tmp_path / "big.pdf").write_bytes(make_pdf([P1 * 40]))
+    (tmp_path / "ok.md").write_text("# A\n\nx\n", encoding="utf-8")
+    [bad] = read_corpus(tmp_path).report.failures
+    assert bad.path == "big.pdf" and "over the 0 MiB limit" in bad.failure and bad.seconds == 0
