@@ -5,26 +5,30 @@ demo-corpus pages with known words into each format, plus a real pdfTeX PDF whos
 gives the reference words, and scores word F1, reading order, the share of sentences found
 verbatim (what exact anchoring of a golden quote needs), headings kept, and seconds per file):
 
-* **PDF: pypdf** (pure Python, page by page). Perfect on the rendered pages and tied best on the
-  real PDF (word F1 0.947, 81 % of sentences verbatim). markitdown 0.1.9 routes a PDF through
-  pdfplumber's "form" detection first: on the real PDF that glued every word of a line together
-  (word F1 0.28, 0.7 % of sentences found). pdfminer.six scores the same words as pypdf in a
-  worse order at twice the time; pypdfium2 is 18x faster but dropped the words of table cells.
-  pypdf also gives what the metadata needs: page boundaries, the outline (bookmarks), and
-  decryption of PDFs locked only by an owner password (AES needs ``cryptography``). Runs of
-  spaces inside a line (justified text) become one space; a word hyphenated at a line end
-  stays as printed (``man-`` / ``agement``): undoing it would also join real hyphens, so a quote
-  across such a break anchors by the fuzzy rule.
-* **DOCX: mammoth's HTML, then the HTML rules below.** markitdown 0.1.9 failed on every DOCX
-  that python-docx writes ("Could not find the body element": its pre-processing rewrites the
-  XML); mammoth's own Markdown escapes ``work_mem`` as ``work\\_mem`` (a quote no longer matches);
-  python-docx paragraphs lose every table. mammoth's HTML keeps headings (Word's Heading styles),
-  lists and tables, and html_import turns it into Markdown that escapes nothing.
-* **PPTX: python-pptx, walked here**: one ``# title`` per slide, text frames and tables in
-  reading position, speaker notes. markitdown writes ``<!-- Slide number: N -->`` comments into
-  the text (words a quote or a keyword search then meets); here slide numbers are metadata.
+* **PDF: pypdf** (pure Python, page by page). Word F1 1.000 and every sentence verbatim on the
+  rendered pages; tied best on the real PDF (word F1 0.947, 81 % of sentences verbatim; the rest
+  cross a hyphenated line break or a running head). markitdown 0.1.9 sends a PDF through
+  pdfplumber's "form" detection first: on the real PDF that glued the words of every line together
+  (word F1 0.28, 0.7 % of sentences found). pdfminer.six gives pypdf's words in a worse order
+  (0.918) at 2-3x the time; pypdfium2 is 10-18x faster but dropped the words of table cells
+  (word F1 0.978 on the rendered pages). pypdf also gives what the metadata needs: page
+  boundaries, the outline (bookmarks), and decryption of PDFs locked only by an owner password
+  (AES needs ``cryptography``). Runs of spaces inside a line (justified text) become one space;
+  a word hyphenated at a line end stays as printed (``man-`` / ``agement``): undoing it would also
+  join real hyphens, so a quote across such a break anchors by the fuzzy rule.
+* **DOCX: mammoth's HTML, then the HTML rules below.** markitdown 0.1.9 failed on every DOCX that
+  python-docx writes ("Could not find the body element": its pre-processing rewrites the XML);
+  mammoth's own Markdown escapes ``work_mem`` as ``work\\_mem`` (a quote no longer matches);
+  python-docx paragraphs lose every table (word F1 0.966). mammoth's HTML keeps Word's Heading
+  styles, lists and tables, and html_import turns it into Markdown that escapes nothing: word F1
+  1.000, every sentence and heading kept. It is the slowest converter (about 1 s a file: mammoth
+  parses the package's XML with minidom); the cache makes that a one-time cost.
+* **PPTX: python-pptx, walked here**: one ``# title`` per slide, text frames and tables top to
+  bottom, speaker notes. Word F1 1.000 (markitdown 0.983: it writes ``<!-- Slide number: N -->``
+  comments into the text, words a quote or a keyword search then meets); here slide numbers
+  are metadata (page offsets).
 * **HTML: html_import.html_to_markdown**, the rules of ``rag-exp corpus import-html``: word F1
-  1.0 and every sentence verbatim, where markitdown's escaping found 88 %. A page loaded
+  1.000 and every sentence verbatim, where markitdown's escaping left 88 % findable. A page loaded
   directly and the same page imported first give the same text, so spans carry over.
 
 The result's text is tidied the same way for every format (line ends ``\\n``, control characters

@@ -426,3 +426,16 @@ def test_a_file_over_the_size_limit_is_refused_unread(tmp_path, monkeypatch):
     (tmp_path / "ok.md").write_text("# A\n\nx\n", encoding="utf-8")
     [bad] = read_corpus(tmp_path).report.failures
     assert bad.path == "big.pdf" and "over the 0 MiB limit" in bad.failure and bad.seconds == 0
+
+
+def test_which_files_are_documents(tmp_path):
+    """``.markdown`` is Markdown; suffixes of converted formats match in any case; hidden folders
+    (an editor's or a tool's state) are not looked into for converted formats."""
+    (tmp_path / "guide.markdown").write_text("# Guide\n\nText.\n", encoding="utf-8")
+    (tmp_path / "SCAN.PDF").write_bytes(make_pdf([P1]))
+    (tmp_path / ".cache").mkdir()
+    (tmp_path / ".cache" / "copy.pdf").write_bytes(make_pdf([P2]))
+    (tmp_path / "data.json").write_text("{}")
+    docs = _docs(tmp_path)
+    assert sorted(docs) == ["SCAN.PDF", "guide.markdown"] and docs["guide.markdown"].title == "Guide"
+    assert P1 in docs["SCAN.PDF"].text
