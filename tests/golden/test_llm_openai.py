@@ -168,7 +168,8 @@ def test_cli_generate_resumes_after_an_interruption_without_paying_twice(ostub, 
     chunks = corpus(3)  # 9 chunks
     golden_path = tmp_path / "experiments" / "golden" / "g.jsonl"
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    ostub.responder = lambda body: text(good_answer(passage_of(body)))
+    # a slow server: the interruption comes while most chunks are still unanswered
+    ostub.responder = lambda body: text(good_answer(passage_of(body)), delay=0.15)
     seen = []
 
     def crash_after_3(entry):
@@ -197,6 +198,7 @@ def test_cli_generate_resumes_after_an_interruption_without_paying_twice(ostub, 
     assert rc == 2 and "--batch: the Message Batches API is Anthropic's" in err and "Traceback" not in err
 
     # the rerun through the command: only the chunks without an outcome are asked
+    ostub.responder = lambda body: text(good_answer(passage_of(body)))
     rc = cli.main(["golden", "generate", "--golden", str(golden_path), "--yes",
                    *_openai_args(ostub, "--price", "0,0")])
     out = capsys.readouterr()
