@@ -88,6 +88,8 @@ def make_pptx() -> bytes:
     s2 = prs.slides.add_slide(prs.slide_layouts[5])
     s2.shapes.title.text = "Indexes"
     s2.shapes.add_textbox(Inches(1), Inches(1.5), Inches(8), Inches(1)).text_frame.text = P3
+    group = s2.shapes.add_group_shape()
+    group.shapes.add_textbox(Inches(1), Inches(6), Inches(4), Inches(1)).text_frame.text = "grouped caption"
     table = s2.shapes.add_table(2, 2, Inches(1), Inches(4), Inches(6), Inches(1)).table
     for r, (a, b) in enumerate([("index", "size"), ("brin", "tiny")]):
         table.cell(r, 0).text, table.cell(r, 1).text = a, b
@@ -145,7 +147,8 @@ def test_pptx_slides_are_pages(tmp_path):
     assert text.startswith("# Memory\n\n" + P1 + "\n\nNotes: Say why 4MB is small.\n")
     assert "<!--" not in text  # slide numbers are metadata, not words in the text
     assert src.page_at(text.index(P1)) == 1 and src.page_at(text.index(P3)) == 2
-    assert text.index(P3) < text.index("| brin | tiny |")  # the table sits below the text box
+    # top to bottom: the text box, the table, then the grouped text box at the slide's foot
+    assert text.index(P3) < text.index("| brin | tiny |") < text.index("grouped caption")
     assert [t for _, _, t in src.headings] == ["Memory", "Indexes"]
 
 
@@ -158,6 +161,13 @@ def test_html_gives_the_import_html_text(tmp_path):
     assert doc.text == html_to_markdown(HTML)[1]
     assert doc.title == "Vacuum" and "```\nVACUUM (VERBOSE) t;\n```" in doc.text
     assert docs["old.htm"].source.converter == doc.source.converter and doc.source.converter.startswith("html_import ")
+
+
+def test_html_declared_charset_is_honoured(tmp_path):
+    (tmp_path / "latin.html").write_bytes(b"<html><head><meta charset='iso-8859-1'></head><body><h1>Caf\xe9</h1>"
+                                          b"<p>cr\xe8me br\xfbl\xe9e</p></body></html>")
+    doc = _docs(tmp_path)["latin.html"]
+    assert (doc.title, doc.text) == ("Caf\u00e9", "# Caf\u00e9\n\ncr\u00e8me br\u00fbl\u00e9e\n")
 
 
 def test_plain_text_as_it_is(tmp_path):
@@ -269,6 +279,7 @@ def test_failures_are_named_skipped_and_counted(tmp_path):
         "empty.txt": b"  \n",
         "old.doc": b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1 anything",
         "blank.html": b"<html><body><div class='navheader'>nav</div></body></html>",
+        "latin.html": "<p>caf\xe9</p>".encode("latin-1"),  # no charset declared: read as UTF-8, fails
         "ok.md": b"# Fine\n\nMarkdown.\n",
     }
     for name, data in files.items():
@@ -282,7 +293,7 @@ def test_failures_are_named_skipped_and_counted(tmp_path):
     assert sorted(d.doc_id for d in docs) == ["good.pdf", "ok.md"]
     [w] = [w for w in caught if "could not be loaded" in str(w.message)]
     summary = str(w.message)
-    assert summary.startswith("12 of 14 files in ")
+    assert summary.startswith("13 of 15 files in ")
     reasons = {r.path: r.failure for r in read_corpus(tmp_path).report.failures}
     assert set(reasons) == set(files) - {"good.pdf", "ok.md"}
     for name in reasons:
@@ -297,6 +308,7 @@ def test_failures_are_named_skipped_and_counted(tmp_path):
     assert "NUL" in reasons["binary.txt"] and reasons["empty.txt"] == "empty file"
     assert reasons["old.doc"] == "unsupported format .doc: save it as .docx"
     assert reasons["blank.html"] == "no text"
+    assert reasons["latin.html"] == "cannot be decoded as utf-8 (byte 6)"
 
 
 def test_owner_password_only_pdf_opens(tmp_path):
