@@ -143,6 +143,8 @@ def test_sweep_creates_a_parent_with_one_child_per_point(project, mini_golden):
     children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{parents[0].info.run_id}'")
     assert sorted(c.data.params["fusion.rrf_k"] for c in children) == ["30", "90"]
     assert all(c.info.status == "FINISHED" for c in children)
+    # no LLM called (rerank maxsim, no query rewrite): the llm node's knobs are not the run's
+    assert not any(k.startswith("llm.") for c in children for k in c.data.params)
     parent = parents[0]
     assert parent.info.run_name == "fusion.rrf_k=30,90" and parent.data.params["fusion.rrf_k"] == "30,90"
     best = max(children, key=lambda c: c.data.metrics["recall_at_5"])

@@ -49,13 +49,11 @@ def fatal_error(exc: BaseException, conn: psycopg.Connection | None) -> UserErro
             return DatabaseError(f"the database connection was lost during retrieval ({_first_line(exc)})",
                                  hint="is the server still running? `rag-exp db status`; then rerun")
         return None
-    try:
-        import anthropic
+    from .. import llm
 
-        from .. import llm
-    except ImportError:  # the llm extra is not installed: no API error can come from it
-        return None
-    if isinstance(exc, anthropic.APIError):
+    # either provider's SDK (anthropic, openai): fatal ones (bad key, unknown model, server
+    # unreachable) end the run in one line, the others belong to the query that raised them
+    if llm.is_api_error(exc):
         return llm.fatal_api_error(exc)
     return None
 
@@ -64,11 +62,9 @@ def is_query_failure(exc: BaseException) -> bool:
     """Errors that belong to one query: database errors on a live connection, API errors."""
     if isinstance(exc, psycopg.Error):
         return True
-    try:
-        import anthropic
-    except ImportError:
-        return False
-    return isinstance(exc, anthropic.APIError)
+    from .. import llm
+
+    return llm.is_api_error(exc)
 
 
 def search_degrading(search: Callable[[Sequence[str]], list[RankedList]], queries: Sequence[str],

@@ -186,7 +186,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
 
     s = result.settings
     exp_id = setup(s.tracking.uri, s.tracking.experiment)
-    safe_config = redact(_only_the_variants_own(config_dict))
+    safe_config = redact(_without_unused_llm(_only_the_variants_own(config_dict)))
     tags = {
         "variant": s.retrieval.variant,
         "strategy": result.strategy.strategy_id,
@@ -352,6 +352,20 @@ def _only_the_variants_own(config: dict) -> dict:
         if isinstance(retrieval.get("external"), dict):
             out["external"] = {"max_unplaced": retrieval["external"].get("max_unplaced")}
     return {**config, "retrieval": out}
+
+
+def _without_unused_llm(config: dict) -> dict:
+    """The config without the ``llm`` node when the run calls no LLM (neither ``rerank=llm`` nor
+    a query rewrite): otherwise every run would log ``llm.provider`` / ``base_url`` / ``price``,
+    and a run from before the node existed would differ from today's by three knobs it never
+    used (compare labels runs by the knobs that differ)."""
+    if not isinstance(config, dict) or "llm" not in config:
+        return config
+    rerank = config.get("rerank") if isinstance(config.get("rerank"), dict) else {}
+    query = config.get("query") if isinstance(config.get("query"), dict) else {}
+    if rerank.get("name") == "llm" or query.get("rewrite") not in (None, "none"):
+        return config
+    return {k: v for k, v in config.items() if k != "llm"}
 
 
 def golden_lines_artifact(golden) -> dict[str, str]:
