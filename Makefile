@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: setup setup-test run test bench ui serve clean-db scale-demo
+.PHONY: setup setup-test run test bench bench-scale ui serve clean-db scale-demo
 
 # the package, its test tools and the Hydra sweep plugins (no torch)
 setup: $(VENV)/.installed
@@ -35,6 +35,13 @@ test: setup-test
 
 bench: setup
 	$(BIN)/python -m rag_experiments.bench
+
+# cost per corpus size: synthetic corpora of 10k and 100k chunks (SCALE_ARGS=--million adds 1M),
+# each in a throwaway PostgreSQL and MLflow store; rows per size and their growth exponents.
+# CRANFIELD=DIR (a folder holding cran.all.1400) adds its abstracts to the sentence pool.
+SCALE_ARGS ?=
+bench-scale: setup
+	nice -n 10 $(BIN)/python -m rag_experiments.bench_scale $(if $(CRANFIELD),--cranfield $(CRANFIELD)) $(SCALE_ARGS)
 
 # PostgreSQL over TCP with a password, an mlflow server and a 2-node Ray cluster on loopback,
 # then the 8-point sweep on them (what tests/scale/test_ray_cluster.py runs); prints where to look

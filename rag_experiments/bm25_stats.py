@@ -46,11 +46,18 @@ def add_documents(conn: psycopg.Connection, strategy_id: str, doc_ids: list[str]
     frequencies by them; return their total length."""
     if not doc_ids:
         return 0
+    # dl once per chunk (a MATERIALIZED CTE): written as a LATERAL subquery, the planner ran it as
+    # a SubPlan once per *posting*, unnesting the whole tsvector again for each of its lexemes
+    # (cost ~ postings x lexemes a chunk; measured on 5,000 synthetic chunks, 294k postings:
+    # 14.7 of this statement's 23.4 s).
     conn.execute(
-        "WITH new AS (INSERT INTO bm25_postings (strategy_id, lexeme, chunk_id, tf, dl)"
-        "   SELECT c.strategy_id, u.lexeme, c.chunk_id, coalesce(cardinality(u.positions), 1), d.dl"
-        f"  FROM chunks c CROSS JOIN LATERAL (SELECT {_DL} AS dl) d CROSS JOIN LATERAL unnest(c.tsv) u"
-        "   WHERE c.strategy_id = %(sid)s AND c.doc_id = ANY(%(docs)s) RETURNING lexeme)"
+        "WITH c AS MATERIALIZED (SELECT c.strategy_id, c.chunk_id, c.tsv, " + _DL + " AS dl"
+        "   FROM chunks c WHERE c.strategy_id = %(sid)s AND c.doc_id = ANY(%(docs)s)),"
+        " new AS (INSERT INTO bm25_postings (strategy_id, lexeme, chunk_id, tf, dl)"
+        "   SELECT c.strategy_id, u.lexeme, c.chunk_id, coalesce(cardinality(u.positions), 1), c.dl"
+        # sorted by the postings key: the covering index is then filled in order (5,000 chunks:
+        # 4.7 -> 3.6 s for this statement)
+        "   FROM c CROSS JOIN LATERAL unnest(c.tsv) u ORDER BY u.lexeme, c.chunk_id RETURNING lexeme)"
         " INSERT INTO bm25_df (strategy_id, lexeme, df) SELECT %(sid)s, lexeme, count(*) FROM new GROUP BY lexeme"
         " ON CONFLICT (strategy_id, lexeme) DO UPDATE SET df = bm25_df.df + EXCLUDED.df",
         {"sid": strategy_id, "docs": doc_ids},
