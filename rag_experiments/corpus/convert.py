@@ -389,31 +389,11 @@ def _pptx(data: bytes) -> Converted:
 # --------------------------------------------------------------------------------------------
 
 
-_CHARSET = re.compile(rb"""(?:charset|encoding)\s*=\s*["']?([A-Za-z0-9._:-]+)""", re.I)
-
-
-def _decode_html(raw: bytes) -> str:
-    """The page's declared charset (default UTF-8), a UTF-8 BOM dropped: the rule import-html
-    applies (its private ``_decode``), so both routes decode a page alike."""
-    import codecs
-
-    encoding = "utf-8"
-    m = _CHARSET.search(raw[:2048])
-    if m:
-        try:
-            encoding = codecs.lookup(m.group(1).decode("ascii")).name
-        except LookupError:
-            encoding = "utf-8"
-    if raw.startswith(codecs.BOM_UTF8):
-        raw, encoding = raw[len(codecs.BOM_UTF8):], "utf-8"
-    return raw.decode(encoding)
-
-
 def _html(data: bytes) -> Converted:
-    from .html_import import html_to_markdown
+    from .html_import import decode_html, html_to_markdown
 
     try:
-        html = _decode_html(data)
+        html = decode_html(data)
     except UnicodeDecodeError as exc:
         raise ConversionError(f"cannot be decoded as {exc.encoding} (byte {exc.start})") from None
     try:

@@ -616,8 +616,10 @@ class ImportReport:
 _CHARSET = re.compile(rb"""(?:charset|encoding)\s*=\s*["']?([A-Za-z0-9._:-]+)""", re.I)
 
 
-def _decode(raw: bytes) -> str:
-    """Decode a page using its declared charset (default UTF-8); raise UnicodeDecodeError."""
+def decode_html(raw: bytes) -> str:
+    """Decode a page using its declared charset (default UTF-8), a UTF-8 BOM dropped; raise
+    UnicodeDecodeError. Corpus loading (corpus.convert) decodes a page the same way, so a page
+    read directly and the same page imported first give the same text."""
     encoding = "utf-8"
     m = _CHARSET.search(raw[:2048])
     if m:
@@ -645,7 +647,7 @@ def convert_file(path: Path, prefix: str) -> tuple[str, str, str] | SkippedFile:
     except OSError as exc:
         return SkippedFile(path.name, f"cannot be read: {exc.strerror or exc}")
     try:
-        html = _decode(raw)
+        html = decode_html(raw)
     except UnicodeDecodeError as exc:
         return SkippedFile(
             path.name, f"cannot be decoded as {exc.encoding} (byte {exc.start}: {exc.reason})"
