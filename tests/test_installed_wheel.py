@@ -3,10 +3,10 @@ venv outside it, used in a folder of its own: `rag-exp init`, cases added by han
 sweep, compare, promote and the nightly gate, against the session's real PostgreSQL and an MLflow
 store in the project folder.
 
-The fresh venv gets the wheel (no dependencies) and reaches the dependencies through a .pth
-line naming this venv's site-packages (no network; a .pth inside that folder, such as this
-repository's editable install, is not processed from there), so `rag_experiments` is imported
-from the installed wheel, which the test checks.
+The fresh venv (tests/wheel_venv.py) gets the wheel (no dependencies) and reaches the dependencies
+through a .pth line naming this venv's site-packages (no network), so `rag_experiments` is imported
+from the installed wheel, which the test checks. tests/test_new_team.py goes further: documents in
+every format, cases generated and labelled by LLM stubs, the judge spot-checked.
 """
 
 from __future__ import annotations
@@ -14,34 +14,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
-import sysconfig
 from pathlib import Path
 
-import pytest
+from tests.wheel_venv import ROOT, installed  # noqa: F401 - the fixture, shared with tests/test_new_team.py
 
-ROOT = Path(__file__).resolve().parent.parent
 MINI = ROOT / "tests" / "fixtures" / "mini_corpus"
-
-
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Path:
-    """The bin folder of a fresh venv holding the wheel of this repository."""
-    tmp = tmp_path_factory.mktemp("wheel")
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps",
-                            "-q", "-w", str(tmp / "dist")], capture_output=True, text=True, timeout=600)
-    assert build.returncode == 0, build.stderr[-3000:]
-    (wheel,) = (tmp / "dist").glob("rag_experiments-*.whl")
-    venv = tmp / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    py = venv / "bin" / "python"
-    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    Path(site, "deps-from-the-test-venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--no-index",
-                              "-q", str(wheel)], capture_output=True, text=True, timeout=600)
-    assert install.returncode == 0, install.stderr[-3000:]
-    return venv / "bin"
 
 
 def test_the_wheel_ships_the_configs_and_not_this_repositorys_champion(installed):
