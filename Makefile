@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: setup setup-test run test bench bench-scale ui serve clean-db scale-demo
+.PHONY: setup setup-test run test bench bench-scale ui serve clean-db scale-demo docs
 
 # the package, its test tools and the Hydra sweep plugins (no torch)
 setup: $(VENV)/.installed
@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 setup-test: $(VENV)/.installed-test
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/pip install --quiet -e '.[test,sweep,rerank,api,ray,integrations]'
+	$(BIN)/pip install --quiet -e '.[test,sweep,rerank,api,ray,integrations,docs]'
 	touch $@
 
 run: setup
@@ -60,6 +60,13 @@ ui: setup
 SERVE_PORT ?= 5001
 serve: setup
 	$(BIN)/rag-exp serve -p $(SERVE_PORT) -w 1
+
+# the documentation site on http://127.0.0.1:8000 (reloads on edits of docs/ and of the code the
+# reference pages are generated from); installs the [docs] extra (MkDocs, Material) first if needed
+DOCS_PORT ?= 8000
+docs: setup
+	@$(BIN)/python -c "import mkdocs, material" 2>/dev/null || $(BIN)/pip install --quiet -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:$(DOCS_PORT)
 
 clean-db:
 	-$(BIN)/rag-exp db stop

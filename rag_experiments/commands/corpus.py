@@ -21,7 +21,7 @@ def register(sub) -> None:
     imp.add_argument("--prefix", help="source_uri prefix (default: the source folder's name)")
     imp.set_defaults(func=_import_html)
     st = s.add_parser("stats", help="documents, size and doc types of a corpus folder ('demo' = shipped corpus)")
-    st.add_argument("path", nargs="?", default="demo")
+    st.add_argument("path", nargs="?", default="demo", help="corpus folder ('demo' = shipped corpus)")
     st.set_defaults(func=_stats)
     cv = s.add_parser(
         "convert", help="convert a folder's PDF/DOCX/PPTX/HTML files (cached) and print the formats table",

@@ -14,7 +14,7 @@ def register(sub) -> None:
         "failed to use it. Offers to append the query to the golden set as a production case.",
         epilog='example: rag-exp triage "how do I stop autovacuum on one table" '
         '--expected postgresql-15/sql-createtable.html:41200-41650 --context 8')
-    p.add_argument("query")
+    p.add_argument("query", help="the question that got a bad answer, as the user asked it")
     p.add_argument("--expected", required=True, metavar="CHUNK_ID_OR_SPAN",
                    help="a chunk id of the configured chunking, or SOURCE_URI:START-END")
     p.add_argument("--context", type=int, default=8, help="chunks the generator sees (default: 8)")
