@@ -4,7 +4,7 @@ Its own documents in every format the corpus reads (PDF, DOCX, PPTX, HTML, TXT, 
 here by the libraries a team's tools would use), ``rag-exp corpus convert``, ``rag-exp init``,
 ``golden generate`` against a local Anthropic-API stub, ``golden label`` against a local
 OpenAI-compatible stub (``--provider openai``: a team mixing providers; both wire formats go
-through the real SDKs), ``golden spotcheck`` answered from a file (stdin redirected from it, in two
+through the real SDKs), ``golden spotcheck`` answered from files (stdin redirected from one, then an exported CSV, in two
 sittings), ``golden stats``, a run, a sweep, ``compare`` and ``promote``: every command is the
 installed ``rag-exp`` run with the project as its working folder, against the session's real
 PostgreSQL and an MLflow store in the project.
@@ -18,6 +18,7 @@ pairs) and "validated" after the second.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import json
@@ -283,8 +284,11 @@ def test_a_new_team_from_documents_in_every_format_to_a_promoted_champion(instal
             assert (files, documents, failures) == ("1", "1", "0") and rows[fmt][7].startswith(converter), out
         assert rows["total"][1:3] == ["6", "6"] and "6 documents" in out
 
-        out = flat(rag_exp("init", str(project), "--corpus", str(docs), "--name", "ours", cwd=tmp_path))
+        # as typed in a shell beside the documents: a relative --corpus is taken from there
+        out = flat(rag_exp("init", "retrieval-evals", "--corpus", "our-docs", "--name", "ours", cwd=tmp_path))
         assert "wrote experiments/golden/ours.jsonl" in out and (project / "conf" / "project.yaml").is_file()
+        assert "(6 documents: 1 docx, 1 html, 1 md, 1 pdf, 1 pptx, 1 txt)" in out, out
+        assert f"path: {docs}\n" in (project / "conf" / "corpus" / "ours.yaml").read_text()
 
         # questions from the Anthropic-API stub: every one anchored in the team's documents
         out = flat(rag_exp("golden", "generate", "-n", "20", "--yes"))
@@ -311,13 +315,22 @@ def test_a_new_team_from_documents_in_every_format_to_a_promoted_champion(instal
 
         # the human checks the judge from an answers file, in two sittings (the file ends: progress is kept)
         answers = spotcheck_answers(golden, seed=7, disagree={12, 20})  # 2 of 30 disagree: 6.7% <= 10%
-        first, second = tmp_path / "answers-1.txt", tmp_path / "answers-2.txt"
+        first = tmp_path / "answers-1.txt"
         first.write_text("\n".join(answers[:10]) + "\n")
-        second.write_text("\n".join(answers[10:30]) + "\n")
         out = flat(rag_exp("golden", "spotcheck", "--author", "ann", answers=first))
         assert "n=10, agreement 100.0%" in out and "not validated" in out, out
-        out = flat(rag_exp("golden", "spotcheck", "--author", "ann", answers=second))
-        assert "10 of 30 pairs checked" in out and "n=30, agreement 93.3%" in out and ": validated" in out, out
+        # the rest offline: an exported CSV (blind: no machine verdict), answered, read back by judgement id
+        pairs = tmp_path / "pairs.csv"
+        assert "wrote 20 pair(s)" in flat(rag_exp("golden", "spotcheck", "--export", str(pairs)))
+        rows = list(csv.DictReader(pairs.open(encoding="utf-8", newline="")))
+        for i, row in enumerate(rows):
+            row["verdict"] = {"y": "YES", "p": "PART", "n": "NO"}[answers[10 + i]]
+        with pairs.open("w", encoding="utf-8", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(reversed(rows))  # any order: keyed by judgement id
+        out = flat(rag_exp("golden", "spotcheck", "--answers", str(pairs), "--author", "ann"))
+        assert "recorded 20 verdict(s)" in out and "n=30, agreement 93.3%" in out and ": validated" in out, out
         spot = project / "experiments" / "spotcheck" / "ours.jsonl"  # verdicts beside the golden set, not in it
         checks = [json.loads(x) for x in spot.read_text().splitlines()]
         assert len(checks) == 30 and {c["author"] for c in checks} == {"ann"}
@@ -325,7 +338,7 @@ def test_a_new_team_from_documents_in_every_format_to_a_promoted_champion(instal
 
         out = flat(rag_exp("golden", "stats"))
         assert f"cases: {len(cases)} (0 retired, {len(cases)} scorable)" in out
-        assert "judge validation (local-model / judge-v1): VALIDATED; 30 spot-checked pairs" in out, out
+        assert "judge validation (openai:local-model / judge-v1): VALIDATED; 30 spot-checked pairs" in out, out
         # the quality report sees what this generator does: paraphrases made of the passage's own words
         assert "WARNING: paraphrase questions copy their passage" in out
 
@@ -339,6 +352,9 @@ def test_a_new_team_from_documents_in_every_format_to_a_promoted_champion(instal
         assert "rrf_k=30" in out and "rrf_k=60" in out and "randomization" in out
         out = flat(rag_exp("promote"))
         assert "alias champion" in out and "conf/experiment/promoted.yaml" in out
+        # no MLflow chatter for the user, and the UI hint fits a project without a Makefile
+        assert "Add type hints" not in out and "INFO mlflow" not in out, out
+        assert "make ui" not in out and "mlflow ui --backend-store-uri sqlite:///" in out, out
         promoted = (project / "conf" / "experiment" / "promoted.yaml").read_text()
         assert f"path: {docs}" in promoted and "path: experiments/golden/ours.jsonl" in promoted
         assert re.search(r"^  rrf_k: (30|60)$", promoted, re.MULTILINE), promoted

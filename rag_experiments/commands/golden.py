@@ -153,7 +153,15 @@ def register(subparsers: Any) -> None:
     sp.add_argument("-n", "--n", type=int, default=30, help="pairs to check in total (default: 30)")
     sp.add_argument("--seed", type=int, default=7, help="pair-order seed (default: 7)")
     sp.add_argument("--author", help="who answers (default: $USER)")
-    sp.add_argument("--report", action="store_true", help="only print the agreement report")
+    mode = sp.add_mutually_exclusive_group()
+    mode.add_argument("--report", action="store_true", help="only print the agreement report")
+    mode.add_argument("--export", type=Path, metavar="CSV",
+                      help="write the next unchecked pairs (up to -n in all) to a new CSV to answer offline: "
+                      "judgement_id, question, source_uri, passage and an empty verdict column (the machine's "
+                      "verdict is not in it)")
+    mode.add_argument("--answers", type=Path, metavar="CSV",
+                      help="record the verdicts (YES / PART / NO, y / p / n; empty = skip) of an exported CSV, "
+                      "keyed by judgement id; every row is checked before anything is saved")
     sp.set_defaults(func=cmd_spotcheck)
 
     sp = sub.add_parser(
@@ -496,11 +504,22 @@ def cmd_label(args: argparse.Namespace) -> int:
 
 
 def cmd_spotcheck(args: argparse.Namespace) -> int:
-    from ..golden.spotcheck import judge_validation, print_report, run_spotcheck
+    from ..golden.spotcheck import export_pairs, import_answers, judge_validation, print_report, run_spotcheck
 
     console = _console()
     if args.report:
         print_report(judge_validation(args.golden), console)
+        return 0
+    if args.export is not None:
+        n = export_pairs(args.golden, args.export, n=args.n, seed=args.seed)
+        print(f"wrote {n} pair(s) to {args.export}: fill in the verdict column (YES / PART / NO, empty to skip), "
+              f"then: rag-exp golden spotcheck --answers {args.export}")
+        return 0
+    if args.answers is not None:
+        result = import_answers(args.golden, args.answers, author=args.author)
+        print(f"recorded {result['answered']} verdict(s) from {args.answers}; skipped {result['skipped']} empty, "
+              f"{result['already']} already checked")
+        print_report(result, console)
         return 0
     run_spotcheck(args.golden, n=args.n, seed=args.seed, author=args.author, console=console)
     return 0

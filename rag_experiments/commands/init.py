@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 
 from ..errors import UserError
@@ -95,8 +96,8 @@ def register(sub) -> None:
         "that is not empty unless --add; never overwrites a file (a golden set least of all).")
     p.add_argument("dir", help="the project folder (created when missing)")
     p.add_argument("--corpus", default=None,
-                   help="folder of your documents (default DIR/corpus, created empty); a path relative to DIR "
-                   "stays relative")
+                   help="folder of your documents (default DIR/corpus, created empty); a relative path is "
+                   "taken from where you run init (else from DIR); inside DIR it is written relative to DIR")
     p.add_argument("--name", default=None, help="name of the corpus and golden set (default: the folder's name)")
     p.add_argument("--add", action="store_true", help="add to a folder that is not empty (existing files kept)")
     p.set_defaults(func=cmd_init)
@@ -111,6 +112,7 @@ def _name(raw: str) -> str:
 
 def cmd_init(args) -> int:
     from .. import __version__
+    from ..corpus.loader import corpus_files
     from ..golden.golden_file import GoldenFile
 
     root = Path(args.dir).expanduser().resolve()
@@ -119,11 +121,17 @@ def cmd_init(args) -> int:
     if root.is_dir() and any(root.iterdir()) and not args.add:
         raise UserError(f"{root}: not empty", hint="pass --add to add a project to it (existing files are kept)")
     name = _name(args.name or root.name)
-    corpus = args.corpus or "corpus"
-    corpus_dir = Path(corpus).expanduser()
-    corpus_dir = corpus_dir if corpus_dir.is_absolute() else root / corpus_dir
+    corpus_dir = Path(args.corpus or "corpus").expanduser()
+    if not corpus_dir.is_absolute():
+        # what a shell user means by `init evals --corpus our-docs`: ./our-docs; a folder named
+        # relative to the project (DIR/docs) still works when there is none here
+        here = Path.cwd() / corpus_dir
+        corpus_dir = here.resolve() if args.corpus and here.is_dir() else root / corpus_dir
     if args.corpus and not corpus_dir.is_dir():
-        raise UserError(f"--corpus: {corpus_dir} is not a folder", hint="point it at the folder of your documents")
+        raise UserError(f"--corpus: {args.corpus} is not a folder (looked in {Path.cwd()} and {root})",
+                        hint="point it at the folder of your documents")
+    # the config names it relative to the project when it lies inside (the project moves whole)
+    corpus = corpus_dir.relative_to(root).as_posix() if corpus_dir.is_relative_to(root) else str(corpus_dir)
     corpus_dir.mkdir(parents=True, exist_ok=True)
     golden = root / "experiments" / "golden" / f"{name}.jsonl"
     files = {
@@ -161,7 +169,9 @@ def cmd_init(args) -> int:
         print(f"  wrote {p.relative_to(root)}")
     for p in kept:
         print(f"  kept  {p.relative_to(root)} (exists)")
-    n_docs = sum(1 for _ in corpus_dir.rglob("*.md"))
-    print(f"project {name} in {root}: corpus {corpus_dir} ({n_docs} .md documents)")
+    formats = Counter(fmt for _, fmt in corpus_files(corpus_dir) if fmt != "unsupported")
+    kinds = ", ".join(f"{n} {fmt}" for fmt, n in sorted(formats.items()))
+    print(f"project {name} in {root}: corpus {corpus_dir} ({sum(formats.values())} documents"
+          f"{': ' + kinds if kinds else ''})")
     print(f"next: cd {root} && rag-exp golden generate -n 100   (README.md lists the steps)")
     return 0

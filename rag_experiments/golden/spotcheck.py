@@ -31,6 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..errors import UserError
 from .records import MACHINE_JUDGES, Judgement, Record, new_id, now_iso
 from .resolve import current, load_golden
 from .golden_file import GoldenFile
@@ -147,8 +148,15 @@ def machine_judged_pairs(records: list[Record]) -> list[Judgement]:
 
 
 def _judge_id(j: Judgement) -> tuple[str, str]:
+    """(model, prompt version): the same model name served by another provider than Anthropic
+    (judge.provider, e.g. a self-hosted model behind an OpenAI-compatible server) is another
+    judge, ``openai:<model>``; records without a provider are Anthropic's, as before."""
     judge = j.raw["judge"]
-    return (judge.get("model") or judge.get("name", ""), judge.get("prompt_version", ""))
+    model = judge.get("model") or judge.get("name", "")
+    provider = judge.get("provider")
+    if provider and provider != "anthropic" and judge.get("model"):
+        model = f"{provider}:{model}"
+    return (model, judge.get("prompt_version", ""))
 
 
 def machine_judges(records: list[Record]) -> list[tuple[str, str]]:
@@ -211,6 +219,103 @@ def _read_answer(stdin: TextIO, console: Any) -> str:
         console.print(f"  not understood: {line.strip()!r}", markup=False)
 
 
+def _record(j: Judgement, answer: str, author: str, golden_path: str | Path) -> dict:
+    model, pv = _judge_id(j)
+    return {
+        "type": "spotcheck", "id": new_id("s", j.id, author, now_iso()), "judgement_id": j.id,
+        "case_id": j.case_id, "span": {k: j.span.to_json()[k] for k in ("doc_id", "source_uri", "start", "end")},
+        "human_verdict": answer, "llm_verdict": j.verdict,
+        "judge": {"kind": j.judge_kind, "model": model, "prompt_version": pv},
+        "author": author, "golden_set": Path(golden_path).name, "created_at": now_iso(),
+    }
+
+
+EXPORT_COLUMNS = ("judgement_id", "question", "source_uri", "passage", "verdict")
+
+
+def export_pairs(golden_path: str | Path, out: str | Path, *, n: int = MIN_PAIRS, seed: int = DEFAULT_SEED,
+                 spot_path: str | Path | None = None) -> int:
+    """The next unchecked pairs, in the order the interactive check shows them, as a CSV to
+    answer offline (a spreadsheet, a reviewer without the tool): judgement id, question, source
+    and passage, and an empty ``verdict`` column (YES / PART / NO, or empty to skip). The
+    machine's verdict is not in it: the check stays blind. Returns how many rows were written."""
+    import csv
+
+    spot = Path(spot_path) if spot_path else spotcheck_path(golden_path)
+    now = current(GoldenFile(golden_path).read_records())
+    queries = {r.id: r.query for r in now.cases}
+    existing = read_spotchecks(spot)
+    seen = {s["judgement_id"] for s in existing}
+    have = len({s["judgement_id"] for s in existing if s.get("human_verdict") in LABELS})
+    todo = [j for j in order_pairs(machine_judged_pairs(now.records), seed) if j.id not in seen][:max(0, n - have)]
+    out = Path(out)
+    if out.exists():
+        raise UserError(f"{out}: exists; not overwritten (it may hold answers)", hint="name a new file")
+    with out.open("w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(EXPORT_COLUMNS)
+        for j in todo:
+            w.writerow([j.id, queries.get(j.case_id, ""), j.span.source_uri, j.span.quote, ""])
+    return len(todo)
+
+
+def import_answers(golden_path: str | Path, answers: str | Path, *, author: str | None = None,
+                   spot_path: str | Path | None = None) -> dict:
+    """Record the verdicts of an exported CSV (:func:`export_pairs`), keyed by judgement id, so
+    row order does not matter. Every row is checked before anything is written: an unknown or
+    repeated judgement id or a verdict other than YES / PART / NO (y / p / n) or empty names the
+    file and line. Empty verdicts are skipped; a pair already checked keeps its first answer.
+    Returns :func:`judge_validation` plus the ``answered`` / ``skipped`` / ``already`` counts."""
+    import csv
+
+    author = author or os.environ.get("USER") or getpass.getuser()
+    spot = Path(spot_path) if spot_path else spotcheck_path(golden_path)
+    path = Path(answers)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise UserError(f"--answers {path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"--answers {path}: not valid UTF-8 (byte {exc.start})") from None
+    rows = csv.DictReader(text.splitlines(keepends=True))
+    missing = [c for c in ("judgement_id", "verdict") if c not in (rows.fieldnames or [])]
+    if missing:
+        raise UserError(f"--answers {path}: no {' or '.join(missing)} column (header: {rows.fieldnames})",
+                        hint="answer the file `rag-exp golden spotcheck --export FILE` wrote")
+    now = current(GoldenFile(golden_path).read_records())
+    pairs = {j.id: j for j in machine_judged_pairs(now.records)}
+    seen = {s["judgement_id"] for s in read_spotchecks(spot) if s.get("human_verdict") in LABELS}
+    todo, skipped, already, ids = [], 0, 0, set()
+    for row in rows:
+        where = f"--answers {path}:{rows.line_num}"
+        jid = (row.get("judgement_id") or "").strip()
+        raw = (row.get("verdict") or "").strip()
+        if jid not in pairs:
+            raise UserError(f"{where}: {jid!r} is not a live machine judgement of {Path(golden_path).name}",
+                            hint="export again: the golden set may have changed since")
+        if jid in ids:
+            raise UserError(f"{where}: {jid} answered twice in the file")
+        ids.add(jid)
+        if not raw:
+            skipped += 1
+            continue
+        verdict = _ANSWERS.get(raw.lower())
+        if verdict == "SKIP":
+            skipped += 1
+            continue
+        if verdict not in LABELS:
+            raise UserError(f"{where}: verdict {raw!r} is not YES, PART or NO (y / p / n), or empty to skip")
+        if jid in seen:
+            already += 1
+            continue
+        todo.append(_record(pairs[jid], verdict, author, golden_path))
+    for rec in todo:
+        append_spotcheck(spot, rec)
+    result = judge_validation(golden_path, spot)
+    result.update({"answered": len(todo), "skipped": skipped, "already": already})
+    return result
+
+
 def run_spotcheck(golden_path: str | Path, *, n: int = MIN_PAIRS, seed: int = DEFAULT_SEED,
                   author: str | None = None, stdin: TextIO | None = None, console: Any = None,
                   spot_path: str | Path | None = None) -> dict:
@@ -248,14 +353,7 @@ def run_spotcheck(golden_path: str | Path, *, n: int = MIN_PAIRS, seed: int = DE
             break
         session["asked"] += 1
         session["answered" if answer != "SKIP" else "skipped"] += 1
-        model, pv = _judge_id(j)
-        append_spotcheck(spot, {
-            "type": "spotcheck", "id": new_id("s", j.id, author, now_iso()), "judgement_id": j.id,
-            "case_id": j.case_id, "span": {k: j.span.to_json()[k] for k in ("doc_id", "source_uri", "start", "end")},
-            "human_verdict": answer, "llm_verdict": j.verdict,
-            "judge": {"kind": j.judge_kind, "model": model, "prompt_version": pv},
-            "author": author, "golden_set": Path(golden_path).name, "created_at": now_iso(),
-        })
+        append_spotcheck(spot, _record(j, answer, author, golden_path))
     result = judge_validation(golden_path, spot)
     result.update({"asked": session["asked"], "answered": session["answered"], "skipped": session["skipped"]})
     print_report(result, console)

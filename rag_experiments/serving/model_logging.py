@@ -102,13 +102,28 @@ def _model_kwargs(tmp: str, config: dict, info: dict) -> dict:
                 pip_requirements=[f"mlflow=={mlflow.__version__}", f"rag-experiments=={info['package_version']}"])
 
 
+@contextmanager
+def _quiet_mlflow():
+    """MLflow's "Validating input example against model signature" INFO line kept from the
+    user's terminal: promote's own lines say what was logged."""
+    import logging
+
+    logger = logging.getLogger("mlflow.pyfunc")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def log_model(config: dict, info: dict):
     """Log :class:`RetrieverModel` into the active run; return MLflow's ModelInfo."""
     import mlflow
 
     tags = {k: str(info[k]) for k in ("golden_sha256", "corpus_digest", "primary_metric", "package_version",
                                       "source", "strategy") if info.get(k)}
-    with tempfile.TemporaryDirectory() as tmp, _without_serving_input_validation():
+    with tempfile.TemporaryDirectory() as tmp, _without_serving_input_validation(), _quiet_mlflow():
         return mlflow.pyfunc.log_model(name=MODEL_ARTIFACT, model_type="retriever", tags=tags,
                                        **_model_kwargs(tmp, config, info))
 
@@ -117,7 +132,7 @@ def save_model(path: str | Path, config: dict, info: dict) -> None:
     """The same model in a local folder, outside any store (the benchmark serves it from there)."""
     import mlflow
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, _quiet_mlflow():
         mlflow.pyfunc.save_model(str(path), **_model_kwargs(tmp, config, info))
 
 

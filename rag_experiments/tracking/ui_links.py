@@ -67,7 +67,24 @@ def url(route: str, tracking_uri: str | None = None) -> str:
     return f"{base}/{route}"
 
 
+def serve_hint(tracking_uri: str | None = None) -> str:
+    """How to serve the local store's UI: ``make ui`` in this repository (its Makefile has the
+    target), else the ``mlflow ui`` command itself (a project made by ``rag-exp init`` has no
+    Makefile)."""
+    from ..config import project_root
+    from ..redaction import redact_text
+    from .mlflow_run import tracking_uri_default
+
+    makefile = project_root() / "Makefile"
+    try:
+        if makefile.is_file() and "\nui:" in "\n" + makefile.read_text(encoding="utf-8", errors="replace"):
+            return "make ui"
+    except OSError:
+        pass
+    return f"mlflow ui --backend-store-uri {redact_text(tracking_uri or os.environ.get('MLFLOW_TRACKING_URI') or tracking_uri_default())} --port {LOCAL_UI.rsplit(':', 1)[1]}"
+
+
 def line(what: str, route: str, tracking_uri: str | None = None) -> str:
-    """``MLflow UI, <what>: <url>``, saying ``(make ui)`` when the UI is the local one."""
+    """``MLflow UI, <what>: <url>``, saying how to serve it when the UI is the local one."""
     base, known = ui_base(tracking_uri)
-    return f"MLflow UI, {what}: {base}/{route}" + ("" if known else "   (serve it with `make ui`)")
+    return f"MLflow UI, {what}: {base}/{route}" + ("" if known else f"   (serve it with `{serve_hint(tracking_uri)}`)")

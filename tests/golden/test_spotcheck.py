@@ -173,3 +173,71 @@ def test_judge_rates_by_hand_and_the_warning_for_a_thin_class():
     assert s["prevalence_yes"] == 4 / 10 and s["prevalence_relevant"] == 6 / 10
     assert "only 4 pair(s) checked NO" in s["class_warning"]  # < 5: the TNR says nothing yet
     assert agreement_stats(pairs + [("NO", "NO")])["class_warning"] is None
+
+
+def test_export_then_answers_keyed_by_judgement_id(golden, tmp_path, monkeypatch, capsys):
+    """Offline answers: the exported CSV is blind (no machine verdict), its rows may come back in
+    any order, bad rows are refused before anything is saved, and the judge is validated by them."""
+    import csv
+
+    out = tmp_path / "pairs.csv"
+    assert cli.main(["golden", "spotcheck", "--golden", str(golden), "--export", str(out)]) == 0
+    rows = list(csv.DictReader(out.open(encoding="utf-8", newline="")))
+    assert len(rows) == 30 and set(rows[0]) == set(sc.EXPORT_COLUMNS) and all(r["verdict"] == "" for r in rows)
+    assert "passage" in rows[0]["passage"] and rows[0]["question"].startswith("question number")
+    records = {r["id"]: r for r in GoldenFile(golden).read()}
+    order = [j.id for j in sc.order_pairs(sc.machine_judged_pairs(GoldenFile(golden).read_records()), sc.DEFAULT_SEED)]
+    assert [r["judgement_id"] for r in rows] == order[:30]  # the interactive order
+    assert cli.main(["golden", "spotcheck", "--golden", str(golden), "--export", str(out)]) == 2  # never overwritten
+
+    def write(rows, name):
+        path = tmp_path / name
+        with path.open("w", encoding="utf-8", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=sc.EXPORT_COLUMNS)
+            w.writeheader()
+            w.writerows(rows)
+        return path
+
+    # the machine's verdict on 29 rows, one disagreement, one left empty; reversed order
+    answered = [dict(r, verdict=records[r["judgement_id"]]["verdict"]) for r in rows]
+    answered[0]["verdict"] = "NO" if answered[0]["verdict"] != "NO" else "YES"
+    answered[1]["verdict"] = ""
+    bad = write([*answered[:3], dict(answered[3], verdict="maybe")], "bad.csv")
+    assert cli.main(["golden", "spotcheck", "--golden", str(golden), "--answers", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.csv:5" in err and "'maybe'" in err
+    assert not sc.read_spotchecks(sc.spotcheck_path(golden))  # nothing saved from a bad file
+    unknown = write([dict(answered[0], judgement_id="j-nope")], "unknown.csv")
+    assert cli.main(["golden", "spotcheck", "--golden", str(golden), "--answers", str(unknown)]) == 2
+    assert "'j-nope' is not a live machine judgement" in capsys.readouterr().err
+
+    good = write(list(reversed(answered)), "good.csv")
+    assert cli.main(["golden", "spotcheck", "--golden", str(golden), "--answers", str(good), "--author", "ann"]) == 0
+    text = capsys.readouterr().out
+    assert "recorded 29 verdict(s)" in text and "skipped 1 empty" in text
+    result = sc.judge_validation(golden)
+    assert result["n"] == 29 and not result["validated"]  # 29 < 30: the empty row counts for nothing
+    checks = sc.read_spotchecks(sc.spotcheck_path(golden))
+    assert all(c["author"] == "ann" and c["llm_verdict"] == records[c["judgement_id"]]["verdict"] for c in checks)
+    # answering the left-over pair (the same file again: answered rows are kept, not doubled)
+    answered[1]["verdict"] = records[answered[1]["judgement_id"]]["verdict"]
+    again = write(answered, "again.csv")
+    assert cli.main(["golden", "spotcheck", "--golden", str(golden), "--answers", str(again)]) == 0
+    assert "recorded 1 verdict(s)" in capsys.readouterr().out
+    result = sc.judge_validation(golden)
+    assert result["n"] == 30 and result["validated"] and abs(result["agreement"] - 29 / 30) < 1e-9
+
+
+def test_a_judge_served_by_another_provider_is_another_judge(golden):
+    """The same model name behind an OpenAI-compatible server is not Anthropic's judge; a record
+    without a provider (written before providers existed) is Anthropic's."""
+    from dataclasses import replace
+
+    j = sc.machine_judged_pairs(GoldenFile(golden).read_records())[0]
+    assert sc._judge_id(j) == ("m", "judge-v1")
+
+    def served_by(provider):
+        return replace(j, raw={**j.raw, "judge": {**j.raw["judge"], "provider": provider}})
+
+    assert sc._judge_id(served_by("openai")) == ("openai:m", "judge-v1")
+    assert sc._judge_id(served_by("anthropic")) == ("m", "judge-v1")
