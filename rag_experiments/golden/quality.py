@@ -19,10 +19,10 @@ Pure functions over the resolved golden set and the corpus documents: no I/O, no
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import combinations
 from statistics import fmean
 from typing import Sequence
 
@@ -87,6 +87,36 @@ def quality_of(golden, docs: Sequence) -> QualityReport:
     return _MEMO[key]
 
 
+def near_duplicates(words: list[tuple[str, set[str]]], threshold: float) -> list[tuple[str, str, float]]:
+    """Every pair (in input order) whose content words have Jaccard >= ``threshold``, with the
+    Jaccard rounded to 3 places: what comparing all pairs gives, without comparing all pairs
+    (that took 179 s at 10,000 cases, paid by every cold run). Prefix filtering (Bayardo et al.
+    2007): a pair with Jaccard >= t shares at least ceil(t * max(|a|, |b|)) words, so with the
+    words of every set ordered rarest first, the first |x| - ceil(t |x|) + 1 words of the two
+    sets meet; only pairs that share such a prefix word are compared (0.27 s at 10,000)."""
+    freq = Counter(w for _, ws in words for w in ws)
+    index: dict[str, list[int]] = {}
+    found: list[tuple[int, int, float]] = []
+    for j, (_, wb) in enumerate(words):
+        if not wb:
+            continue
+        ordered = sorted(wb, key=lambda w: (freq[w], w))
+        # the 1e-12 keeps an exact product (t |x| integral) from rounding up: a longer prefix is safe
+        prefix = ordered[: len(ordered) - math.ceil(threshold * len(ordered) - 1e-12) + 1]
+        seen: set[int] = set()
+        for w in prefix:
+            for i in index.get(w, ()):
+                if i not in seen:
+                    seen.add(i)
+                    wa = words[i][1]
+                    jac = len(wa & wb) / len(wa | wb)
+                    if jac >= threshold:
+                        found.append((i, j, jac))
+            index.setdefault(w, []).append(j)
+    found.sort()
+    return [(words[i][0], words[j][0], round(jac, 3)) for i, j, jac in found]
+
+
 def quality_report(cases: Sequence, docs: Sequence = ()) -> QualityReport:
     """``cases``: the golden set's scorable cases (EvalCase); ``docs``: the corpus documents."""
     per_kind: dict[str, list[float]] = {}
@@ -100,12 +130,7 @@ def quality_report(cases: Sequence, docs: Sequence = ()) -> QualityReport:
                 per_kind.setdefault(c.kind, []).append(value)
             per_doc[own[0].span.doc_id] += 1
         words.append((c.case_id, content_words(c.query)))
-    dups = []
-    for (a, wa), (b, wb) in combinations(words, 2):
-        if wa and wb:
-            j = len(wa & wb) / len(wa | wb)
-            if j >= DUPLICATE_JACCARD:
-                dups.append((a, b, round(j, 3)))
+    dups = near_duplicates(words, DUPLICATE_JACCARD)
     by_type = dict(sorted(Counter(c.doc_type for c in cases).items()))
     corpus_types = dict(sorted(Counter(d.doc_type for d in docs).items()))
     limit = max(CASES_PER_DOC_MIN, CASES_PER_DOC_SHARE * len(cases))

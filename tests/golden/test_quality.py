@@ -46,3 +46,31 @@ def test_the_demo_golden_set():
     r = quality_report(load_golden(demo).scorable, load_corpus(DEMO, "demo"))
     assert r.overlap_by_kind == {"exact": 0.642, "paraphrase": 0.33}
     assert not r.near_duplicates and not any("paraphrase" in w for w in r.warnings)
+
+
+def test_near_duplicates_equal_the_all_pairs_comparison():
+    """The prefix-filtered search finds exactly the pairs (and order, and Jaccard) comparing all
+    pairs finds, on random word sets built to hold many near-duplicates and exact thresholds."""
+    import random
+    from itertools import combinations
+
+    from rag_experiments.golden.quality import DUPLICATE_JACCARD, near_duplicates
+
+    rng = random.Random(5)
+    vocab = [f"w{i}" for i in range(60)]
+    for trial in range(40):
+        base = [set(rng.sample(vocab, rng.randint(1, 9))) for _ in range(25)]
+        words = []
+        for n in range(120):
+            s = set(rng.choice(base))
+            for _ in range(rng.randint(0, 2)):  # a near copy: a word swapped, added or dropped
+                op = rng.random()
+                if op < 0.4 and s:
+                    s.discard(rng.choice(sorted(s)))
+                elif op < 0.8:
+                    s.add(rng.choice(vocab))
+            words.append((f"c{n}", s if rng.random() > 0.05 else set()))
+        for t in (DUPLICATE_JACCARD, 0.5, 2 / 3, 1.0):
+            expect = [(a, b, round(len(wa & wb) / len(wa | wb), 3)) for (a, wa), (b, wb) in combinations(words, 2)
+                      if wa and wb and len(wa & wb) / len(wa | wb) >= t]
+            assert near_duplicates(words, t) == expect, (trial, t)
