@@ -26,10 +26,20 @@ from tests import ci_extras  # noqa: E402
 ci_extras.install()  # under CI=true, pytest.importorskip of a missing extra fails instead of skipping
 
 
+# the files that take minutes, longest first (measured on 2 cores): the tutorials ingest the demo
+LONG_FILES = ("test_tutorials.py", "test_new_team.py", "test_installed_wheel.py")
+
+
 def pytest_collection_modifyitems(items):
-    """The Ray cluster file is the longest (minutes): run it first, so that under ``make test``'s
-    two workers (a file per worker) the rest of the suite runs beside it instead of after it."""
-    items.sort(key=lambda item: item.get_closest_marker("ray") is None)  # stable: order kept otherwise
+    """The longest files first (the Ray cluster, then LONG_FILES), so that under ``make test``'s
+    two workers (a file per worker) the rest of the suite runs beside them instead of after them."""
+    def rank(item) -> int:
+        if item.get_closest_marker("ray") is not None:
+            return 0
+        name = item.path.name
+        return 1 + LONG_FILES.index(name) if name in LONG_FILES else 1 + len(LONG_FILES)
+
+    items.sort(key=rank)  # stable: order kept otherwise
 
 
 def _with_db(url: str, name: str) -> str:
