@@ -338,6 +338,7 @@ def test_a_new_team_from_documents_in_every_format_to_a_promoted_champion(instal
 
         out = flat(rag_exp("golden", "stats"))
         assert f"cases: {len(cases)} (0 retired, {len(cases)} scorable)" in out
+        assert "llm │ openai:local-model │ judge-v1 │ 60" in out, out  # the judges table names the provider
         assert "judge validation (openai:local-model / judge-v1): VALIDATED; 30 spot-checked pairs" in out, out
         # the quality report sees what this generator does: paraphrases made of the passage's own words
         assert "WARNING: paraphrase questions copy their passage" in out

@@ -661,8 +661,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
     table("cases by kind", Counter(r.kind for r in live), "kind")
     table("cases by doc type", Counter(r.doc_type for r in live), "doc type")
     table("judgements by verdict", Counter(r.verdict for r in judgements), "verdict")
-    judges = Counter((j["kind"], j.get("model") or j.get("name", ""), j.get("prompt_version", ""))
-                     for j in (r.raw["judge"] for r in judgements))
+    def who(j: dict) -> str:  # as the spot-check names a judge: <provider>:<model> unless Anthropic's
+        provider = j.get("provider")
+        model = j.get("model")
+        return f"{provider}:{model}" if model and provider and provider != "anthropic" else model or j.get("name", "")
+
+    judges = Counter((j["kind"], who(j), j.get("prompt_version", "")) for j in (r.raw["judge"] for r in judgements))
     table("judgements by judge", judges, "kind", "model / name", "prompt version")
     _quality(console, golden, args)
     v = judge_validation(args.golden)

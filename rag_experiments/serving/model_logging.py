@@ -253,7 +253,7 @@ def sync_with_record(name: str, c) -> str | None:
 
 
 def ensure_registered(name: str = "default") -> str | None:
-    """After a single run (``python run.py``, the README's first command): the registry mirrors the
+    """After a single run (``python run.py``, what ``make run`` runs): the registry mirrors the
     committed champion record, so ``mlflow.pyfunc.load_model("models:/rag-retriever-default@champion")``
     and ``mlflow models serve`` work in a fresh store without another command first. A no-op (one
     registry look-up) once it mirrors; None when there is no record."""

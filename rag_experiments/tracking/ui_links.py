@@ -6,7 +6,7 @@ registry and whose experiment page opens on traces. Every link the tool prints c
 ``workflowType=machine_learning`` (a run, the runs table, a sweep parent, a comparison, the
 registry), so a link opened in a fresh browser shows runs, not traces. A page reached by
 clicking around inside the UI may fall back to GenAI: the switch at the top of the left-hand menu
-("Model training") brings the runs back (the README says so).
+("Model training") brings the runs back (docs/tutorials/demo.md says so).
 
 Where the UI is: ``RAG_EXP_UI_URL`` when set; else the tracking server when ``MLFLOW_TRACKING_URI``
 / ``tracking.uri`` is one (``http(s)://``), since the server serves its UI; else the address
