@@ -230,6 +230,17 @@ def _record(j: Judgement, answer: str, author: str, golden_path: str | Path) -> 
     }
 
 
+def _unchecked(golden_path: str | Path, spot: Path, seed: int) -> tuple[dict[str, str], int, list[Judgement]]:
+    """(question per case id, pairs already answered YES/PART/NO, the pairs not yet shown, in
+    the seeded order): what the interactive check and the CSV export both work through."""
+    now = current(GoldenFile(golden_path).read_records())
+    existing = read_spotchecks(spot)
+    seen = {s["judgement_id"] for s in existing}
+    have = len({s["judgement_id"] for s in existing if s.get("human_verdict") in LABELS})
+    todo = [j for j in order_pairs(machine_judged_pairs(now.records), seed) if j.id not in seen]
+    return {r.id: r.query for r in now.cases}, have, todo
+
+
 EXPORT_COLUMNS = ("judgement_id", "question", "source_uri", "passage", "verdict")
 
 
@@ -242,20 +253,19 @@ def export_pairs(golden_path: str | Path, out: str | Path, *, n: int = MIN_PAIRS
     import csv
 
     spot = Path(spot_path) if spot_path else spotcheck_path(golden_path)
-    now = current(GoldenFile(golden_path).read_records())
-    queries = {r.id: r.query for r in now.cases}
-    existing = read_spotchecks(spot)
-    seen = {s["judgement_id"] for s in existing}
-    have = len({s["judgement_id"] for s in existing if s.get("human_verdict") in LABELS})
-    todo = [j for j in order_pairs(machine_judged_pairs(now.records), seed) if j.id not in seen][:max(0, n - have)]
+    queries, have, todo = _unchecked(golden_path, spot, seed)
+    todo = todo[:max(0, n - have)]
     out = Path(out)
     if out.exists():
         raise UserError(f"{out}: exists; not overwritten (it may hold answers)", hint="name a new file")
-    with out.open("w", encoding="utf-8", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(EXPORT_COLUMNS)
-        for j in todo:
-            w.writerow([j.id, queries.get(j.case_id, ""), j.span.source_uri, j.span.quote, ""])
+    try:
+        with out.open("w", encoding="utf-8", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(EXPORT_COLUMNS)
+            for j in todo:
+                w.writerow([j.id, queries.get(j.case_id, ""), j.span.source_uri, j.span.quote, ""])
+    except OSError as exc:
+        raise UserError(f"--export {out}: cannot write: {exc.strerror}", hint="name a file in a folder you can write") from None
     return len(todo)
 
 
@@ -277,17 +287,21 @@ def import_answers(golden_path: str | Path, answers: str | Path, *, author: str 
         raise UserError(f"--answers {path}: cannot read: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise UserError(f"--answers {path}: not valid UTF-8 (byte {exc.start})") from None
-    rows = csv.DictReader(text.splitlines(keepends=True))
-    missing = [c for c in ("judgement_id", "verdict") if c not in (rows.fieldnames or [])]
+    reader = csv.DictReader(text.splitlines(keepends=True))
+    try:  # every row read first: a malformed CSV (a field over csv's size limit, ...) is one line
+        rows = [(reader.line_num, row) for row in reader]
+    except csv.Error as exc:
+        raise UserError(f"--answers {path}: not readable as CSV near line {reader.line_num + 1} ({exc})") from None
+    missing = [c for c in ("judgement_id", "verdict") if c not in (reader.fieldnames or [])]
     if missing:
-        raise UserError(f"--answers {path}: no {' or '.join(missing)} column (header: {rows.fieldnames})",
+        raise UserError(f"--answers {path}: no {' or '.join(missing)} column (header: {reader.fieldnames})",
                         hint="answer the file `rag-exp golden spotcheck --export FILE` wrote")
     now = current(GoldenFile(golden_path).read_records())
     pairs = {j.id: j for j in machine_judged_pairs(now.records)}
     seen = {s["judgement_id"] for s in read_spotchecks(spot) if s.get("human_verdict") in LABELS}
     todo, skipped, already, ids = [], 0, 0, set()
-    for row in rows:
-        where = f"--answers {path}:{rows.line_num}"
+    for line_num, row in rows:
+        where = f"--answers {path}:{line_num}"
         jid = (row.get("judgement_id") or "").strip()
         raw = (row.get("verdict") or "").strip()
         if jid not in pairs:
@@ -330,12 +344,7 @@ def run_spotcheck(golden_path: str | Path, *, n: int = MIN_PAIRS, seed: int = DE
     console = console or Console(highlight=False)
     author = author or os.environ.get("USER") or getpass.getuser()
     spot = Path(spot_path) if spot_path else spotcheck_path(golden_path)
-    now = current(GoldenFile(golden_path).read_records())
-    queries = {r.id: r.query for r in now.cases}
-    existing = read_spotchecks(spot)
-    seen = {s["judgement_id"] for s in existing}
-    have = len({s["judgement_id"] for s in existing if s.get("human_verdict") in LABELS})
-    todo = [j for j in order_pairs(machine_judged_pairs(now.records), seed) if j.id not in seen]
+    queries, have, todo = _unchecked(golden_path, spot, seed)
     session = Counter()
     need = max(0, n - have)
     console.print(f"Spot-check of the machine judge(s): {have} of {n} pairs checked, {len(todo)} unchecked pairs left; "

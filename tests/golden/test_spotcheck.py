@@ -241,3 +241,13 @@ def test_a_judge_served_by_another_provider_is_another_judge(golden):
 
     assert sc._judge_id(served_by("openai")) == ("openai:m", "judge-v1")
     assert sc._judge_id(served_by("anthropic")) == ("m", "judge-v1")
+
+
+def test_export_and_answers_files_that_cannot_be_used_are_one_line(golden, tmp_path, capsys):
+    assert cli.main(["golden", "spotcheck", "--golden", str(golden), "--export", str(tmp_path / "no" / "x.csv")]) == 2
+    assert "cannot write: No such file or directory" in capsys.readouterr().err
+    huge = tmp_path / "huge.csv"
+    huge.write_text('judgement_id,verdict\n"' + "x" * 200_000 + '",YES\n', encoding="utf-8")
+    assert cli.main(["golden", "spotcheck", "--golden", str(golden), "--answers", str(huge)]) == 2
+    assert "not readable as CSV near line 2" in capsys.readouterr().err
+    assert not sc.spotcheck_path(golden).exists()
