@@ -38,6 +38,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..loopback_stub import LoopbackStub
+
 TEST_KEYS = {"VOYAGE_API_KEY": "pa-voyage-test-DO-NOT-PRINT-0123",
              "OPENAI_API_KEY": "sk-openai-test-DO-NOT-PRINT-4567",
              "CO_API_KEY": "co-cohere-test-DO-NOT-PRINT-89ab"}
@@ -80,7 +82,7 @@ def overlap_score(query: str, doc: str) -> float:
     return round(len(q & d) / max(1, len(q)) / (1 + len(d)) ** 0.5, 6)
 
 
-class ProviderStub:
+class ProviderStub(LoopbackStub):
     def __init__(self, dims: dict[str, int] | None = None, default_dim: int = 32) -> None:
         self.dims = dict(dims or {})
         self.default_dim = default_dim
@@ -105,44 +107,13 @@ class ProviderStub:
 
     def url(self, provider: str) -> str:
         """The base_url to give the SDK for ``provider`` (voyage | openai | cohere)."""
-        assert self.server is not None
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}/{provider}" + ("/v1" if provider in ("voyage", "openai") else "")
-
-    # -- server ------------------------------------------------------------------------------------
-    def start(self) -> "ProviderStub":
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                stub._handle(self)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self.server:
-            self.server.shutdown()
-            self.server.server_close()
-
-    def __enter__(self) -> "ProviderStub":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+        return f"{self.root_url}/{provider}" + ("/v1" if provider in ("voyage", "openai") else "")
 
     # -- protocol ----------------------------------------------------------------------------------
     _ROUTES = {"/voyage/v1/embeddings": "voyage/embeddings", "/voyage/v1/rerank": "voyage/rerank",
                "/openai/v1/embeddings": "openai/embeddings", "/cohere/v2/rerank": "cohere/rerank"}
 
-    def _handle(self, h: BaseHTTPRequestHandler) -> None:
+    def _handle(self, h: BaseHTTPRequestHandler, method: str) -> None:  # POST only
         length = int(h.headers.get("content-length") or 0)
         raw = h.rfile.read(length) if length else b""
         body = json.loads(raw) if raw else {}

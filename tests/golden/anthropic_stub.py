@@ -25,6 +25,8 @@ from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from ..loopback_stub import LoopbackStub
+
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                404: "not_found_error", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
 
@@ -63,7 +65,7 @@ def prompt_of(body: dict) -> str:
     return "".join(b.get("text", "") for b in content)
 
 
-class AnthropicStub:
+class AnthropicStub(LoopbackStub):
     def __init__(self) -> None:
         self.log: list[dict] = []
         self._queue: deque[Reply] = deque()
@@ -96,40 +98,7 @@ class AnthropicStub:
     # -- server ------------------------------------------------------------------------------
     @property
     def base_url(self) -> str:
-        assert self.server is not None
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> "AnthropicStub":
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
-            def do_POST(self) -> None:
-                stub._handle(self, "POST")
-
-            def do_GET(self) -> None:
-                stub._handle(self, "GET")
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self.server:
-            self.server.shutdown()
-            self.server.server_close()
-
-    def __enter__(self) -> "AnthropicStub":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+        return self.root_url
 
     # -- protocol ----------------------------------------------------------------------------
     def _handle(self, h: BaseHTTPRequestHandler, method: str) -> None:

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from ..loopback_stub import LoopbackStub
+
 ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_api_key", 403: "permission_denied",
                404: "model_not_found", 429: "rate_limit_exceeded", 500: "server_error", 503: "server_error"}
 CHAT_PATH = "/v1/chat/completions"
@@ -70,7 +72,7 @@ def system_of(body: dict) -> str | None:
     return next((m["content"] for m in body["messages"] if m["role"] == "system"), None)
 
 
-class OpenAIStub:
+class OpenAIStub(LoopbackStub):
     def __init__(self) -> None:
         self.log: list[dict] = []
         self._queue: deque[Reply] = deque()
@@ -100,46 +102,9 @@ class OpenAIStub:
 
     # -- server ------------------------------------------------------------------------------
     @property
-    def root_url(self) -> str:
-        assert self.server is not None
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    @property
     def base_url(self) -> str:
         """What a user passes as --base-url / llm.base_url (with the /v1 prefix)."""
         return self.root_url + "/v1"
-
-    def start(self) -> "OpenAIStub":
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
-            def do_POST(self) -> None:
-                stub._handle(self, "POST")
-
-            def do_GET(self) -> None:
-                stub._handle(self, "GET")
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self.server:
-            self.server.shutdown()
-            self.server.server_close()
-
-    def __enter__(self) -> "OpenAIStub":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
 
     # -- protocol ----------------------------------------------------------------------------
     def _handle(self, h: BaseHTTPRequestHandler, method: str) -> None:
