@@ -329,14 +329,14 @@ def _child_main(spec: dict) -> dict:
     conn = connect(spec["url"])
     if spec["what"] == "ingest":
         hnsw_s = [0.0]
-        original = chunk_index._ensure_hnsw_index
+        original = chunk_index.ensure_hnsw_index
 
         def timed(*a, **k):
             t = time.perf_counter()
             original(*a, **k)
             hnsw_s[0] += time.perf_counter() - t
 
-        chunk_index._ensure_hnsw_index = timed
+        chunk_index.ensure_hnsw_index = timed
         t = time.perf_counter()
         docs = load_corpus(corpus.root, corpus.name)
         out["load_s"] = time.perf_counter() - t
@@ -477,10 +477,10 @@ def measure_latency(conn, strategy, embedder, queries: list[str], rows: Rows, de
 def _artifact_bytes(run_id: str) -> dict[str, int]:
     from mlflow.tracking import MlflowClient
 
-    from .tracking.runs import _local_artifact_dir
+    from .tracking.runs import local_artifact_dir
 
     run = MlflowClient().get_run(run_id)
-    folder = _local_artifact_dir(run.info.artifact_uri)
+    folder = local_artifact_dir(run.info.artifact_uri)
     if folder is None:
         return {}
     return {str(p.relative_to(folder)): p.stat().st_size for p in folder.rglob("*") if p.is_file()}

@@ -258,7 +258,7 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
         bm25_stats.update_totals(conn, key, n_chunks, removed_dl, added_dl)
         conn.execute("UPDATE strategies SET content_digest = %s, n_chunks = %s, built_at = now() WHERE strategy_id = %s",
                      (manifest["digest"], n_chunks, key))
-        _ensure_hnsw_index(conn, key, dim, hnsw)
+        ensure_hnsw_index(conn, key, dim, hnsw)
     t_settle = time.perf_counter()
     settle(conn)
     done = time.perf_counter()
@@ -319,7 +319,7 @@ def _upsert_documents(conn: psycopg.Connection, docs: list[Document], corpus: st
 HNSW_BUILD_MEMORY = "1GB"
 
 
-def _ensure_hnsw_index(conn: psycopg.Connection, key: str, dim: int, hnsw: HnswParams) -> None:
+def ensure_hnsw_index(conn: psycopg.Connection, key: str, dim: int, hnsw: HnswParams) -> None:
     """A partial HNSW index per strategy: each strategy may use a model of another dimension."""
     name = hnsw_index_name(key, hnsw)
     prefix = f"hnsw_{key.replace('-', '_')}_"

@@ -39,6 +39,11 @@ def project_root() -> Path:
     return Path(os.environ.get("RAG_EXP_HOME", os.getcwd())).resolve()
 
 
+def default_tracking_uri() -> str:
+    """The local MLflow store: ``sqlite:///<project>/mlruns/mlflow.db`` (absolute)."""
+    return f"sqlite:///{project_root() / 'mlruns' / 'mlflow.db'}"
+
+
 def project_path(path: str) -> Path:
     """A configured path: absolute as given, else under the project root."""
     p = Path(path).expanduser()

@@ -311,16 +311,17 @@ def fatal_api_error(exc: BaseException) -> LLMFatalError | None:
     if isinstance(exc, anthropic.APIConnectionError) and not isinstance(exc, anthropic.APITimeoutError):
         # refused / DNS / TLS after the SDK's own retries: every other request would wait out the
         # same retries and fail the same way. (A timeout is one slow request: not fatal.)
-        return LLMFatalError(f"Anthropic API unreachable at {_base_url(exc)}: {_short(exc.__cause__ or exc)}",
+        return LLMFatalError(f"Anthropic API unreachable at {request_url_of(exc)}: "
+                             f"{short_error(exc.__cause__ or exc)}",
                              hint="check the network or ANTHROPIC_BASE_URL (golden generate/label keep every "
                              "finished answer: rerun to resume)")
     if isinstance(exc, anthropic.NotFoundError):
-        return LLMFatalError(f"Anthropic API: not found (HTTP 404): {_short(exc)}",
+        return LLMFatalError(f"Anthropic API: not found (HTTP 404): {short_error(exc)}",
                              hint="check the model name (--model)")
     return None
 
 
-def _base_url(exc: BaseException) -> str:
+def request_url_of(exc: BaseException) -> str:
     request = getattr(exc, "request", None)
     url = getattr(request, "url", None)
     if url is None:
@@ -331,10 +332,10 @@ def _base_url(exc: BaseException) -> str:
 def describe_api_error(exc: BaseException) -> str:
     """One line for a failed request (never contains the key: the SDK does not echo it)."""
     status = getattr(exc, "status_code", None)
-    return f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "") + f": {_short(exc)}"
+    return f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "") + f": {short_error(exc)}"
 
 
-def _short(exc: BaseException, limit: int = 300) -> str:
+def short_error(exc: BaseException, limit: int = 300) -> str:
     text = " ".join(str(exc).split())
     return text[:limit] + ("..." if len(text) > limit else "")
 

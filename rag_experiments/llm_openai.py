@@ -26,7 +26,7 @@ import os
 from typing import Any
 
 from .errors import ConfigError
-from .llm import LLMFatalError, Usage, _base_url, _short, estimate_tokens
+from .llm import LLMFatalError, Usage, estimate_tokens, request_url_of, short_error
 
 PLACEHOLDER_KEY = "EMPTY"  # what vLLM's documentation passes to a server started without --api-key
 
@@ -83,18 +83,18 @@ def fatal_api_error(exc: BaseException) -> LLMFatalError | None:
     """A :class:`LLMFatalError` if the ``openai`` SDK error ``exc`` will recur for every request."""
     import openai
 
-    where = _base_url(exc)
+    where = request_url_of(exc)
     if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
         return LLMFatalError(f"OpenAI-compatible API at {where} refused the credentials "
                              f"({type(exc).__name__}, HTTP {exc.status_code})",
                              hint="check OPENAI_API_KEY (the key your server or gateway expects)")
     if isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError):
-        return LLMFatalError(f"OpenAI-compatible API unreachable at {where}: {_short(exc.__cause__ or exc)}",
+        return LLMFatalError(f"OpenAI-compatible API unreachable at {where}: {short_error(exc.__cause__ or exc)}",
                              hint="is the server running? check --base-url / llm.base_url (vLLM: "
                              "http://localhost:8000/v1, Ollama: http://localhost:11434/v1); golden generate/label "
                              "keep every finished answer: rerun to resume")
     if isinstance(exc, openai.NotFoundError):
-        return LLMFatalError(f"OpenAI-compatible API at {where}: not found (HTTP 404): {_short(exc)}",
+        return LLMFatalError(f"OpenAI-compatible API at {where}: not found (HTTP 404): {short_error(exc)}",
                              hint="check the model name (--model, rerank.model, query.model: the name the server "
                              "serves) and that the base URL ends with the API prefix (usually /v1)")
     return None

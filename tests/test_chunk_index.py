@@ -56,7 +56,7 @@ def test_interrupted_ingest_leaves_no_half_strategy(fresh, mini_docs, embedder, 
     def boom(*a, **k):
         raise RuntimeError("killed mid-ingest")
 
-    monkeypatch.setattr(store, "_ensure_hnsw_index", boom)  # fails after the chunks were written
+    monkeypatch.setattr(store, "ensure_hnsw_index", boom)  # fails after the chunks were written
     with pytest.raises(RuntimeError):
         ingest(fresh, mini_docs, ChunkingParams("heading", 60), embedder)
     assert fresh.execute("SELECT count(*) FROM chunks").fetchone()[0] == 0

@@ -253,10 +253,10 @@ def value_and_interval(run: RunView, key: MetricKey, samples: int = 1000,
 def paired_values(base: pd.DataFrame, other: pd.DataFrame, metric: str,
                   segment: Segment | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per-case values of ``metric`` of two runs on their common cases (inner join on case_id)."""
-    return _Pairing(base, other).values(metric, segment)
+    return Pairing(base, other).values(metric, segment)
 
 
-class _Pairing:
+class Pairing:
     """Two runs' cases joined once for many columns (a 100-point sweep summary made ~700 joins)."""
 
     def __init__(self, base: pd.DataFrame, other: pd.DataFrame) -> None:
@@ -358,7 +358,7 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
     raw: dict[str, list[Cell]] = {c.key.mlflow_name: [] for c in columns}
     # the baseline's value per column once (it may be a bootstrap from the per-case table), not per run
     base_values = {c.key.mlflow_name: value_and_interval(base, c.key, seed=seed)[0] for c in columns}
-    pairings: dict[int, _Pairing] = {}  # per run: the win/tie/loss below pairs the same cases again
+    pairings: dict[int, Pairing] = {}  # per run: the win/tie/loss below pairs the same cases again
     for i, r in enumerate(runs):
         same_golden = r.golden is not None and r.golden == base.golden
         pairing = None
@@ -370,7 +370,7 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
                 bval = base_values[c.key.mlflow_name]
                 delta = None if bval is None else value - bval
                 if same_golden and base.per_case is not None and r.per_case is not None:
-                    pairing = pairing or pairings.setdefault(i, _Pairing(base.per_case, r.per_case))
+                    pairing = pairing or pairings.setdefault(i, Pairing(base.per_case, r.per_case))
                     a, b = pairing.values(c.key.column, c.key.segment)
                     n = len(a)
                     if n:
@@ -391,7 +391,7 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
             flags.append("corpus")
         wtl = None
         if i and "golden" not in flags and base.per_case is not None and r.per_case is not None:
-            pairing = pairings.get(i) or _Pairing(base.per_case, r.per_case)
+            pairing = pairings.get(i) or Pairing(base.per_case, r.per_case)
             a, b = pairing.values(primary)
             if len(a):
                 wtl = win_tie_loss(a, b)

@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..config import project_root
+from ..config import default_tracking_uri, project_root
 from ..redaction import redact_obj, redact_text
 from .execution import execution_tags
 from .ownership import owner_tags
@@ -37,11 +37,7 @@ def tracking_uri(explicit: str | None = None) -> str:
     if uri:
         return uri
     (project_root() / "mlruns").mkdir(parents=True, exist_ok=True)
-    return tracking_uri_default()
-
-
-def tracking_uri_default() -> str:
-    return f"sqlite:///{project_root() / 'mlruns' / 'mlflow.db'}"
+    return default_tracking_uri()
 
 
 def artifact_root() -> str:
@@ -68,7 +64,7 @@ def setup(uri: str | None, experiment: str) -> str:
         raise UserError(f"tracking.uri: {resolved} is MLflow's file store, which this MLflow refuses "
                         "(maintenance mode)", hint="use sqlite:///path/to/mlflow.db (the default store is "
                         "sqlite under mlruns/), or set MLFLOW_ALLOW_FILE_STORE=true")
-    if not user_chose or resolved == tracking_uri_default():
+    if not user_chose or resolved == default_tracking_uri():
         location = artifact_root()
     else:
         location = None

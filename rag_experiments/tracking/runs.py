@@ -145,7 +145,7 @@ def parse_per_case(payload: dict | str | bytes) -> pd.DataFrame:
     return pd.DataFrame(data["data"], columns=data["columns"])
 
 
-def _local_artifact_dir(artifact_uri: str) -> Path | None:
+def local_artifact_dir(artifact_uri: str) -> Path | None:
     """The folder of a run's artifacts when they are on this machine (``file://...`` or the plain
     path MLflow records when the tracking URI names a database but no artifact root)."""
     if artifact_uri.startswith("file://"):
@@ -160,7 +160,7 @@ def _local_artifact_dir(artifact_uri: str) -> Path | None:
 def load_per_case(run_id: str, c=None, artifact_uri: str = "") -> pd.DataFrame | None:
     """The run's per-case table, or None when it logged none. A local store's file is read in
     place (a sweep summary reads a hundred of them; MLflow's download copies each first)."""
-    local = _local_artifact_dir(artifact_uri)
+    local = local_artifact_dir(artifact_uri)
     if local is not None and (local / PER_CASE_ARTIFACT).is_file():
         return parse_per_case((local / PER_CASE_ARTIFACT).read_bytes())
     c = c or client()

@@ -71,9 +71,8 @@ def serve_hint(tracking_uri: str | None = None) -> str:
     """How to serve the local store's UI: ``make ui`` in this repository (its Makefile has the
     target), else the ``mlflow ui`` command itself (a project made by ``rag-exp init`` has no
     Makefile)."""
-    from ..config import project_root
+    from ..config import default_tracking_uri, project_root
     from ..redaction import redact_text
-    from .mlflow_run import tracking_uri_default
 
     makefile = project_root() / "Makefile"
     try:
@@ -81,7 +80,7 @@ def serve_hint(tracking_uri: str | None = None) -> str:
             return "make ui"
     except OSError:
         pass
-    return f"mlflow ui --backend-store-uri {redact_text(tracking_uri or os.environ.get('MLFLOW_TRACKING_URI') or tracking_uri_default())} --port {LOCAL_UI.rsplit(':', 1)[1]}"
+    return f"mlflow ui --backend-store-uri {redact_text(tracking_uri or os.environ.get('MLFLOW_TRACKING_URI') or default_tracking_uri())} --port {LOCAL_UI.rsplit(':', 1)[1]}"
 
 
 def line(what: str, route: str, tracking_uri: str | None = None) -> str:

@@ -34,12 +34,12 @@ class ColumnVerdict:
 
 def verdicts(cmp, n_resamples: int | None = None, seed: int | None = None) -> list[ColumnVerdict]:
     """One :class:`ColumnVerdict` per quality column of ``cmp`` (a :class:`.compare.Comparison`)."""
-    from .compare import _Pairing
+    from .compare import Pairing
     from .coverage import JUDGED_PREFIX
 
     n_resamples, seed = test_settings(n_resamples, seed)
     out = []
-    pairings: dict[tuple[int, int], _Pairing] = {}  # (best row, row): joined once for every column
+    pairings: dict[tuple[int, int], Pairing] = {}  # (best row, row): joined once for every column
     for col in cmp.columns:
         name = col.key.mlflow_name
         if col.key.column.startswith(JUDGED_PREFIX):
@@ -60,7 +60,7 @@ def verdicts(cmp, n_resamples: int | None = None, seed: int | None = None) -> li
                     and col.key.column in row.run.per_case and col.key.column in best.run.per_case):
                 pairing = pairings.get((best_i, i))
                 if pairing is None:
-                    pairing = pairings[(best_i, i)] = _Pairing(best.run.per_case, row.run.per_case)
+                    pairing = pairings[(best_i, i)] = Pairing(best.run.per_case, row.run.per_case)
                 a, b = pairing.values(col.key.column, col.key.segment)
                 if len(a):
                     p = paired_permutation_test(a, b, n_resamples=n_resamples, seed=seed)
