@@ -660,6 +660,26 @@ def run_size(server: Server, work: Path, size: int, pool: list[str], *, queries:
     return rows
 
 
+def _counts(minimum: int):
+    """An argparse type: comma-separated whole numbers, each >= ``minimum`` (a bad value is
+    argparse's one usage line, naming it)."""
+    def parse(text: str) -> list[int]:
+        parts = [p.strip() for p in text.split(",") if p.strip()]
+        if not parts:
+            raise argparse.ArgumentTypeError("give at least one number, e.g. 10000,100000")
+        out = []
+        for part in parts:
+            try:
+                value = int(part.replace("_", ""))
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{part!r} is not a whole number") from None
+            if value < minimum:
+                raise argparse.ArgumentTypeError(f"{value} is below the minimum of {minimum:,}")
+            out.append(value)
+        return out
+    return parse
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--child"]:
@@ -669,20 +689,25 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rag-exp bench --scale", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--sizes", default="10000,100000", help="corpus sizes in chunks, comma-separated")
+    ap.add_argument("--sizes", type=_counts(1000), default="10000,100000",
+                    help="corpus sizes in chunks, comma-separated (each >= 1,000)")
     ap.add_argument("--million", action="store_true", help="also 1,000,000 chunks (long)")
     ap.add_argument("--queries", type=int, default=200, help="queries timed per leg")
-    ap.add_argument("--eval-cases", default="1000,10000",
-                    help="golden-set sizes evaluated (the largest only at the smallest corpus size)")
+    ap.add_argument("--eval-cases", type=_counts(1), default="1000,10000",
+                    help="golden-set sizes evaluated (the largest only at the smallest corpus size; none larger "
+                    "than the smallest corpus size)")
     ap.add_argument("--sweep-points", type=int, default=20, help="points of the rrf_k sweep whose summary is timed")
     ap.add_argument("--cranfield", default=os.environ.get("RAG_EXP_CRANFIELD"),
                     help="a folder with Cranfield's cran.all.1400: its abstracts join the sentence pool")
     ap.add_argument("--workdir", default=None, help="where corpora are written (default: a temporary folder)")
     args = ap.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",") if s]
+    sizes = list(args.sizes)
     if args.million:
         sizes.append(1_000_000)
-    eval_cases = [int(s) for s in args.eval_cases.split(",") if s]
+    eval_cases = list(args.eval_cases)
+    if max(eval_cases) > min(sizes):
+        ap.error(f"--eval-cases {max(eval_cases):,} is more cases than the smallest corpus has chunks "
+                 f"({min(sizes):,}); each case quotes its own section")
     pool, counts = sentence_pool(Path(args.cranfield) if args.cranfield else None)
     print(f"sentence pool: {counts['pool']:,} distinct sentences (demo corpus {counts['demo']:,}, "
           f"Cranfield {counts['cranfield']:,}); seed {SEED}")

@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import psycopg
+import pytest
 
 from rag_experiments import bench_scale as B
 
@@ -82,3 +83,23 @@ def test_scale_bench_prints_rows_and_exponents_and_drops_its_database(pg_server,
     assert recalls and min(recalls) > 0.6, recalls
     chunks = re.search(r"\| chunks \| ([0-9,]+) \| ([0-9,]+) \|", table)
     assert chunks and chunks.groups() == ("1,000", "2,000")
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--sizes", "abc"], "argument --sizes: 'abc' is not a whole number"),
+    (["--sizes", "0"], "argument --sizes: 0 is below the minimum of 1,000"),
+    (["--sizes", ""], "argument --sizes: give at least one number"),
+    (["--sizes", "2000", "--eval-cases", "5000"], "--eval-cases 5,000 is more cases than the smallest corpus"),
+])
+def test_bad_sizes_are_one_usage_line_before_anything_runs(argv, says, capsys):
+    with pytest.raises(SystemExit) as exc:
+        B.main(argv)
+    assert exc.value.code == 2 and says in capsys.readouterr().err
+
+
+def test_an_empty_sizes_through_the_cli_is_refused_not_the_default_run(capsys):
+    from rag_experiments import cli
+
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["bench", "--scale", "--sizes", ""])
+    assert exc.value.code == 2 and "give at least one number" in capsys.readouterr().err

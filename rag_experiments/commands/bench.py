@@ -25,8 +25,8 @@ def _run(a) -> int:
     if a.scale:
         from ..bench_scale import main
 
-        return main((["--sizes", a.sizes] if a.sizes else []) + (["--million"] if a.million else []) + rest)
-    if a.sizes or a.million:
+        return main((["--sizes", a.sizes] if a.sizes is not None else []) + (["--million"] if a.million else []) + rest)
+    if a.sizes is not None or a.million:
         from ..errors import UserError
 
         raise UserError("--sizes and --million belong to the scale benchmark", hint="add --scale")
