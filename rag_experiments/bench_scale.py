@@ -332,6 +332,8 @@ def _child_main(spec: dict) -> dict:
         original = chunk_index.ensure_hnsw_index
 
         def timed(*a, **k):
+            if spec.get("keyword_only"):
+                return  # --keyword-only: no HNSW index (its build at 1M chunks takes hours here)
             t = time.perf_counter()
             original(*a, **k)
             hnsw_s[0] += time.perf_counter() - t
@@ -357,9 +359,10 @@ def _child_main(spec: dict) -> dict:
     return out
 
 
-def _child(what: str, url: str, corpus: Corpus, cases: int, mlflow_uri: str) -> dict:
+def _child(what: str, url: str, corpus: Corpus, cases: int, mlflow_uri: str, keyword_only: bool = False) -> dict:
     spec = {"what": what, "url": url, "root": str(corpus.root), "name": corpus.name, "cases": cases,
-            "golden": {str(k): str(v) for k, v in corpus.golden.items()}, "mlflow": mlflow_uri}
+            "golden": {str(k): str(v) for k, v in corpus.golden.items()}, "mlflow": mlflow_uri,
+            "keyword_only": keyword_only}
     with tempfile.NamedTemporaryFile("r", suffix=".json") as res:
         proc = subprocess.run([sys.executable, "-m", "rag_experiments.bench_scale", "--child", json.dumps(spec), res.name],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -420,11 +423,11 @@ def _sizes(conn, strategy_id: str, n: int) -> dict[str, float]:
         f = "pg_total_relation_size" if total else "pg_relation_size"
         return conn.execute(f"SELECT {f}(%s::regclass)", (name,)).fetchone()[0] * per
 
-    hnsw = conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'hnsw_%%'").fetchone()[0]
+    hnsw = conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'hnsw_%%'").fetchone()
+    indexes = ("chunks_pkey", "chunks_tsv_gin", "chunks_identifiers_gin", "chunks_doc") + ((hnsw[0],) if hnsw else ())
     return {
-        "chunks table (heap + TOAST), MB / 10k chunks": rel("chunks", True) - sum(
-            rel(i) for i in ("chunks_pkey", "chunks_tsv_gin", "chunks_identifiers_gin", "chunks_doc", hnsw)),
-        "HNSW index, MB / 10k chunks": rel(hnsw),
+        "chunks table (heap + TOAST), MB / 10k chunks": rel("chunks", True) - sum(rel(i) for i in indexes),
+        "HNSW index, MB / 10k chunks": rel(hnsw[0]) if hnsw else float("nan"),
         "tsvector GIN index, MB / 10k chunks": rel("chunks_tsv_gin"),
         "BM25 postings (table + covering key), MB / 10k chunks": rel("bm25_postings", True),
         "BM25 document frequencies, MB / 10k chunks": rel("bm25_df", True),
@@ -463,15 +466,51 @@ def measure_latency(conn, strategy, embedder, queries: list[str], rows: Rows, de
             shares.append(len(approx & exact) / max(len(exact), 1))
         rows.add(f"vector leg ANN recall@{depth} vs exact, ef_search {shown} ({len(shares)} queries)",
                  sum(shares) / len(shares), "{:.3f}")
-    kt = _time(lambda q: keyword_search(conn, sid, q, depth, kw), queries)
-    rows.add(f"BM25 leg p50, ms (OR, depth {depth})", _pct(kt, .5))
-    rows.add("BM25 leg p95, ms", _pct(kt, .95))
+    measure_bm25(conn, sid, queries, rows, depth)
     MEMO.clear()
     r = Retriever(conn, strategy, embedder, RetrievalParams(variant="hybrid", use_cache=False))
     r.embed_queries(queries)
     ht = _time(lambda q: r.search(q, 20), queries)
     rows.add("hybrid p50, ms (both legs + RRF, uncached)", _pct(ht, .5))
     rows.add("hybrid p95, ms", _pct(ht, .95))
+
+
+def measure_bm25(conn, sid: str, queries: list[str], rows: Rows, depth: int = 50) -> None:
+    """The BM25 leg as shipped (pruned: migration 0006) and reading every posting (the leg before
+    pruning), on the same queries; every query's two lists and scores are compared."""
+    from .retrieval import legs
+    from .retrieval.legs import KeywordParams, keyword_search
+
+    kw = KeywordParams()
+    saved = legs.PRUNE_MIN_POSTINGS
+    plans: dict[str, int] = {}
+    pruned: dict[str, list] = {}
+
+    def shipped(q: str) -> None:
+        pruned[q] = [(h.chunk_id, h.score) for h in keyword_search(conn, sid, q, depth, kw)]
+        kind = conn.execute("SELECT current_setting('rag_exp.bm25_plan', true)").fetchone()[0] or "?"
+        plans[kind.split(" ")[0]] = plans.get(kind.split(" ")[0], 0) + 1
+
+    kt = _time(shipped, queries)
+    rows.add(f"BM25 leg p50, ms (OR, depth {depth}; pruned)", _pct(kt, .5))
+    rows.add("BM25 leg p95, ms (pruned)", _pct(kt, .95))
+    rows.add("BM25 queries pruned (MaxScore), share", plans.get("pruned", 0) / max(len(queries), 1), "{:.2f}",
+             "(" + ", ".join(f"{k} {v}" for k, v in sorted(plans.items())) + ")")
+    legs.PRUNE_MIN_POSTINGS = 10**15  # every posting read: the leg before migration 0006
+    try:
+        same = 0
+        exhaustive: list[float] = []
+        for q in queries:
+            t = time.perf_counter()
+            hits = keyword_search(conn, sid, q, depth, kw)
+            exhaustive.append((time.perf_counter() - t) * 1000)
+            same += [(h.chunk_id, h.score) for h in hits] == pruned[q]
+    finally:
+        legs.PRUNE_MIN_POSTINGS = saved
+    rows.add(f"BM25 leg p50, ms (every posting read: the leg before pruning)", _pct(exhaustive, .5))
+    rows.add("BM25 leg p95, ms (every posting read)", _pct(exhaustive, .95))
+    rows.add("BM25 pruned lists and scores = every-posting ones, queries", same, "{:,.0f}",
+             f"of {len(queries)}" + ("" if same == len(queries) else "  <-- MISMATCH"))
 
 
 def _artifact_bytes(run_id: str) -> dict[str, int]:
@@ -606,7 +645,7 @@ def _with_db(url: str, name: str) -> str:
 
 
 def run_size(server: Server, work: Path, size: int, pool: list[str], *, queries: int, eval_cases: Sequence[int],
-             sweep_points: int) -> Rows:
+             sweep_points: int, keyword_only: bool = False) -> Rows:
     import psycopg
 
     from .chunk_index import strategy_info
@@ -627,14 +666,15 @@ def run_size(server: Server, work: Path, size: int, pool: list[str], *, queries:
     (work / (name + "-mlflow")).mkdir(exist_ok=True)
     try:
         connect(url).close()  # migrations
-        ing = _child("ingest", url, corpus, base, mlflow_uri)
+        ing = _child("ingest", url, corpus, base, mlflow_uri, keyword_only)
         n = ing["n_chunks"]
         rows.add("chunks", n, "{:,.0f}")
         rows.add("ingest, s (cheap embedder; chunking, writes, BM25 statistics, HNSW, settle)", ing["ingest_s"])
         rest = ing["ingest_s"] - ing["hnsw_s"] - ing["embed_s"]
         rows.add("ingest chunks/s without the model and the HNSW build", n / rest, "{:,.0f}",
                  f"(the cheap embedder took {ing['embed_s']:.1f}s)")
-        rows.add("HNSW build (m 16, ef_construction 64), s", ing["hnsw_s"])
+        rows.add("HNSW build (m 16, ef_construction 64), s", float("nan") if keyword_only else ing["hnsw_s"],
+                 note="(--keyword-only: not built)" if keyword_only else "")
         rows.add("settle (GIN pending lists, VACUUM ANALYZE BM25 tables), s", ing["settle_s"])
         rows.add("peak RSS of ingest (child process), MiB", ing["peak_rss_mib"] or float("nan"), "{:,.0f}")
         conn = connect(url)
@@ -644,6 +684,10 @@ def run_size(server: Server, work: Path, size: int, pool: list[str], *, queries:
         golden = load_golden(corpus.golden[base])
         qs = [c.query for c in golden.scorable][:queries]
         embedder = HashEmbedder()
+        if keyword_only:
+            measure_bm25(conn, strategy.strategy_id, qs, rows)
+            conn.close()
+            return rows
         measure_latency(conn, strategy, embedder, qs, rows)
         conn.close()
         run = _child("run", url, corpus, base, mlflow_uri)
@@ -692,6 +736,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", type=_counts(1000), default="10000,100000",
                     help="corpus sizes in chunks, comma-separated (each >= 1,000)")
     ap.add_argument("--million", action="store_true", help="also 1,000,000 chunks (long)")
+    ap.add_argument("--keyword-only", action="store_true",
+                    help="build no HNSW index and time only the BM25 leg (pruned and reading every posting, "
+                    "their lists compared): the keyword leg at a size whose HNSW build would take hours")
     ap.add_argument("--queries", type=int, default=200, help="queries timed per leg")
     ap.add_argument("--eval-cases", type=_counts(1), default="1000,10000",
                     help="golden-set sizes evaluated (the largest only at the smallest corpus size; none larger "
@@ -723,7 +770,7 @@ def main(argv: list[str] | None = None) -> int:
             # its cost beyond retrieval does not depend on the corpus
             cases = eval_cases if i == 0 else [min(eval_cases)]
             all_rows.append(run_size(server, work, size, pool, queries=args.queries, eval_cases=cases,
-                                     sweep_points=args.sweep_points))
+                                     sweep_points=args.sweep_points, keyword_only=args.keyword_only))
     finally:
         server.stop()
         if args.workdir is None:

@@ -5,7 +5,9 @@ writer lock, so the statistics commit (or roll back) with the chunks, and parall
 other strategies never interleave with them. Incremental: only the chunks of re-chunked or
 removed documents are touched; N, the sum of chunk lengths and each lexeme's document frequency
 move by exactly the postings this ingest deletes and writes (one statement each, so a frequency
-cannot be adjusted without its postings changing, or the reverse).
+cannot be adjusted without its postings changing, or the reverse). Each lexeme's largest tf and
+smallest chunk length (the keyword leg's pruning bounds, migration 0006) widen as postings
+arrive and stay put when postings leave: a bound that is loose is still a bound.
 
 tf and dl are read from the chunk's stored english tsvector (the same lexemes ``ts_rank`` sees):
 tf = positions of the lexeme, dl = positions of all lexemes (a lexeme without positions counts 1,
@@ -57,9 +59,12 @@ def add_documents(conn: psycopg.Connection, strategy_id: str, doc_ids: list[str]
         "   SELECT c.strategy_id, u.lexeme, c.chunk_id, coalesce(cardinality(u.positions), 1), c.dl"
         # sorted by the postings key: the covering index is then filled in order (5,000 chunks:
         # 4.7 -> 3.6 s for this statement)
-        "   FROM c CROSS JOIN LATERAL unnest(c.tsv) u ORDER BY u.lexeme, c.chunk_id RETURNING lexeme)"
-        " INSERT INTO bm25_df (strategy_id, lexeme, df) SELECT %(sid)s, lexeme, count(*) FROM new GROUP BY lexeme"
-        " ON CONFLICT (strategy_id, lexeme) DO UPDATE SET df = bm25_df.df + EXCLUDED.df",
+        "   FROM c CROSS JOIN LATERAL unnest(c.tsv) u ORDER BY u.lexeme, c.chunk_id RETURNING lexeme, tf, dl)"
+        # the pruning bounds (migration 0006) only ever widen here: removals leave them as they are
+        " INSERT INTO bm25_df (strategy_id, lexeme, df, max_tf, min_dl)"
+        " SELECT %(sid)s, lexeme, count(*), max(tf), min(dl) FROM new GROUP BY lexeme"
+        " ON CONFLICT (strategy_id, lexeme) DO UPDATE SET df = bm25_df.df + EXCLUDED.df,"
+        " max_tf = greatest(bm25_df.max_tf, EXCLUDED.max_tf), min_dl = least(bm25_df.min_dl, EXCLUDED.min_dl)",
         {"sid": strategy_id, "docs": doc_ids},
     )
     added = conn.execute(

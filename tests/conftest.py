@@ -21,6 +21,12 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 sys.path.insert(0, str(FIXTURES))
 
+# ranx (the independent reference the metric, fusion and paired-test checks agree with) compiles
+# its kernels with numba on first use: ~4 minutes of a fresh venv's CI on 2 cores, for inputs of a
+# few dozen queries that its pure-Python path evaluates in milliseconds (the same definitions,
+# numba's decorators then being plain calls). Set before anything imports numba.
+os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
+
 from tests import ci_extras  # noqa: E402
 
 ci_extras.install()  # under CI=true, pytest.importorskip of a missing extra fails instead of skipping

@@ -74,6 +74,7 @@ def test_scale_bench_prints_rows_and_exponents_and_drops_its_database(pg_server,
     table = out[out.index("| row |"):]
     for row in ("ingest chunks/s without the model", "HNSW build", "HNSW index, MB / 10k chunks",
                 "BM25 postings", "vector leg p50", "ANN recall", "BM25 leg p50", "hybrid p50",
+                "BM25 leg p50, ms (every posting read", "BM25 queries pruned",
                 "peak RSS of ingest", "peak RSS of a run", "eval 150 cases: cold run", "eval 300 cases: warm run",
                 "per-case artifact", "compare of two runs", "summary of a 3-point sweep"):
         assert row in table, row
@@ -83,6 +84,21 @@ def test_scale_bench_prints_rows_and_exponents_and_drops_its_database(pg_server,
     assert recalls and min(recalls) > 0.6, recalls
     chunks = re.search(r"\| chunks \| ([0-9,]+) \| ([0-9,]+) \|", table)
     assert chunks and chunks.groups() == ("1,000", "2,000")
+    # the shipped (pruned) BM25 leg and the one reading every posting agree on every timed query
+    same = re.search(r"\| BM25 pruned lists and scores = every-posting ones, queries \| ([0-9,]+) \| ([0-9,]+) \|", table)
+    assert same and same.groups() == ("20", "20"), same
+
+
+def test_keyword_only_builds_no_hnsw_index_and_times_the_bm25_leg(pg_server, monkeypatch, capsys, tmp_path):
+    admin, _ = pg_server
+    monkeypatch.setenv("DATABASE_URL", admin)
+    assert B.main(["--sizes", "1000", "--eval-cases", "100", "--queries", "15", "--keyword-only",
+                   "--workdir", str(tmp_path / "work")]) == 0
+    table = capsys.readouterr().out.split("| row |", 1)[1]
+    assert re.search(r"\| BM25 pruned lists and scores = every-posting ones, queries \| 15 \|", table)
+    assert re.search(r"\| HNSW build \(m 16, ef_construction 64\), s \|  \|", table)  # not built
+    for absent in ("vector leg p50", "hybrid p50", "eval 100 cases"):
+        assert absent not in table, absent
 
 
 @pytest.mark.parametrize("argv, says", [

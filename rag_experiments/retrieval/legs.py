@@ -130,13 +130,14 @@ def keyword_sql(params: KeywordParams, filters: Filters) -> tuple[sql.Composable
 # apart and ranked by that bit, not by chunk id. So the exact score sums in ascending weight
 # order, the tf fraction is formed before it multiplies idf, and the score is rounded to 13
 # significant digits (relative change <= 5e-13).
-# That exact score costs a sort of every posting and a numeric rounding per chunk, so it is
-# computed only for the chunks that can rank: `raw` is the plain float sum (any order: within
-# ~1e-15 relative of the exact sum), `top` keeps every chunk within 1e-9 of the depth-th best raw
-# sum (a superset of the best `depth` exact scores; ties at the cut included), and `bm` scores
-# those and the identifier matches exactly. Same lists and scores as scoring every chunk
-# exactly (checked on 100 golden queries, demo and whole manual); whole-manual leg p50
-# 27.5 -> 12.7 ms with migration 0004.
+# That exact score costs a sort of every posting and a numeric rounding per chunk, so in OR mode
+# without filters (BM25_PRUNED_SQL) it is computed only for the chunks that can rank: the raw
+# plain float sum (any order: within ~1e-15 relative of the exact sum) decides `top`, every chunk
+# within 1e-9 of the depth-th best raw sum (a superset of the best `depth` exact scores; ties at
+# the cut included), and `bm` scores those and the identifier matches exactly. Same lists and
+# scores as scoring every chunk exactly (checked on 100 golden queries, demo and whole manual);
+# whole-manual leg p50 27.5 -> 12.7 ms with migration 0004. With a tsquery mode that drops chunks
+# or a filter (BM25_SQL), every matching chunk is scored exactly.
 QT_FROM_QUERY = ("SELECT u.lexeme, coalesce(cardinality(u.positions), 1)::float8 AS qtf"
                  " FROM unnest(to_tsvector('english', %(q)s)) u")
 # RM3's second pass: each expanded lexeme with its weight in place of its count in the query
@@ -151,7 +152,7 @@ BM25_SQL = (
     " w AS MATERIALIZED (SELECT p.chunk_id, qi.idf * (p.tf / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / qi.avgdl))) AS w"
     "   FROM qi JOIN bm25_postings p ON p.strategy_id = %(sid)s AND p.lexeme = qi.lexeme),"
     " raw AS (SELECT chunk_id, sum(w) AS s FROM w GROUP BY chunk_id),"
-    " top AS (SELECT chunk_id FROM raw{cut}),"
+    " top AS (SELECT chunk_id FROM raw),"
     " idm AS (SELECT c.chunk_id FROM chunks c WHERE c.strategy_id = %(sid)s AND c.identifiers && %(idents)s::text[]),"
     " cand AS (SELECT chunk_id FROM top UNION SELECT chunk_id FROM idm),"
     " bm AS (SELECT chunk_id, round(s::numeric, 12 - floor(log(s))::int)::float8 AS bm25"
@@ -167,22 +168,64 @@ BM25_SQL = (
 )
 
 
+# The pruned leg (migration 0006, bm25_top: MaxScore inside PostgreSQL): `top` is the same set as
+# the exhaustive `raw`/`top` CTEs compute, found by reading the postings of the query's rare
+# terms and probing its common ones for the few chunks that can still rank; `bm` then probes
+# every query lexeme for those chunks instead of reading every posting again. Exact scores, the
+# identifier matches and the ordering are the exhaustive leg's, expression for expression:
+# tests/retrieval/test_bm25_pruning.py checks lists and scores equal with pruning forced.
+BM25_PRUNED_SQL = (
+    "WITH qt AS ({qt}),"
+    " st AS (SELECT n_chunks::float8 AS n, sum_dl::float8 / greatest(n_chunks, 1) AS avgdl"
+    "   FROM bm25_stats WHERE strategy_id = %(sid)s),"
+    " qi AS (SELECT qt.lexeme, qt.qtf * ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf, st.avgdl"
+    "   FROM qt JOIN bm25_df d ON d.strategy_id = %(sid)s AND d.lexeme = qt.lexeme, st),"
+    " top AS (SELECT t.top_chunk AS chunk_id FROM bm25_top(%(sid)s,"
+    "   (SELECT array_agg(qt.lexeme ORDER BY qt.lexeme) FROM qt), (SELECT array_agg(qt.qtf ORDER BY qt.lexeme) FROM qt),"
+    "   %(depth)s, %(k1)s, %(b)s, %(prune_min)s, %(prune_seed)s, %(probe_cost)s) t),"
+    " idm AS (SELECT c.chunk_id FROM chunks c WHERE c.strategy_id = %(sid)s AND c.identifiers && %(idents)s::text[]),"
+    " cand AS (SELECT chunk_id FROM top UNION SELECT chunk_id FROM idm),"
+    " w AS (SELECT cand.chunk_id, qi.idf * (p.tf / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / qi.avgdl))) AS w"
+    "   FROM cand CROSS JOIN qi"
+    "   JOIN bm25_postings p ON p.strategy_id = %(sid)s AND p.lexeme = qi.lexeme AND p.chunk_id = cand.chunk_id),"
+    " bm AS (SELECT chunk_id, round(s::numeric, 12 - floor(log(s))::int)::float8 AS bm25"
+    "   FROM (SELECT w.chunk_id, sum(w.w ORDER BY w.w) AS s FROM w GROUP BY w.chunk_id) t)"
+    " SELECT " + META_COLUMNS + ", score FROM ("
+    " SELECT c.*, coalesce(bm.bm25, 0)"
+    "   + %(boost)s * cardinality(ARRAY(SELECT unnest(c.identifiers) INTERSECT SELECT unnest(%(idents)s::text[])))"
+    "   AS score"
+    " FROM cand JOIN chunks c ON c.strategy_id = %(sid)s AND c.chunk_id = cand.chunk_id"
+    " LEFT JOIN bm ON bm.chunk_id = cand.chunk_id"
+    ") s ORDER BY score DESC, chunk_id LIMIT %(depth)s"
+)
+
+# When bm25_top reads every posting anyway: a query whose lexemes have at most this many postings
+# in all (reading them costs less than the pruning's probes; measured in rag-exp bench --scale).
+PRUNE_MIN_POSTINGS = 20_000
+# How many postings of the highest-bound terms bm25_top reads to find its threshold.
+PRUNE_SEED_POSTINGS = 5_000
+# A probe of one (lexeme, chunk) posting by its key, in postings read in key order: ~5 us against
+# ~0.2 us (measured on 100k chunks). bm25_top prunes only where that makes it cheaper.
+PROBE_COST = 25.0
+
+
 def bm25_sql(params: KeywordParams, filters: Filters, weighted: bool = False) -> tuple[sql.Composable, dict]:
     """The BM25 keyword leg (same columns, binds and ordering as the ts_rank one)."""
+    qt = sql.SQL(QT_WEIGHTED if weighted else QT_FROM_QUERY)
+    bind = {"k1": float(params.k1), "b": float(params.b), "boost": params.identifier_boost}
+    if params.tsquery == "or" and filters.is_empty():
+        # every chunk with a posting matches, nothing drops chunks after the cut: prune
+        return sql.SQL(BM25_PRUNED_SQL).format(qt=qt), {
+            **bind, "prune_min": PRUNE_MIN_POSTINGS, "prune_seed": PRUNE_SEED_POSTINGS,
+            "probe_cost": PROBE_COST}
     where, fparams = filters.where()
     # or: every chunk with a posting matches already. and/websearch: the tsquery decides (as an
     # InitPlan, for the reason given in keyword_sql); identifier matches are kept either way.
     match = sql.SQL("") if params.tsquery == "or" else sql.SQL(
         " AND (c.tsv @@ (SELECT {tsq}) OR c.identifiers && %(idents)s::text[])").format(tsq=sql.SQL(TSQUERY_MODES[params.tsquery]))
-    # Only a chunk sharing an identifier with the query can gain on BM25 alone (the boost), so
-    # the best `depth` by BM25 plus those chunks hold the answer: the chunks join (metadata,
-    # identifier overlap) then covers ~depth rows, not every chunk sharing a word. Not when a
-    # tsquery or filter still has to drop chunks after the cut: then every chunk is scored exactly.
-    cut = sql.SQL(" WHERE s >= coalesce((SELECT s FROM raw ORDER BY s DESC LIMIT 1 OFFSET %(depth)s - 1), 0)"
-                  " * (1 - 1e-9)") if params.tsquery == "or" and filters.is_empty() else sql.SQL("")
-    query = sql.SQL(BM25_SQL).format(match=match, where=where, cut=cut,
-                                     qt=sql.SQL(QT_WEIGHTED if weighted else QT_FROM_QUERY))
-    return query, {"k1": float(params.k1), "b": float(params.b), "boost": params.identifier_boost, **fparams}
+    # A tsquery or filter still has to drop chunks after scoring: every chunk is scored exactly.
+    query = sql.SQL(BM25_SQL).format(match=match, where=where, qt=qt)
+    return query, {**bind, **fparams}
 
 
 def keyword_search(conn: psycopg.Connection, strategy_id: str, query: str, depth: int,

@@ -162,10 +162,12 @@ class Session:
             marker = self.cwd / ".tutorial-cwd"
             # the working folder is recorded on exit, whatever the code (a block may be expected to exit 1)
             script = f"trap 'pwd > {marker}' EXIT\nset -eo pipefail\n{shell_script(block.text)}\n"
+            block_started = time.monotonic()
             # one stream, unbuffered: the lines in the order a terminal shows them
             done = subprocess.run(["bash", "-c", script], cwd=self.cwd, env=self.env, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True, timeout=1800, stdin=subprocess.DEVNULL)
             output = done.stdout
+            self.seconds[str(block)] = time.monotonic() - block_started
             assert done.returncode in block.exits, \
                 f"{block} exited {done.returncode} (expected {block.exits}):\n{block.text}\n{output[-4000:]}"
             self.cwd = Path(marker.read_text().strip())

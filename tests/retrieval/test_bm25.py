@@ -86,8 +86,18 @@ def assert_same(db_hits, ref):
     np.testing.assert_allclose([h.score for h in db_hits], [s for _, s in ref], rtol=1e-9, atol=0)
 
 
-def test_bm25_matches_bm25s_lucene_scores_and_ranking(conn, handbook_strategy):
+@pytest.mark.parametrize("prune", ["default", "forced"])
+def test_bm25_matches_bm25s_lucene_scores_and_ranking(conn, handbook_strategy, prune, monkeypatch):
+    """``forced``: the pruned leg (migration 0006) on every query with two or more terms, which the
+    handbook's few hundred chunks would otherwise read whole."""
     from mini_golden_spec import MINI_CASES
+
+    from rag_experiments.retrieval import legs
+
+    if prune == "forced":
+        monkeypatch.setattr(legs, "PRUNE_MIN_POSTINGS", 0)
+        monkeypatch.setattr(legs, "PRUNE_SEED_POSTINGS", 50)
+        monkeypatch.setattr(legs, "PROBE_COST", 0.0)
 
     sid = handbook_strategy.strategy_id
     tokens = chunk_tokens(conn, sid)
@@ -177,6 +187,26 @@ def _stored_stats(conn, sid):
     return n, total, postings, df
 
 
+def _bounds(conn, sid):
+    return dict((lex, (mt, md)) for lex, mt, md in conn.execute(
+        "SELECT lexeme, max_tf, min_dl FROM bm25_df WHERE strategy_id = %s", (sid,)).fetchall())
+
+
+def _bounds_from_postings(conn, sid):
+    return dict((lex, (mt, md)) for lex, mt, md in conn.execute(
+        "SELECT lexeme, max(tf), min(dl) FROM bm25_postings WHERE strategy_id = %s GROUP BY lexeme", (sid,)).fetchall())
+
+
+def _assert_bounds_hold(conn, sid, exact: bool):
+    """Each lexeme's stored pruning bounds (migration 0006) bound its postings: max_tf >= every tf,
+    min_dl <= every dl; after ingests that only added postings, they are the postings' own."""
+    stored, actual = _bounds(conn, sid), _bounds_from_postings(conn, sid)
+    assert stored.keys() == actual.keys()
+    assert all(stored[t][0] >= actual[t][0] and stored[t][1] <= actual[t][1] for t in actual)
+    if exact:
+        assert stored == actual
+
+
 def test_statistics_follow_incremental_reingest(fresh_db_url, mini_docs, embedder):
     from rag_experiments.db.connect import connect
 
@@ -187,21 +217,24 @@ def test_statistics_follow_incremental_reingest(fresh_db_url, mini_docs, embedde
         base = ingest(conn, mini_docs, p, embedder)
         sid = base.strategy_id
         assert _stored_stats(conn, sid) == _stats_from_chunks(conn, sid)
+        _assert_bounds_hold(conn, sid, exact=True)
         edited = [replace(d, text=d.text + "\nA new closing paragraph about autovacuum zebrafish.\n") if i == 0 else d
                   for i, d in enumerate(mini_docs)]
         assert ingest(conn, edited, p, embedder).docs_rechunked == 1
         assert _stored_stats(conn, sid) == _stats_from_chunks(conn, sid)
         assert [h.chunk_id for h in keyword_search(conn, sid, "zebrafish", 5, BM25)]
+        _assert_bounds_hold(conn, sid, exact=False)
         ingest(conn, edited[2:], p, embedder)  # two documents removed
         assert _stored_stats(conn, sid) == _stats_from_chunks(conn, sid)
+        _assert_bounds_hold(conn, sid, exact=False)  # removals leave the bounds wider, never narrower
         assert _stored_stats(conn, other.strategy_id) == _stats_from_chunks(conn, other.strategy_id)
     finally:
         conn.close()
 
 
 def test_migration_backfills_statistics_of_existing_strategies(fresh_db_url, mini_docs, embedder):
-    """A database ingested before 0002 gets its statistics from the stored tsvectors, and its
-    document frequencies from the postings (0004)."""
+    """A database ingested before 0002 gets its statistics from the stored tsvectors, its
+    document frequencies from the postings (0004) and its pruning bounds from them too (0006)."""
     from rag_experiments.db.connect import connect
     from rag_experiments.db.migrations import available
 
@@ -209,11 +242,14 @@ def test_migration_backfills_statistics_of_existing_strategies(fresh_db_url, min
     try:
         sid = ingest(conn, mini_docs, ChunkingParams("heading", 60), embedder).strategy_id
         expected = _stored_stats(conn, sid)
+        expected_bounds = _bounds(conn, sid)
         conn.execute("TRUNCATE bm25_postings, bm25_stats, bm25_df")
-        for version, start in ((2, "INSERT INTO bm25_postings"), (4, "INSERT INTO bm25_df")):
+        conn.execute("ALTER TABLE bm25_df DROP COLUMN max_tf, DROP COLUMN min_dl")  # as before 0006
+        for version, start in ((2, "INSERT INTO bm25_postings"), (4, "INSERT INTO bm25_df"), (6, "ALTER TABLE")):
             sql = next(text for v, _, text in available() if v == version)
             conn.execute(sql[sql.index(start):])
         assert _stored_stats(conn, sid) == expected == _stats_from_chunks(conn, sid)
+        assert _bounds(conn, sid) == expected_bounds == _bounds_from_postings(conn, sid)
     finally:
         conn.close()
 
@@ -320,8 +356,9 @@ def test_migration_0004_upgrades_a_database_ingested_before_it(fresh_db_url, min
         conn.execute("DROP TABLE bm25_df")
         conn.execute("ALTER TABLE bm25_postings DROP CONSTRAINT bm25_postings_pkey,"
                      " ADD PRIMARY KEY (strategy_id, lexeme, chunk_id)")
-        conn.execute("DELETE FROM schema_migrations WHERE version = 4")
-        assert migrate(conn) == ["0004_bm25_lookup.sql"]
+        conn.execute("DROP FUNCTION bm25_top")  # and before 0006, which extends bm25_df
+        conn.execute("DELETE FROM schema_migrations WHERE version IN (4, 6)")
+        assert migrate(conn) == ["0004_bm25_lookup.sql", "0006_bm25_pruning.sql"]
         assert _stored_stats(conn, sid) == expected
         assert keyword_search(conn, sid, "sort memory index autovacuum", 20, BM25) == before != []
     finally:

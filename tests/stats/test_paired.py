@@ -183,26 +183,28 @@ def numba_one_thread():
 @pytest.mark.parametrize("n_queries, seed", [(60, 1), (14, 2)])
 def test_p_values_agree_with_ranx_fisher(n_queries, seed, numba_one_thread):
     """Same per-query arrays (ranx's own per-query ndcg@10, mrr@10, recall@5 of a shared synthetic
-    qrels and two runs); ranx draws 100k random swaps, ours too for 60 queries and enumerates all
-    2**m sign vectors for 14.
+    qrels and two runs); ranx draws 10k random swaps (its pure-Python path under the suite's
+    NUMBA_DISABLE_JIT: ~1 ms a swap), ours 100k for 60 queries and enumerates all 2**m sign
+    vectors for 14.
 
-    Tolerance 0.01: the standard error of a Monte Carlo p-value from N draws is
-    sqrt(p(1-p)/N) <= 0.0016 for N = 100,000, so two independent estimates differ by more than
-    0.01 (> 4.4 standard errors of the difference) with probability < 1e-5; our (hits+1)/(N+1)
-    convention shifts p by at most 1e-5 more.
+    Tolerance 0.03: the standard error of a Monte Carlo p-value from N draws is sqrt(p(1-p)/N),
+    at most 0.005 for ranx's 10,000 and 0.0016 for our 100,000, so the two differ by more than
+    0.03 (> 5.7 standard errors of the difference) with probability < 1e-8; our (hits+1)/(N+1)
+    convention shifts p by at most 1e-5 more. The exact checks of our test are the enumeration
+    tests above.
     """
     from ranx import compare, evaluate
 
     qrels, run_a, run_b = _synthetic(n_queries, seed)
     metrics = ["ndcg@10", "mrr@10", "recall@5"]
-    report = compare(qrels, [run_a, run_b], metrics=metrics, stat_test="fisher", n_permutations=100_000,
+    report = compare(qrels, [run_a, run_b], metrics=metrics, stat_test="fisher", n_permutations=10_000,
                      random_seed=7)
     for m in metrics:
         a = evaluate(qrels, run_a, m, return_mean=False)
         b = evaluate(qrels, run_b, m, return_mean=False)
         theirs = report.comparisons[("a", "b")][m]["p_value"]
         ours = paired_permutation_test(a, b, n_resamples=100_000, seed=7)
-        assert abs(ours - theirs) < 0.01, (m, ours, theirs)
+        assert abs(ours - theirs) < 0.03, (m, ours, theirs)
 
 
 def _p_by_enumerating_every_sign_vector(a, b) -> float:
