@@ -44,7 +44,7 @@ bench-scale: setup
 	nice -n 10 $(BIN)/python -m rag_experiments.bench_scale $(if $(CRANFIELD),--cranfield $(CRANFIELD)) $(SCALE_ARGS)
 
 # PostgreSQL over TCP with a password, an mlflow server and a 2-node Ray cluster on loopback,
-# then the 8-point sweep on them (what tests/scale/test_ray_cluster.py runs); prints where to look
+# then an 8-point sweep on them (tests/scale/test_ray_cluster.py runs 4 of its kind); prints where to look
 scale-demo: setup
 	$(BIN)/pip install --quiet -e '.[ray]'
 	$(BIN)/python -m rag_experiments.scale.demo

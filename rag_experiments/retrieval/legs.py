@@ -185,9 +185,13 @@ BM25_PRUNED_SQL = (
     "   %(depth)s, %(k1)s, %(b)s, %(prune_min)s, %(prune_seed)s, %(probe_cost)s) t),"
     " idm AS (SELECT c.chunk_id FROM chunks c WHERE c.strategy_id = %(sid)s AND c.identifiers && %(idents)s::text[]),"
     " cand AS (SELECT chunk_id FROM top UNION SELECT chunk_id FROM idm),"
-    " w AS (SELECT cand.chunk_id, qi.idf * (p.tf / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / qi.avgdl))) AS w"
-    "   FROM cand CROSS JOIN qi"
-    "   JOIN bm25_postings p ON p.strategy_id = %(sid)s AND p.lexeme = qi.lexeme AND p.chunk_id = cand.chunk_id),"
+    # one index probe per (candidate, query lexeme): OFFSET 0 keeps the subquery per candidate, where
+    # the planner would otherwise hash-join every posting of the query's lexemes against the ~depth
+    # candidates (100k chunks: 68k postings read again, ~38 ms of a 137 ms leg)
+    " w AS (SELECT cand.chunk_id, x.w FROM cand CROSS JOIN LATERAL ("
+    "   SELECT qi.idf * (p.tf / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / qi.avgdl))) AS w FROM qi"
+    "   JOIN bm25_postings p ON p.strategy_id = %(sid)s AND p.lexeme = qi.lexeme AND p.chunk_id = cand.chunk_id"
+    "   OFFSET 0) x),"
     " bm AS (SELECT chunk_id, round(s::numeric, 12 - floor(log(s))::int)::float8 AS bm25"
     "   FROM (SELECT w.chunk_id, sum(w.w ORDER BY w.w) AS s FROM w GROUP BY w.chunk_id) t)"
     " SELECT " + META_COLUMNS + ", score FROM ("

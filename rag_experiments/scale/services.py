@@ -125,6 +125,10 @@ class MlflowServer:
              "--backend-store-uri", f"sqlite:///{self.folder / 'mlflow.db'}",
              "--serve-artifacts", "--artifacts-destination", str(self.folder / "artifacts")],
             stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+            # MLflow 3's server starts ~10 huey job consumers (its GenAI job runner), each a full
+            # mlflow import: seconds of CPU and ~250 MB apiece on a 2-core machine, for jobs this
+            # tool never submits.
+            env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
         )
 
         def healthy() -> bool:

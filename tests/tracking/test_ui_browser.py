@@ -61,7 +61,8 @@ def mlflow_server(store, small_sweep):
     proc = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{root / 'mlruns' / 'mlflow.db'}",
          "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-        cwd=root, stdout=log, stderr=subprocess.STDOUT)
+        cwd=root, stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})  # no huey job consumers
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180

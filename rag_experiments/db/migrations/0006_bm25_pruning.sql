@@ -45,7 +45,9 @@ ALTER TABLE bm25_df ALTER COLUMN max_tf SET NOT NULL, ALTER COLUMN min_dl SET NO
 CREATE OR REPLACE FUNCTION bm25_top(p_sid text, p_lexemes text[], p_qtf float8[], p_depth integer, p_k1 float8, p_b float8,
                          p_min_postings bigint, p_seed_postings bigint, p_probe_cost float8)
 RETURNS TABLE (top_chunk text, top_raw float8)
-LANGUAGE plpgsql STABLE AS $$
+-- ~p_depth rows (the default estimate of 1,000 made the planner hash-join the whole chunks table
+-- and every posting of the query's lexemes against them: 10k chunks, leg p50 24 ms instead of ~12)
+LANGUAGE plpgsql STABLE ROWS 60 AS $$
 DECLARE
     v_n float8;
     v_avgdl float8;
