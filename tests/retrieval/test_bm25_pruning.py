@@ -79,8 +79,8 @@ def test_pruned_lists_and_scores_equal_the_exhaustive_ones(synthetic):
     compared = 0
     for k1, b in ((0.9, 0.4), (1.2, 0.75), (0.0, 0.0), (2.0, 1.0)):
         params = KeywordParams(k1=k1, b=b)
-        for depth in (1, 10, 50):
-            for q in queries[:60] + extra:
+        for depth in (1, 50):
+            for q in queries[:40] + extra:
                 exhaustive = _with(NEVER, lambda: keyword_search(conn, sid, q, depth, params))
                 assert plan(conn) in ("exhaustive", "no terms")
                 pruned = _with(FORCED, lambda: keyword_search(conn, sid, q, depth, params))
@@ -88,7 +88,7 @@ def test_pruned_lists_and_scores_equal_the_exhaustive_ones(synthetic):
                 plans[kind] = plans.get(kind, 0) + 1
                 assert _rows(pruned) == _rows(exhaustive), (q, k1, b, depth)
                 compared += 1
-    assert compared == 4 * 3 * 65
+    assert compared == 4 * 2 * 45
     # the comparison is of pruned lists: most queries had terms that could be skipped
     assert plans.get("pruned", 0) >= 0.7 * compared, plans
 
