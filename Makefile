@@ -7,13 +7,22 @@ BIN     = $(VENV)/bin
 
 .PHONY: setup setup-test run test bench bench-scale ui serve clean-db scale-demo docs
 
+# The installer is uv (from PyPI, into the venv): the same pins and the same resolution as pip,
+# measured 18 s against pip's ~4.5 min for the test extras on this kind of machine. uv does not
+# read pip's configuration, so the wheel folders pip is configured to look in (a machine's local
+# wheels, such as the CPU build of torch that [rerank] pins) are passed on to it.
+PIP_FIND_LINKS ?=
+FIND_LINKS = $(wildcard $(sort $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)))
+UV_INSTALL = $(BIN)/uv pip install --quiet --python $(BIN)/python $(foreach d,$(FIND_LINKS),--find-links $(d))
+
 # the package, its test tools and the Hydra sweep plugins (no torch)
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,sweep]'
+	$(BIN)/pip install --quiet 'uv>=0.13,<0.14'
+	$(UV_INSTALL) --upgrade pip
+	$(UV_INSTALL) -e '.[test,sweep]'
 	touch $@
 
 # + the [rerank] extra (torch CPU, sentence-transformers: the cross-encoder plumbing test),
@@ -23,7 +32,7 @@ $(VENV)/.installed: pyproject.toml
 setup-test: $(VENV)/.installed-test
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/pip install --quiet -e '.[test,sweep,rerank,api,ray,integrations,docs]'
+	$(UV_INSTALL) -e '.[test,sweep,rerank,api,ray,integrations,docs]'
 	touch $@
 
 run: setup
@@ -31,7 +40,7 @@ run: setup
 
 # two workers, each test file on one of them (module fixtures such as the Ray cluster stay whole)
 test: setup-test
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=30
 
 bench: setup
 	$(BIN)/python -m rag_experiments.bench
@@ -46,7 +55,7 @@ bench-scale: setup
 # PostgreSQL over TCP with a password, an mlflow server and a 2-node Ray cluster on loopback,
 # then an 8-point sweep on them (tests/scale/test_ray_cluster.py runs 4 of its kind); prints where to look
 scale-demo: setup
-	$(BIN)/pip install --quiet -e '.[ray]'
+	$(UV_INSTALL) -e '.[ray]'
 	$(BIN)/python -m rag_experiments.scale.demo
 
 # opens on MLflow 3's GenAI overview otherwise: the URL printed is the runs table ("Model training")
@@ -65,7 +74,7 @@ serve: setup
 # reference pages are generated from); installs the [docs] extra (MkDocs, Material) first if needed
 DOCS_PORT ?= 8000
 docs: setup
-	@$(BIN)/python -c "import mkdocs, material" 2>/dev/null || $(BIN)/pip install --quiet -e '.[docs]'
+	@$(BIN)/python -c "import mkdocs, material" 2>/dev/null || $(UV_INSTALL) -e '.[docs]'
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:$(DOCS_PORT)
 
 clean-db:
