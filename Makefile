@@ -7,13 +7,17 @@ BIN     = $(VENV)/bin
 
 .PHONY: setup setup-test run test bench bench-scale ui serve clean-db scale-demo docs
 
-# The installer is uv (from PyPI, into the venv): the same pins and the same resolution as pip,
-# measured 18 s against pip's ~4.5 min for the test extras on this kind of machine. uv does not
-# read pip's configuration, so the wheel folders pip is configured to look in (a machine's local
-# wheels, such as the CPU build of torch that [rerank] pins) are passed on to it.
+# The installer is uv (from PyPI, into the venv): the same pins and the same resolution as pip, in a
+# fraction of pip's ~4.5 min for the test extras on this kind of machine. As pip does, it copies
+# files (uv's default hard links into its cache are refused by llama-index's path checks) and
+# compiles them to bytecode (without it, every Ray worker compiled Ray and MLflow on each import:
+# the suite took 4 min longer). uv does not read pip's configuration, so the wheel folders pip is
+# configured to look in (a machine's local wheels, such as the CPU build of torch that [rerank]
+# pins) are passed on to it.
 PIP_FIND_LINKS ?=
 FIND_LINKS = $(wildcard $(sort $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)))
-UV_INSTALL = $(BIN)/uv pip install --quiet --python $(BIN)/python $(foreach d,$(FIND_LINKS),--find-links $(d))
+UV_INSTALL = $(BIN)/uv pip install --quiet --link-mode copy --compile-bytecode --python $(BIN)/python \
+             $(foreach d,$(FIND_LINKS),--find-links $(d))
 
 # the package, its test tools and the Hydra sweep plugins (no torch)
 setup: $(VENV)/.installed
@@ -38,9 +42,12 @@ $(VENV)/.installed-test: $(VENV)/.installed
 run: setup
 	$(BIN)/python run.py
 
-# two workers, each test file on one of them (module fixtures such as the Ray cluster stay whole)
+# two workers, each test file on one of them (module fixtures such as the Ray cluster stay whole).
+# --no-loadscope-reorder: files are handed out in the order tests/conftest.py sorts them (the Ray
+# cluster and the tutorials first); xdist's default hands out files with the most tests first,
+# which started the demo tutorial (~5-10 min) eight minutes into the run and left it running alone
 test: setup-test
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=30
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=30
 
 bench: setup
 	$(BIN)/python -m rag_experiments.bench

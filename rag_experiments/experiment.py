@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psycopg
 
+from .collector import collector_paused
 from .config import Settings, project_path
 from .corpus.loader import DEMO, corpus_manifest, load_corpus
 from .db.connect import connect, resolve_database_url
@@ -165,7 +166,8 @@ def _run_experiment(settings: Settings, conn: psycopg.Connection | None = None) 
             results = {cid: collapse_to_documents(r, lengths) for cid, r in results.items()}
 
         t = time.perf_counter()
-        ev = evaluate(golden, results, settings.eval, failed=tuple(failed))
+        with collector_paused():
+            ev = evaluate(golden, results, settings.eval, failed=tuple(failed))
         timings["evaluate_s"] = time.perf_counter() - t
         if settings.eval.ann_recall_queries > 0 and settings.retrieval.variant != "keyword":
             t = time.perf_counter()
@@ -236,7 +238,8 @@ def _run_external(settings: Settings, golden: GoldenSet, docs: list, manifest: d
                                                                       if h.doc_id not in lengths}})
                        for cid, rl in results.items()}
         t = time.perf_counter()
-        ev = evaluate(golden, results, settings.eval, failed=tuple(failed))
+        with collector_paused():
+            ev = evaluate(golden, results, settings.eval, failed=tuple(failed))
         timings["evaluate_s"] = time.perf_counter() - t
         timings["total_s"] = time.perf_counter() - t0
         strategy, report = external_index(settings, system, docs)
@@ -290,8 +293,9 @@ def _search_with_progress(retriever: SearchSystem, queries: list[str], limit: in
                    mininterval=0.5, delay=PROGRESS_DELAY_S)
     on_query = None if bar is None else bar.update
     try:
-        return search_degrading(lambda qs: retriever.search_many(qs, limit, on_query=on_query), queries,
-                                retriever.conn, batch=50)
+        with collector_paused():  # the memo of candidate lists grows here (rag_experiments/collector.py)
+            return search_degrading(lambda qs: retriever.search_many(qs, limit, on_query=on_query), queries,
+                                    retriever.conn, batch=50)
     finally:
         if bar is not None:
             bar.close()

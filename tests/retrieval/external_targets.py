@@ -116,3 +116,14 @@ def near_miss(query: str, k: int) -> list[dict]:
     evidence = oracle(query, 1, mode="text")[0]
     return [{"source_uri": doc.source_uri, "text": para},
             {"source_uri": "elsewhere/x.html", "text": "not in the corpus"}, evidence][:k]
+
+
+COLLECTOR_STATES: list[bool] = []
+
+
+def collector_watch(query: str, k: int) -> list[dict]:
+    """The oracle at rank 1, noting whether Python's cyclic collector was on during the call."""
+    import gc
+
+    COLLECTOR_STATES.append(gc.isenabled())
+    return oracle(query, k)
