@@ -32,9 +32,29 @@ def handbook_docs():
     return [replace(d, title=f"Handbook {d.title}", corpus="demo-handbook") for d in docs]
 
 
+class TokensOnly:
+    """The bundled model's tokenizer (so the handbook is chunked as the tool chunks it) with
+    cheap lexical vectors: these tests read BM25 only, and embedding ~400 chunks with the model
+    cost ~1 min of CI's CPU."""
+
+    def __init__(self, model) -> None:
+        from rag_experiments.bench_scale import HashEmbedder
+
+        self._model, self._vectors = model, HashEmbedder(model.dim)
+        self.dim, self.max_tokens, self.provider, self.paid = model.dim, model.max_tokens, "test", False
+        self.model_id = f"{model.model_id}+tokens-only-test"
+        self.token_spans, self.count_tokens = model.token_spans, model.count_tokens
+
+    def space_parts(self, input_type: str) -> dict:
+        return {**self._vectors.space_parts(input_type), "model": self.model_id}
+
+    def embed(self, texts, **kwargs):
+        return self._vectors.embed(texts)
+
+
 @pytest.fixture
 def handbook_strategy(conn, handbook_docs, embedder):
-    report = ingest(conn, handbook_docs, ChunkingParams("heading", 120, 0, breadcrumbs=True), embedder)
+    report = ingest(conn, handbook_docs, ChunkingParams("heading", 120, 0, breadcrumbs=True), TokensOnly(embedder))
     return strategy_info(conn, report.strategy_id)
 
 
