@@ -22,6 +22,10 @@ UV_INSTALL = $(BIN)/uv pip install --quiet --link-mode copy --compile-bytecode -
 # the package, its test tools and the Hydra sweep plugins (no torch)
 setup: $(VENV)/.installed
 
+# a .venv made before uv was the installer gets it here
+$(BIN)/uv:
+	$(BIN)/pip install --quiet 'uv>=0.13,<0.14'
+
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet 'uv>=0.13,<0.14'
@@ -35,7 +39,7 @@ $(VENV)/.installed: pyproject.toml
 # external retrievers)
 setup-test: $(VENV)/.installed-test
 
-$(VENV)/.installed-test: $(VENV)/.installed
+$(VENV)/.installed-test: $(VENV)/.installed $(BIN)/uv
 	$(UV_INSTALL) -e '.[test,sweep,rerank,api,ray,integrations,docs]'
 	touch $@
 
@@ -61,7 +65,7 @@ bench-scale: setup
 
 # PostgreSQL over TCP with a password, an mlflow server and a 2-node Ray cluster on loopback,
 # then an 8-point sweep on them (tests/scale/test_ray_cluster.py runs 4 of its kind); prints where to look
-scale-demo: setup
+scale-demo: setup $(BIN)/uv
 	$(UV_INSTALL) -e '.[ray]'
 	$(BIN)/python -m rag_experiments.scale.demo
 
@@ -80,7 +84,7 @@ serve: setup
 # the documentation site on http://127.0.0.1:8000 (reloads on edits of docs/ and of the code the
 # reference pages are generated from); installs the [docs] extra (MkDocs, Material) first if needed
 DOCS_PORT ?= 8000
-docs: setup
+docs: setup $(BIN)/uv
 	@$(BIN)/python -c "import mkdocs, material" 2>/dev/null || $(UV_INSTALL) -e '.[docs]'
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:$(DOCS_PORT)
 
