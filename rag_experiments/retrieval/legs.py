@@ -143,20 +143,22 @@ QT_FROM_QUERY = ("SELECT u.lexeme, coalesce(cardinality(u.positions), 1)::float8
 # RM3's second pass: each expanded lexeme with its weight in place of its count in the query
 QT_WEIGHTED = "SELECT u.lexeme, u.qtf FROM unnest(%(lexemes)s::text[], %(weights)s::float8[]) AS u(lexeme, qtf)"
 
-BM25_SQL = (
+# The parts both BM25 statements share: the query's lexemes with their weights (qi), the chunks
+# sharing an exact identifier with the query (idm) joined to the BM25 candidates (cand), the exact
+# score of a summed list (ascending order, 13 significant digits) and the final ranking.
+_BM25_TERMS = (
     "WITH qt AS ({qt}),"
     " st AS (SELECT n_chunks::float8 AS n, sum_dl::float8 / greatest(n_chunks, 1) AS avgdl"
     "   FROM bm25_stats WHERE strategy_id = %(sid)s),"
     " qi AS (SELECT qt.lexeme, qt.qtf * ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf, st.avgdl"
     "   FROM qt JOIN bm25_df d ON d.strategy_id = %(sid)s AND d.lexeme = qt.lexeme, st),"
-    " w AS MATERIALIZED (SELECT p.chunk_id, qi.idf * (p.tf / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / qi.avgdl))) AS w"
-    "   FROM qi JOIN bm25_postings p ON p.strategy_id = %(sid)s AND p.lexeme = qi.lexeme),"
-    " raw AS (SELECT chunk_id, sum(w) AS s FROM w GROUP BY chunk_id),"
-    " top AS (SELECT chunk_id FROM raw),"
+)
+_BM25_CANDIDATES = (
     " idm AS (SELECT c.chunk_id FROM chunks c WHERE c.strategy_id = %(sid)s AND c.identifiers && %(idents)s::text[]),"
     " cand AS (SELECT chunk_id FROM top UNION SELECT chunk_id FROM idm),"
-    " bm AS (SELECT chunk_id, round(s::numeric, 12 - floor(log(s))::int)::float8 AS bm25"
-    "   FROM (SELECT w.chunk_id, sum(w.w ORDER BY w.w) AS s FROM w JOIN cand USING (chunk_id) GROUP BY w.chunk_id) t)"
+)
+_EXACT_SCORE = "round(s::numeric, 12 - floor(log(s))::int)::float8"
+_BM25_RANKED = (
     " SELECT " + META_COLUMNS + ", score FROM ("
     " SELECT c.*, coalesce(bm.bm25, 0)"
     "   + %(boost)s * cardinality(ARRAY(SELECT unnest(c.identifiers) INTERSECT SELECT unnest(%(idents)s::text[])))"
@@ -167,6 +169,18 @@ BM25_SQL = (
     ") s ORDER BY score DESC, chunk_id LIMIT %(depth)s"
 )
 
+BM25_SQL = (
+    _BM25_TERMS
+    + " w AS MATERIALIZED (SELECT p.chunk_id, qi.idf * (p.tf / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / qi.avgdl))) AS w"
+    "   FROM qi JOIN bm25_postings p ON p.strategy_id = %(sid)s AND p.lexeme = qi.lexeme),"
+    " raw AS (SELECT chunk_id, sum(w) AS s FROM w GROUP BY chunk_id),"
+    " top AS (SELECT chunk_id FROM raw),"
+    + _BM25_CANDIDATES
+    + " bm AS (SELECT chunk_id, " + _EXACT_SCORE + " AS bm25"
+    "   FROM (SELECT w.chunk_id, sum(w.w ORDER BY w.w) AS s FROM w JOIN cand USING (chunk_id) GROUP BY w.chunk_id) t)"
+    + _BM25_RANKED
+)
+
 
 # The pruned leg (migration 0006, bm25_top: MaxScore inside PostgreSQL): `top` is the same set as
 # the exhaustive `raw`/`top` CTEs compute, found by reading the postings of the query's rare
@@ -175,32 +189,21 @@ BM25_SQL = (
 # identifier matches and the ordering are the exhaustive leg's, expression for expression:
 # tests/retrieval/test_bm25_pruning.py checks lists and scores equal with pruning forced.
 BM25_PRUNED_SQL = (
-    "WITH qt AS ({qt}),"
-    " st AS (SELECT n_chunks::float8 AS n, sum_dl::float8 / greatest(n_chunks, 1) AS avgdl"
-    "   FROM bm25_stats WHERE strategy_id = %(sid)s),"
-    " qi AS (SELECT qt.lexeme, qt.qtf * ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf, st.avgdl"
-    "   FROM qt JOIN bm25_df d ON d.strategy_id = %(sid)s AND d.lexeme = qt.lexeme, st),"
-    " top AS (SELECT t.top_chunk AS chunk_id FROM bm25_top(%(sid)s,"
+    _BM25_TERMS
+    + " top AS (SELECT t.top_chunk AS chunk_id FROM bm25_top(%(sid)s,"
     "   (SELECT array_agg(qt.lexeme ORDER BY qt.lexeme) FROM qt), (SELECT array_agg(qt.qtf ORDER BY qt.lexeme) FROM qt),"
     "   %(depth)s, %(k1)s, %(b)s, %(prune_min)s, %(prune_seed)s, %(probe_cost)s) t),"
-    " idm AS (SELECT c.chunk_id FROM chunks c WHERE c.strategy_id = %(sid)s AND c.identifiers && %(idents)s::text[]),"
-    " cand AS (SELECT chunk_id FROM top UNION SELECT chunk_id FROM idm),"
+    + _BM25_CANDIDATES
     # one index probe per (candidate, query lexeme): OFFSET 0 keeps the subquery per candidate, where
     # the planner would otherwise hash-join every posting of the query's lexemes against the ~depth
     # candidates (100k chunks: 68k postings read again, ~38 ms of a 137 ms leg)
-    " w AS (SELECT cand.chunk_id, x.w FROM cand CROSS JOIN LATERAL ("
+    + " w AS (SELECT cand.chunk_id, x.w FROM cand CROSS JOIN LATERAL ("
     "   SELECT qi.idf * (p.tf / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / qi.avgdl))) AS w FROM qi"
     "   JOIN bm25_postings p ON p.strategy_id = %(sid)s AND p.lexeme = qi.lexeme AND p.chunk_id = cand.chunk_id"
     "   OFFSET 0) x),"
-    " bm AS (SELECT chunk_id, round(s::numeric, 12 - floor(log(s))::int)::float8 AS bm25"
+    " bm AS (SELECT chunk_id, " + _EXACT_SCORE + " AS bm25"
     "   FROM (SELECT w.chunk_id, sum(w.w ORDER BY w.w) AS s FROM w GROUP BY w.chunk_id) t)"
-    " SELECT " + META_COLUMNS + ", score FROM ("
-    " SELECT c.*, coalesce(bm.bm25, 0)"
-    "   + %(boost)s * cardinality(ARRAY(SELECT unnest(c.identifiers) INTERSECT SELECT unnest(%(idents)s::text[])))"
-    "   AS score"
-    " FROM cand JOIN chunks c ON c.strategy_id = %(sid)s AND c.chunk_id = cand.chunk_id"
-    " LEFT JOIN bm ON bm.chunk_id = cand.chunk_id"
-    ") s ORDER BY score DESC, chunk_id LIMIT %(depth)s"
+    + _BM25_RANKED
 )
 
 # When bm25_top reads every posting anyway: a query whose lexemes have at most this many postings
@@ -219,7 +222,7 @@ def bm25_sql(params: KeywordParams, filters: Filters, weighted: bool = False) ->
     bind = {"k1": float(params.k1), "b": float(params.b), "boost": params.identifier_boost}
     if params.tsquery == "or" and filters.is_empty():
         # every chunk with a posting matches, nothing drops chunks after the cut: prune
-        return sql.SQL(BM25_PRUNED_SQL).format(qt=qt), {
+        return sql.SQL(BM25_PRUNED_SQL).format(qt=qt, match=sql.SQL(""), where=sql.SQL("")), {
             **bind, "prune_min": PRUNE_MIN_POSTINGS, "prune_seed": PRUNE_SEED_POSTINGS,
             "probe_cost": PROBE_COST}
     where, fparams = filters.where()
