@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: setup setup-test run test bench bench-scale ui serve clean-db scale-demo docs
+.PHONY: setup setup-test run test bench demo-vectors bench-scale ui serve clean-db scale-demo docs
 
 # The installer is uv (from PyPI, into the venv): the same pins and the same resolution as pip, in a
 # fraction of pip's ~4.5 min for the test extras on this kind of machine. As pip does, it copies
@@ -55,6 +55,12 @@ test: setup-test
 
 bench: setup
 	$(BIN)/python -m rag_experiments.bench
+
+# the demo's shipped vectors (rag_experiments/data/demo_vectors.npz): the bundled model's vectors of
+# the default chunking's texts, read at ingest instead of embedding them (embedding/shipped.py).
+# Re-make after changing the demo corpus, the default chunking or the model; a test says when.
+demo-vectors: setup
+	$(BIN)/python -m rag_experiments.embedding.shipped
 
 # cost per corpus size: synthetic corpora of 10k and 100k chunks (SCALE_ARGS=--million adds 1M),
 # each in a throwaway PostgreSQL and MLflow store; rows per size and their growth exponents.

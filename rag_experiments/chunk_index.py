@@ -21,7 +21,7 @@ import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 import psycopg
@@ -71,6 +71,7 @@ class IngestReport:
     seconds: float
     unchanged: bool
     settle_seconds: float = 0.0  # part of ``seconds``: see :func:`settle`
+    shipped_vectors: int = 0  # texts whose vectors were read from the demo's shipped file, not embedded
 
     def summary(self) -> str:
         if self.unchanged:
@@ -78,8 +79,9 @@ class IngestReport:
                     f"in {self.seconds:.2f}s")
         return (f"{self.strategy_id}: {self.n_documents} documents, {self.n_chunks} chunks "
                 f"({self.docs_rechunked} documents re-chunked, {self.chunks_written} chunks written, "
-                f"{self.texts_embedded} texts embedded, {self.embedding_cache_hits} embedding cache hits) "
-                f"in {self.seconds:.1f}s")
+                f"{self.texts_embedded} texts embedded, {self.embedding_cache_hits} embedding cache hits"
+                + (f", {self.shipped_vectors} vectors shipped with the demo" if self.shipped_vectors else "")
+                + f") in {self.seconds:.1f}s")
 
 
 def _lock_key(text: str) -> int:
@@ -116,14 +118,22 @@ def _register_space(conn: psycopg.Connection, space: str, parts: dict) -> None:
         (space, parts["provider"], parts["model"], parts.get("dimensions"), parts["input_type"]))
 
 
+class Embedded(NamedTuple):
+    vectors: np.ndarray  # one row per text, in order
+    cache_hits: int  # unique texts found in the database's embedding cache
+    shipped: int = 0  # unique texts read from the vectors shipped with the demo (embedding.shipped)
+
+
 def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[str], *, input_type: str = "document",
                      progress: bool = False, batch_size: int = 256, model_batch_size: int = 16,
-                     before_paying: BeforePaying | None = None, executor=None) -> tuple[np.ndarray, int]:
-    """Vectors for ``texts`` via the (embedding space, text hash) cache; returns (vectors, cache hits).
+                     before_paying: BeforePaying | None = None, executor=None, shipped: bool = False) -> Embedded:
+    """Vectors for ``texts`` via the (embedding space, text hash) cache.
 
     Misses are embedded in batches (an API embedder: one request per batch, planned within the
     provider's limits) and each batch is committed as it arrives. ``executor`` computes the
     batches (:mod:`.scale.executors`: this process by default, or a Ray cluster's workers).
+    ``shipped``: misses are first looked up in the vectors shipped with the demo corpus
+    (:mod:`.embedding.shipped`), which are then cached like computed ones but counted apart.
     """
     parts = embedder.space_parts(input_type)
     space = digest(parts)
@@ -138,6 +148,19 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
         found.update({h: _as_array(v) for h, v in rows})
     missing = [h for h in unique if h not in found]
     by_hash = dict(zip(hashes, texts))
+    n_shipped = 0
+    if shipped and missing:
+        from .embedding.shipped import load as load_shipped
+
+        pack = load_shipped()
+        got = pack.lookup(space, missing) if pack is not None else {}
+        if got:
+            with conn.transaction():
+                _register_space(conn, space, parts)
+                _cache_vectors(conn, space, list(got), list(got.values()))
+            found.update(got)
+            missing = [h for h in missing if h not in got]
+            n_shipped = len(got)
     if missing and getattr(embedder, "paid", False) and before_paying is not None:
         before_paying([by_hash[h] for h in missing])
     if missing:
@@ -160,30 +183,40 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
     for i, vecs in executor.map([[by_hash[h] for h in b] for b in batches], input_type):
         batch = batches[i]
         with conn.transaction():
-            # COPY into a staging table, then insert-or-skip: a parallel job (another strategy of
-            # the same corpus) may be caching the same text at the same moment.
-            conn.execute("CREATE TEMP TABLE IF NOT EXISTS embedding_stage (LIKE embedding_cache) ON COMMIT DELETE ROWS")
-            with conn.cursor().copy("COPY embedding_stage (model, text_hash, embedding) FROM STDIN") as cp:
-                for h, v in zip(batch, vecs):
-                    cp.write_row((space, h, v))
-            # Sorted, so two jobs caching overlapping texts take row locks in one order (no deadlock).
-            conn.execute("INSERT INTO embedding_cache SELECT * FROM embedding_stage ORDER BY model, text_hash"
-                         " ON CONFLICT DO NOTHING")
+            _cache_vectors(conn, space, batch, vecs)
         found.update(zip(batch, vecs))
         if bar is not None:
             bar.update(len(batch))
     if bar is not None:
         bar.close()
-    hits = len(unique) - len(missing)
+    hits = len(unique) - len(missing) - n_shipped  # missing: the texts the model embedded
     if not texts:
-        return np.zeros((0, embedder.dim or 0), dtype=np.float32), 0
-    return np.stack([found[h] for h in hashes]), hits
+        return Embedded(np.zeros((0, embedder.dim or 0), dtype=np.float32), 0)
+    return Embedded(np.stack([found[h] for h in hashes]), hits, n_shipped)
+
+
+def _cache_vectors(conn: psycopg.Connection, space: str, hashes: list[str], vectors) -> None:
+    """Insert-or-skip into the embedding cache, inside the caller's transaction.
+
+    COPY into a staging table first: a parallel job (another strategy of the same corpus) may be
+    caching the same text at the same moment."""
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS embedding_stage (LIKE embedding_cache) ON COMMIT DELETE ROWS")
+    with conn.cursor().copy("COPY embedding_stage (model, text_hash, embedding) FROM STDIN") as cp:
+        for h, v in zip(hashes, vectors):
+            cp.write_row((space, h, v))
+    # Sorted, so two jobs caching overlapping texts take row locks in one order (no deadlock).
+    conn.execute("INSERT INTO embedding_cache SELECT * FROM embedding_stage ORDER BY model, text_hash"
+                 " ON CONFLICT DO NOTHING")
 
 
 def ingest(conn: psycopg.Connection, docs: list[Document], params: ChunkingParams, embedder: Embedder,
            hnsw: HnswParams = HnswParams(), *, progress: bool = False, model_batch_size: int = 16,
-           before_paying: BeforePaying | None = None, executor=None) -> IngestReport:
-    """Make the strategy for (corpus, params, embedder) match ``docs``; do no more work than needed."""
+           before_paying: BeforePaying | None = None, executor=None, shipped_vectors: bool = True) -> IngestReport:
+    """Make the strategy for (corpus, params, embedder) match ``docs``; do no more work than needed.
+
+    ``shipped_vectors``: read the vectors shipped with the demo corpus for the texts they cover
+    (:mod:`.embedding.shipped`); False embeds every uncached text (what a benchmark of the model wants).
+    """
     t0 = time.perf_counter()
     corpus = docs[0].corpus if docs else "empty"
     key = strategy_key(corpus, params, embedder.model_id)
@@ -211,22 +244,23 @@ def ingest(conn: psycopg.Connection, docs: list[Document], params: ChunkingParam
         if row and row[0] == manifest["digest"] and has_index():
             return IngestReport(key, corpus, len(docs), row[1], 0, 0, 0, 0, time.perf_counter() - t0, True)
         return _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress, model_batch_size,
-                      before_paying, executor)
+                      before_paying, executor, shipped_vectors)
     finally:
         conn.execute("SELECT pg_advisory_unlock(%s)", (lock,))
 
 
 def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress,
-           model_batch_size, before_paying=None, executor=None) -> IngestReport:
+           model_batch_size, before_paying=None, executor=None, shipped_vectors=True) -> IngestReport:
     existing = dict(conn.execute(
         "SELECT doc_id, min(doc_hash) FROM chunks WHERE strategy_id = %s GROUP BY doc_id", (key,)
     ).fetchall()) if row else {}
     changed = [d for d in docs if existing.get(d.doc_id) != d.content_hash]
     gone = set(existing) - {d.doc_id for d in docs}
     chunks: list[Chunk] = chunk_corpus(changed, params, embedder, key, progress=progress)
-    vectors, cache_hits = embed_with_cache(conn, embedder, [c.indexed_text for c in chunks], progress=progress,
-                                           model_batch_size=model_batch_size, before_paying=before_paying,
-                                           executor=executor)
+    vectors, cache_hits, shipped = embed_with_cache(conn, embedder, [c.indexed_text for c in chunks],
+                                                    progress=progress, model_batch_size=model_batch_size,
+                                                    before_paying=before_paying, executor=executor,
+                                                    shipped=shipped_vectors)
     # an API model's dimension may be known only from its first answer (or from cached vectors)
     dim = int(vectors.shape[1]) if len(vectors) else (embedder.dim or int(row_dim(conn, key) or 0))
     by_id = {d.doc_id: d for d in docs}
@@ -263,7 +297,8 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
     settle(conn)
     done = time.perf_counter()
     return IngestReport(key, corpus, len(docs), n_chunks, len(changed), len(chunks),
-                        len(chunks) - cache_hits if chunks else 0, cache_hits, done - t0, False, done - t_settle)
+                        len(chunks) - cache_hits - shipped if chunks else 0, cache_hits, done - t0, False,
+                        done - t_settle, shipped)
 
 
 def settle(conn: psycopg.Connection) -> None:
@@ -355,12 +390,22 @@ class StrategyInfo:
     content_digest: str
     n_chunks: int
     hnsw_index: str | None = None
+    # Which build of that index: its OID (a dropped and re-created index, as a sweep over hnsw.m
+    # back to an earlier value does, gets a new one) and the strategy's built_at (an ingest that
+    # changed documents and then changed them back has the old digest but another graph). HNSW
+    # builds are randomised and approximate, so a cached vector list is only valid for its build.
+    index_build: str | None = None
 
 
 def strategy_info(conn: psycopg.Connection, strategy_id: str, hnsw: HnswParams | None = None) -> StrategyInfo | None:
     """The strategy (None when it is not built); ``hnsw``: the index the vector leg will search."""
+    index = hnsw and hnsw_index_name(strategy_id, hnsw)
     row = conn.execute(
-        "SELECT strategy_id, corpus, chunker, params, embedding_model, dim, content_digest, n_chunks"
-        " FROM strategies WHERE strategy_id = %s", (strategy_id,),
+        "SELECT strategy_id, corpus, chunker, params, embedding_model, dim, content_digest, n_chunks,"
+        " built_at, to_regclass(%s::text)::oid FROM strategies WHERE strategy_id = %s", (index, strategy_id),
     ).fetchone()
-    return None if row is None else StrategyInfo(*row, hnsw_index=hnsw and hnsw_index_name(strategy_id, hnsw))
+    if row is None:
+        return None
+    *fields, built_at, oid = row
+    build = f"{oid or '-'}@{built_at.isoformat() if built_at else '-'}"
+    return StrategyInfo(*fields, hnsw_index=index, index_build=build)

@@ -32,7 +32,7 @@ from tests import ci_extras  # noqa: E402
 ci_extras.install()  # under CI=true, pytest.importorskip of a missing extra fails instead of skipping
 
 
-# the files that take minutes, longest first (measured on 2 cores): the tutorials ingest the demo
+# the files that take minutes, longest first (measured on 2 cores): the tutorials run the demo and a project
 LONG_FILES = ("test_tutorials.py", "test_new_team.py", "test_installed_wheel.py")
 
 

@@ -341,8 +341,10 @@ class VectorLeg(LegScope):
     query_vector: Callable[[str], np.ndarray]
 
     def key_parts(self) -> dict:
-        # the HNSW index too: a sweep over its m / ef_construction rebuilds it under the same strategy
-        return {"model": self.model_id, "ef": self.ef_search, "index": self.strategy.hnsw_index}
+        # the HNSW index and which build of it: a sweep over its m / ef_construction rebuilds it
+        # under the same strategy, and each build is another (randomised, approximate) graph
+        return {"model": self.model_id, "ef": self.ef_search, "index": self.strategy.hnsw_index,
+                "build": self.strategy.index_build}
 
     def search(self, query: str) -> list[Hit]:
         return vector_search(self.conn, self.strategy.strategy_id, self.query_vector(query), self.depth,

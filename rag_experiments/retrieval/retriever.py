@@ -145,7 +145,7 @@ class Retriever:
         todo = [q for q in dict.fromkeys(queries) if q not in self._qvec]
         if not todo:
             return
-        vecs, hits = embed_with_cache(self.conn, self.embedder, todo, input_type="query")
+        vecs, hits, _ = embed_with_cache(self.conn, self.embedder, todo, input_type="query")
         self.stats.query_embeddings_computed += len(todo) - hits
         self._qvec.update(zip(todo, vecs))
         self.memo.remember(self.memo.vectors, {(model, q): v for q, v in zip(todo, vecs)})
@@ -304,6 +304,7 @@ class Retriever:
         ef_search, filters and the queries."""
         p, s = self.params, self.strategy
         return cache_key("ann-recall", sid=s.strategy_id, digest=s.content_digest, index=s.hnsw_index,
+                         build=s.index_build,
                          model=self.embedder.model_id, depth=p.fusion.depth, ef=p.ef_search,
                          filters=p.filters.key(), queries=list(queries))
 

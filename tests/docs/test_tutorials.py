@@ -17,7 +17,7 @@ Marking, in a page's Markdown source:
 A command starting ``.venv/bin/X`` runs this venv's ``X``; ``python run.py`` runs this
 repository's ``run.py`` with this interpreter; ``rag-exp`` is this venv's (first on PATH).
 
-The scenarios, each a module fixture so the demo corpus (3,020 chunks, minutes of embedding) is
+The scenarios, each a module fixture so the demo corpus (3,020 chunks; its vectors ship with it) is
 ingested once: *the demo* (``demo.md``, then ``nightly-gate.md`` in the same folder: a copy of
 this repository's ``experiments/``, ``RAG_EXP_HOME`` and ``MLFLOW_TRACKING_URI`` inside it) and
 *a team's own documents* (``own-documents.md``, then ``own-retriever.md`` in the project it

@@ -32,7 +32,7 @@ def test_rows_cached_before_0003_are_found_after_it(fresh_db_url, embedder):
             def embed(self, *a, **k):
                 raise AssertionError("re-embedded a cached text")
 
-        vecs, hits = embed_with_cache(conn, Refuses(), [text], input_type="query")
+        vecs, hits, _ = embed_with_cache(conn, Refuses(), [text], input_type="query")
         assert hits == 1 and np.allclose(vecs[0], old[0], atol=1e-6)
         assert conn.execute("SELECT provider, dimensions, input_type FROM embedding_spaces").fetchall() == [
             ("onnx", 384, "symmetric")]

@@ -6,6 +6,7 @@ shared candidate lists, and the second run reported the first run's empty lists.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -219,3 +220,37 @@ def test_a_cross_encoder_changed_in_place_is_another_model(tmp_path):
         next(ce.model.parameters()).add_(0.01)
     ce.save(str(folder))
     assert CrossEncoderReranker(str(folder)).model_id != first
+
+
+def test_a_rebuilt_hnsw_index_is_another_vector_list(fresh_db_url, mini_docs, embedder):
+    """The same index name on the same content, built again (a sweep over hnsw.m that comes back to
+    an earlier value; documents changed and changed back): another randomised graph, so the
+    vector lists cached on the first build are not served for it. The keyword leg is exact: its
+    lists stay valid."""
+    from rag_experiments.chunk_index import HnswParams, ingest, strategy_info
+    from rag_experiments.db.connect import connect
+
+    params = ChunkingParams("heading", 60)
+    with connect(fresh_db_url) as conn:
+        sid = ingest(conn, mini_docs, params, embedder).strategy_id
+        first = strategy_info(conn, sid, HnswParams())
+        assert strategy_info(conn, sid, HnswParams()) == first  # the same build: the same keys
+
+        def keys(info):
+            r = Retriever(conn, info, embedder, RetrievalParams())
+            return r.leg_key("vector", "q"), r.leg_key("keyword", "q"), r.ann_recall_key(["q"])
+
+        ingest(conn, mini_docs, params, embedder, HnswParams(m=8))  # drops the m=16 index
+        ingest(conn, mini_docs, params, embedder, HnswParams())  # and builds it again
+        again = strategy_info(conn, sid, HnswParams())
+        assert again.hnsw_index == first.hnsw_index and again.content_digest == first.content_digest
+        (v1, k1, a1), (v2, k2, a2) = keys(first), keys(again)
+        assert v1 != v2 and a1 != a2 and k1 == k2
+
+        # a document changed and changed back: the old digest, a graph with other insertions
+        edited = [replace(mini_docs[0], text=mini_docs[0].text + "\nOne more line.\n"), *mini_docs[1:]]
+        ingest(conn, edited, params, embedder)
+        ingest(conn, mini_docs, params, embedder)
+        back = strategy_info(conn, sid, HnswParams())
+        assert back.content_digest == first.content_digest
+        assert keys(back)[0] not in (v1, v2) and keys(back)[1] == k1
