@@ -49,7 +49,8 @@ run: setup
 # two workers, each test file on one of them (module fixtures such as the Ray cluster stay whole).
 # --no-loadscope-reorder: files are handed out in the order tests/conftest.py sorts them (the Ray
 # cluster and the tutorials first); xdist's default hands out files with the most tests first,
-# which started the demo tutorial (~5-10 min) eight minutes into the run and left it running alone
+# which started the demo tutorial (then ~5-10 min; ~2 min since the demo ships its vectors) eight
+# minutes into the run and left it running alone
 test: setup-test
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=30
 
