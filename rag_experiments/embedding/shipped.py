@@ -105,8 +105,14 @@ def write(out: Path | None = None) -> dict:
             start = i * 256
             vectors[start:start + len(vecs)] = vecs
             bar.update(len(vecs))
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = bool(subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True).stdout.strip())
+    here = Path(__file__).resolve().parent
+    try:  # the tree the file was made from; a dirty one says so
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=here,
+                                check=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True, cwd=here,
+                                    check=True).stdout.strip())
+    except (OSError, subprocess.CalledProcessError):
+        commit, dirty = "unknown (not made in a git checkout)", False
     meta = {
         "space": embedding_space_key(embedder, "document"),
         "model": embedder.model_id,
