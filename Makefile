@@ -61,7 +61,7 @@ bench: setup
 # the default chunking's texts, read at ingest instead of embedding them (embedding/shipped.py).
 # Re-make after changing the demo corpus, the default chunking or the model; a test says when.
 demo-vectors: setup
-	$(BIN)/python -m rag_experiments.embedding.shipped
+	$(BIN)/python -m rag_experiments.embedding.shipped_make
 
 # cost per corpus size: synthetic corpora of 10k and 100k chunks (SCALE_ARGS=--million adds 1M),
 # each in a throwaway PostgreSQL and MLflow store; rows per size and their growth exponents.

@@ -31,7 +31,7 @@ from .cache_key import digest
 from .chunking import ChunkingParams, chunk_corpus, strategy_key
 from .corpus.loader import corpus_manifest
 from .embedding.base import Embedder
-from .errors import ConfigError
+from .errors import ConfigError, DatabaseError
 from .identifiers import extract_identifiers
 from .types import Chunk, Document, sha256_text
 from .vector_types import cast_sql, opclass
@@ -119,14 +119,16 @@ def _register_space(conn: psycopg.Connection, space: str, parts: dict) -> None:
 
 
 class Embedded(NamedTuple):
-    vectors: np.ndarray  # one row per text, in order
+    vectors: np.ndarray | None  # one row per text, in order; None with keep_vectors=False
     cache_hits: int  # unique texts found in the database's embedding cache
     shipped: int = 0  # unique texts read from the vectors shipped with the demo (embedding.shipped)
+    dim: int | None = None  # the vectors' dimension (None: no text, and the model does not say)
 
 
 def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[str], *, input_type: str = "document",
                      progress: bool = False, batch_size: int = 256, model_batch_size: int = 16,
-                     before_paying: BeforePaying | None = None, executor=None, shipped: bool = False) -> Embedded:
+                     before_paying: BeforePaying | None = None, executor=None, shipped: bool = False,
+                     keep_vectors: bool = True) -> Embedded:
     """Vectors for ``texts`` via the (embedding space, text hash) cache.
 
     Misses are embedded in batches (an API embedder: one request per batch, planned within the
@@ -134,19 +136,30 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
     batches (:mod:`.scale.executors`: this process by default, or a Ray cluster's workers).
     ``shipped``: misses are first looked up in the vectors shipped with the demo corpus
     (:mod:`.embedding.shipped`), which are then cached like computed ones but counted apart.
+    ``keep_vectors=False``: every text's vector ends in the cache and none is returned or read
+    back (an ingest copies them from the cache inside PostgreSQL), so the process never holds
+    the corpus's vectors: at 100k chunks of 384 floats, 154 MB and a stacked copy of it.
     """
     parts = embedder.space_parts(input_type)
     space = digest(parts)
     hashes = [sha256_text(t) for t in texts]
     found: dict[str, np.ndarray] = {}
     unique = list(dict.fromkeys(hashes))
+    cached: set[str] = set()
+    dim = embedder.dim
     for lo in range(0, len(unique), 5000):
+        if not keep_vectors:
+            rows = conn.execute("SELECT text_hash, vector_dims(embedding) FROM embedding_cache"
+                                " WHERE model = %s AND text_hash = ANY(%s)", (space, unique[lo : lo + 5000])).fetchall()
+            cached.update(h for h, _ in rows)
+            dim = dim or (rows[0][1] if rows else None)
+            continue
         rows = conn.execute(
             "SELECT text_hash, embedding FROM embedding_cache WHERE model = %s AND text_hash = ANY(%s)",
             (space, unique[lo : lo + 5000]), binary=True,  # binary: no text parsing of floats
         ).fetchall()
         found.update({h: _as_array(v) for h, v in rows})
-    missing = [h for h in unique if h not in found]
+    missing = [h for h in unique if h not in found and h not in cached]
     by_hash = dict(zip(hashes, texts))
     n_shipped = 0
     if shipped and missing:
@@ -158,7 +171,9 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
             with conn.transaction():
                 _register_space(conn, space, parts)
                 _cache_vectors(conn, space, list(got), list(got.values()))
-            found.update(got)
+            if keep_vectors:
+                found.update(got)
+            dim = dim or len(next(iter(got.values())))
             missing = [h for h in missing if h not in got]
             n_shipped = len(got)
     if missing and getattr(embedder, "paid", False) and before_paying is not None:
@@ -184,15 +199,46 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
         batch = batches[i]
         with conn.transaction():
             _cache_vectors(conn, space, batch, vecs)
-        found.update(zip(batch, vecs))
+        if keep_vectors:
+            found.update(zip(batch, vecs))
+        if len(vecs):
+            dim = dim or int(np.asarray(vecs[0]).shape[-1])
         if bar is not None:
             bar.update(len(batch))
     if bar is not None:
         bar.close()
     hits = len(unique) - len(missing) - n_shipped  # missing: the texts the model embedded
+    if not keep_vectors:
+        return Embedded(None, hits, n_shipped, dim)
     if not texts:
-        return Embedded(np.zeros((0, embedder.dim or 0), dtype=np.float32), 0)
-    return Embedded(np.stack([found[h] for h in hashes]), hits, n_shipped)
+        return Embedded(np.zeros((0, embedder.dim or 0), dtype=np.float32), 0, 0, embedder.dim)
+    vectors = np.stack([found[h] for h in hashes])
+    return Embedded(vectors, hits, n_shipped, int(vectors.shape[1]))
+
+
+_CHUNK_COLUMNS = ("strategy_id, chunk_id, doc_id, doc_hash, source_uri, doc_type, ordinal, start_char, end_char,"
+                  " n_tokens, text, indexed_text, text_hash, identifiers")
+
+
+def _write_chunks(conn: psycopg.Connection, key: str, space: str, chunks: list[Chunk], by_id: dict) -> None:
+    """COPY the chunks' rows (no vectors) into a staging table, then insert them with their vectors
+    joined from the embedding cache, in chunk order, inside the caller's write transaction."""
+    conn.execute(f"CREATE TEMP TABLE chunk_stage ON COMMIT DROP AS SELECT 0::integer AS ord, {_CHUNK_COLUMNS}"
+                 " FROM chunks WITH NO DATA")
+    with conn.cursor().copy(f"COPY chunk_stage (ord, {_CHUNK_COLUMNS}) FROM STDIN") as cp:
+        for i, c in enumerate(chunks):
+            d = by_id[c.doc_id]
+            cp.write_row((i, key, c.chunk_id, c.doc_id, d.content_hash, d.source_uri, d.doc_type, c.ordinal,
+                          c.start, c.end, c.n_tokens, c.text, c.indexed_text, sha256_text(c.indexed_text),
+                          extract_identifiers(c.indexed_text)))
+    columns = ", ".join(f"s.{c.strip()}" for c in _CHUNK_COLUMNS.split(","))
+    written = conn.execute(
+        f"INSERT INTO chunks ({_CHUNK_COLUMNS}, embedding) SELECT {columns}, e.embedding FROM chunk_stage s"
+        " JOIN embedding_cache e ON e.model = %s AND e.text_hash = s.text_hash ORDER BY s.ord", (space,)).rowcount
+    if written != len(chunks):  # only if cache rows were deleted after embed_with_cache wrote them
+        raise DatabaseError(f"ingest of {key}: {len(chunks) - written} of {len(chunks)} chunks' vectors are no "
+                            "longer in embedding_cache (deleted while this ingest ran?); nothing was written",
+                            hint="run the ingest again: it embeds what is missing")
 
 
 def _cache_vectors(conn: psycopg.Connection, space: str, hashes: list[str], vectors) -> None:
@@ -257,12 +303,15 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
     changed = [d for d in docs if existing.get(d.doc_id) != d.content_hash]
     gone = set(existing) - {d.doc_id for d in docs}
     chunks: list[Chunk] = chunk_corpus(changed, params, embedder, key, progress=progress)
-    vectors, cache_hits, shipped = embed_with_cache(conn, embedder, [c.indexed_text for c in chunks],
-                                                    progress=progress, model_batch_size=model_batch_size,
-                                                    before_paying=before_paying, executor=executor,
-                                                    shipped=shipped_vectors)
+    # The vectors go to the embedding cache and stay in PostgreSQL: the chunks' rows take them from
+    # there below, so this process never holds the corpus's vectors (peak RSS; see embed_with_cache).
+    embedded = embed_with_cache(conn, embedder, [c.indexed_text for c in chunks], progress=progress,
+                                model_batch_size=model_batch_size, before_paying=before_paying, executor=executor,
+                                shipped=shipped_vectors, keep_vectors=False)
+    cache_hits, shipped = embedded.cache_hits, embedded.shipped
     # an API model's dimension may be known only from its first answer (or from cached vectors)
-    dim = int(vectors.shape[1]) if len(vectors) else (embedder.dim or int(row_dim(conn, key) or 0))
+    dim = embedded.dim or embedder.dim or int(row_dim(conn, key) or 0)
+    space = embedding_space_key(embedder, "document")
     by_id = {d.doc_id: d for d in docs}
 
     with conn.transaction():
@@ -278,15 +327,7 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
         removed_dl = bm25_stats.remove_documents(conn, key, stale)
         if stale:
             conn.execute("DELETE FROM chunks WHERE strategy_id = %s AND doc_id = ANY(%s)", (key, stale))
-        with conn.cursor().copy(
-            "COPY chunks (strategy_id, chunk_id, doc_id, doc_hash, source_uri, doc_type, ordinal, start_char,"
-            " end_char, n_tokens, text, indexed_text, text_hash, identifiers, embedding) FROM STDIN"
-        ) as cp:
-            for c, v in zip(chunks, vectors):
-                d = by_id[c.doc_id]
-                cp.write_row((key, c.chunk_id, c.doc_id, d.content_hash, d.source_uri, d.doc_type, c.ordinal,
-                              c.start, c.end, c.n_tokens, c.text, c.indexed_text, sha256_text(c.indexed_text),
-                              extract_identifiers(c.indexed_text), v))
+        _write_chunks(conn, key, space, chunks, by_id)
         n_chunks = conn.execute("SELECT count(*) FROM chunks WHERE strategy_id = %s", (key,)).fetchone()[0]
         added_dl = bm25_stats.add_documents(conn, key, sorted({c.doc_id for c in chunks}))
         bm25_stats.update_totals(conn, key, n_chunks, removed_dl, added_dl)

@@ -149,3 +149,47 @@ def test_an_ingest_leaves_its_tables_settled(fresh, mini_docs, embedder):
     assert fresh.execute("SELECT gin_clean_pending_list('chunks_tsv_gin')").fetchone()[0] == 0
     pages, visible = fresh.execute("SELECT relpages, relallvisible FROM pg_class WHERE relname = 'bm25_postings'").fetchone()
     assert visible == pages
+
+
+def test_chunks_take_their_own_texts_vectors_from_the_cache(fresh, mini_docs, embedder):
+    """The ingest never holds the corpus's vectors: they go to embedding_cache as they are computed
+    and the chunks' rows take them from there inside PostgreSQL. Every chunk is written once, with
+    its own text's vector."""
+    import numpy as np
+
+    from rag_experiments.chunk_index import embed_with_cache
+    from rag_experiments.chunking import chunk_corpus
+
+    p = ChunkingParams("heading", 60)
+    r = ingest(fresh, mini_docs, p, embedder)
+    rows = fresh.execute("SELECT chunk_id, indexed_text, embedding FROM chunks WHERE strategy_id = %s",
+                         (r.strategy_id,)).fetchall()
+    expected = chunk_corpus(mini_docs, p, embedder, r.strategy_id)
+    assert sorted(row[0] for row in rows) == sorted(c.chunk_id for c in expected) and len(rows) == r.n_chunks
+    fresh_vectors = embedder.embed([row[1] for row in rows])
+    stored = np.stack([np.asarray(row[2].to_numpy(), dtype=np.float32) for row in rows])
+    assert float(np.max(np.abs(stored - fresh_vectors))) < 1e-5
+    lean = embed_with_cache(fresh, embedder, [row[1] for row in rows], keep_vectors=False)
+    assert lean.vectors is None and lean.cache_hits == len({row[1] for row in rows}) and lean.dim == embedder.dim
+
+
+def test_vectors_deleted_from_the_cache_mid_ingest_end_in_one_error_and_write_nothing(fresh, fresh_db_url, mini_docs,
+                                                                                      embedder):
+    from rag_experiments.db.connect import connect
+    from rag_experiments.errors import DatabaseError
+    from rag_experiments.scale.executors import LocalEmbedding
+
+    class ThenDeletes(LocalEmbedding):
+        """Embeds every batch, then (another session) empties the cache before the chunks are written."""
+
+        def map(self, batches, input_type="document"):
+            yield from super().map(batches, input_type)
+            with connect(fresh_db_url) as other:
+                other.execute("DELETE FROM embedding_cache")
+                other.commit()
+
+    with pytest.raises(DatabaseError, match=r"chunks' vectors are no longer in embedding_cache.*nothing was written"):
+        ingest(fresh, mini_docs, ChunkingParams("heading", 60), embedder, executor=ThenDeletes(embedder))
+    assert fresh.execute("SELECT count(*) FROM chunks").fetchone()[0] == 0
+    r = ingest(fresh, mini_docs, ChunkingParams("heading", 60), embedder)  # the hint: run it again
+    assert r.n_chunks > 0 and r.texts_embedded == r.n_chunks

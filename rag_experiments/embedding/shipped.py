@@ -5,7 +5,7 @@ chunks is ~4 minutes of a 2-core machine's CPU (the int8 MiniLM model is compute
 ~2,000 tokens/s), nearly all of that run. A vector is a function of its embedding space (model,
 digest, dimensions) and its text: exactly the embedding cache's key. This file is that cache
 pre-filled for one space and one corpus, made by the same code path an ingest runs
-(:func:`write`, ``make demo-vectors``). At ingest, texts missing from the database's cache are
+(:mod:`.shipped_make`, ``make demo-vectors``). At ingest, texts missing from the database's cache are
 looked up here before the model is called; what is found is copied into the cache and counted
 apart (``IngestReport.shipped_vectors``, the run's ``ingest.shipped_vectors`` tag), so a record
 never says a text was embedded when it was read from this file.
@@ -64,74 +64,3 @@ def load(path: str | None = None) -> ShippedVectors | None:
                       f"Re-make them with `make demo-vectors` (or reinstall).", stacklevel=2)
         return None
     return ShippedVectors(meta["space"], meta, {h: i for i, h in enumerate(hashes)}, vectors)
-
-
-def write(out: Path | None = None) -> dict:
-    """Embed the default chunking's texts of the demo corpus with the bundled model; write the file.
-
-    The texts are batched as an ingest into an empty cache batches them (unique texts in chunk
-    order, 256 per executor call, 16 per model call, length-sorted within a call), so each vector
-    is the one a cold ingest on this machine computes, to the bit.
-    """
-    import platform
-    import subprocess
-    from datetime import datetime, timezone
-
-    import onnxruntime
-
-    from ..chunk_index import embedding_space_key
-    from ..chunking import chunk_corpus
-    from ..corpus.loader import load_corpus
-    from ..scale.executors import LocalEmbedding
-    from ..experiment import load_settings_embedder
-    from ..session import compose_settings
-    from ..types import sha256_text
-
-    settings, _ = compose_settings([])
-    if settings.corpus.path != "demo" or settings.embedding.name != "minilm-onnx":
-        raise SystemExit("the default config no longer ingests the demo with the bundled model; nothing to ship")
-    embedder = load_settings_embedder(settings)
-    docs = load_corpus(settings.corpus.path, settings.corpus.name)
-    texts = [c.indexed_text for c in chunk_corpus(docs, settings.chunking, embedder, progress=True)]
-    by_hash = dict(zip((sha256_text(t) for t in texts), texts))
-    hashes = list(by_hash)
-    batches = [hashes[lo:lo + 256] for lo in range(0, len(hashes), 256)]
-    vectors = np.zeros((len(hashes), embedder.dim), dtype=np.float32)
-    from tqdm import tqdm
-
-    with tqdm(total=len(hashes), desc=f"embedding ({embedder.model_id})", unit="text") as bar:
-        for i, vecs in LocalEmbedding(embedder, settings.embedding.batch_size).map(
-                [[by_hash[h] for h in b] for b in batches], "document"):
-            start = i * 256
-            vectors[start:start + len(vecs)] = vecs
-            bar.update(len(vecs))
-    here = Path(__file__).resolve().parent
-    try:  # the tree the file was made from; a dirty one says so
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=here,
-                                check=True).stdout.strip()
-        dirty = bool(subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True, cwd=here,
-                                    check=True).stdout.strip())
-    except (OSError, subprocess.CalledProcessError):
-        commit, dirty = "unknown (not made in a git checkout)", False
-    meta = {
-        "space": embedding_space_key(embedder, "document"),
-        "model": embedder.model_id,
-        "corpus": settings.corpus.name,
-        "chunking": {"name": settings.chunking.name, "max_tokens": settings.chunking.max_tokens,
-                     "overlap": settings.chunking.overlap, "breadcrumbs": settings.chunking.breadcrumbs},
-        "texts": len(hashes),
-        "onnxruntime": onnxruntime.__version__,
-        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
-        "made_by": "make demo-vectors (python -m rag_experiments.embedding.shipped)",
-        "git_commit": commit + ("-dirty" if dirty else ""),
-        "made_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
-    out = out or shipped_path()
-    np.savez_compressed(out, meta=np.array(json.dumps(meta)), hashes=np.array([h.encode() for h in hashes]),
-                        vectors=vectors)
-    load.cache_clear()
-    return meta
-
-
-if __name__ == "__main__":  # make demo-vectors
-    print(json.dumps(write(), indent=2))

@@ -145,7 +145,8 @@ class Retriever:
         todo = [q for q in dict.fromkeys(queries) if q not in self._qvec]
         if not todo:
             return
-        vecs, hits, _ = embed_with_cache(self.conn, self.embedder, todo, input_type="query")
+        got = embed_with_cache(self.conn, self.embedder, todo, input_type="query")
+        vecs, hits = got.vectors, got.cache_hits
         self.stats.query_embeddings_computed += len(todo) - hits
         self._qvec.update(zip(todo, vecs))
         self.memo.remember(self.memo.vectors, {(model, q): v for q, v in zip(todo, vecs)})

@@ -32,8 +32,8 @@ def test_rows_cached_before_0003_are_found_after_it(fresh_db_url, embedder):
             def embed(self, *a, **k):
                 raise AssertionError("re-embedded a cached text")
 
-        vecs, hits, _ = embed_with_cache(conn, Refuses(), [text], input_type="query")
-        assert hits == 1 and np.allclose(vecs[0], old[0], atol=1e-6)
+        got = embed_with_cache(conn, Refuses(), [text], input_type="query")
+        assert got.cache_hits == 1 and np.allclose(got.vectors[0], old[0], atol=1e-6)
         assert conn.execute("SELECT provider, dimensions, input_type FROM embedding_spaces").fetchall() == [
             ("onnx", 384, "symmetric")]
     finally:

@@ -29,8 +29,8 @@ def test_prefixes_are_applied_and_keyed(conn):
     d = e5.embed([text], input_type="document")[0]
     assert np.allclose(q, plain.embed(["query: " + text])[0], atol=1e-5)
     assert np.allclose(d, plain.embed(["passage: " + text])[0], atol=1e-5)
-    qc, *_ = embed_with_cache(conn, e5, [text], input_type="query")
-    dc, *_ = embed_with_cache(conn, e5, [text], input_type="document")
+    qc = embed_with_cache(conn, e5, [text], input_type="query").vectors
+    dc = embed_with_cache(conn, e5, [text], input_type="document").vectors
     assert np.allclose(qc[0], q, atol=1e-5) and np.allclose(dc[0], d, atol=1e-5)
 
 

@@ -1,0 +1,85 @@
+"""Make the demo's shipped vectors (``make demo-vectors``): see :mod:`.shipped` for what they are.
+
+Apart from the reader so that the ingest, which reads them, does not import what making them
+needs (the default config's composition, the experiment's embedder loading).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .shipped import load, shipped_path
+
+
+def write(out: Path | None = None) -> dict:
+    """Embed the default chunking's texts of the demo corpus with the bundled model; write the file.
+
+    The texts are batched as an ingest into an empty cache batches them (unique texts in chunk
+    order, 256 per executor call, 16 per model call, length-sorted within a call), so each vector
+    is the one a cold ingest on this machine computes, to the bit.
+    """
+    import platform
+    import subprocess
+    from datetime import datetime, timezone
+
+    import onnxruntime
+
+    from ..chunk_index import embedding_space_key
+    from ..chunking import chunk_corpus
+    from ..corpus.loader import load_corpus
+    from ..scale.executors import LocalEmbedding
+    from ..experiment import load_settings_embedder
+    from ..session import compose_settings
+    from ..types import sha256_text
+
+    settings, _ = compose_settings([])
+    if settings.corpus.path != "demo" or settings.embedding.name != "minilm-onnx":
+        raise SystemExit("the default config no longer ingests the demo with the bundled model; nothing to ship")
+    embedder = load_settings_embedder(settings)
+    docs = load_corpus(settings.corpus.path, settings.corpus.name)
+    texts = [c.indexed_text for c in chunk_corpus(docs, settings.chunking, embedder, progress=True)]
+    by_hash = dict(zip((sha256_text(t) for t in texts), texts))
+    hashes = list(by_hash)
+    batches = [hashes[lo:lo + 256] for lo in range(0, len(hashes), 256)]
+    vectors = np.zeros((len(hashes), embedder.dim), dtype=np.float32)
+    from tqdm import tqdm
+
+    with tqdm(total=len(hashes), desc=f"embedding ({embedder.model_id})", unit="text") as bar:
+        for i, vecs in LocalEmbedding(embedder, settings.embedding.batch_size).map(
+                [[by_hash[h] for h in b] for b in batches], "document"):
+            start = i * 256
+            vectors[start:start + len(vecs)] = vecs
+            bar.update(len(vecs))
+    here = Path(__file__).resolve().parent
+    try:  # the tree the file was made from; a dirty one says so
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=here,
+                                check=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True, cwd=here,
+                                    check=True).stdout.strip())
+    except (OSError, subprocess.CalledProcessError):
+        commit, dirty = "unknown (not made in a git checkout)", False
+    meta = {
+        "space": embedding_space_key(embedder, "document"),
+        "model": embedder.model_id,
+        "corpus": settings.corpus.name,
+        "chunking": {"name": settings.chunking.name, "max_tokens": settings.chunking.max_tokens,
+                     "overlap": settings.chunking.overlap, "breadcrumbs": settings.chunking.breadcrumbs},
+        "texts": len(hashes),
+        "onnxruntime": onnxruntime.__version__,
+        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "made_by": "make demo-vectors (python -m rag_experiments.embedding.shipped_make)",
+        "git_commit": commit + ("-dirty" if dirty else ""),
+        "made_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    out = out or shipped_path()
+    np.savez_compressed(out, meta=np.array(json.dumps(meta)), hashes=np.array([h.encode() for h in hashes]),
+                        vectors=vectors)
+    load.cache_clear()
+    return meta
+
+
+if __name__ == "__main__":  # make demo-vectors
+    print(json.dumps(write(), indent=2))
