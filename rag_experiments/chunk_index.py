@@ -125,8 +125,13 @@ class Embedded(NamedTuple):
     dim: int | None = None  # the vectors' dimension (None: no text, and the model does not say)
 
 
+# Texts per executor call (a Ray task, or this process's model call loop): each call's vectors are
+# committed to the cache as they arrive. embedding/shipped_make.py batches the same way.
+EMBED_BATCH_TEXTS = 256
+
+
 def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[str], *, input_type: str = "document",
-                     progress: bool = False, batch_size: int = 256, model_batch_size: int = 16,
+                     progress: bool = False, batch_size: int = EMBED_BATCH_TEXTS, model_batch_size: int = 16,
                      before_paying: BeforePaying | None = None, executor=None, shipped: bool = False,
                      keep_vectors: bool = True) -> Embedded:
     """Vectors for ``texts`` via the (embedding space, text hash) cache.

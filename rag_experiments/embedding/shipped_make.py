@@ -22,17 +22,17 @@ def write(out: Path | None = None) -> dict:
     is the one a cold ingest on this machine computes, to the bit.
     """
     import platform
-    import subprocess
     from datetime import datetime, timezone
 
     import onnxruntime
 
-    from ..chunk_index import embedding_space_key
+    from ..chunk_index import EMBED_BATCH_TEXTS, embedding_space_key
     from ..chunking import chunk_corpus
     from ..corpus.loader import load_corpus
     from ..scale.executors import LocalEmbedding
     from ..experiment import load_settings_embedder
     from ..session import compose_settings
+    from ..tracking.mlflow_run import git_state
     from ..types import sha256_text
 
     settings, _ = compose_settings([])
@@ -43,24 +43,16 @@ def write(out: Path | None = None) -> dict:
     texts = [c.indexed_text for c in chunk_corpus(docs, settings.chunking, embedder, progress=True)]
     by_hash = dict(zip((sha256_text(t) for t in texts), texts))
     hashes = list(by_hash)
-    batches = [hashes[lo:lo + 256] for lo in range(0, len(hashes), 256)]
+    batches = [hashes[lo:lo + EMBED_BATCH_TEXTS] for lo in range(0, len(hashes), EMBED_BATCH_TEXTS)]
     vectors = np.zeros((len(hashes), embedder.dim), dtype=np.float32)
     from tqdm import tqdm
 
     with tqdm(total=len(hashes), desc=f"embedding ({embedder.model_id})", unit="text") as bar:
         for i, vecs in LocalEmbedding(embedder, settings.embedding.batch_size).map(
                 [[by_hash[h] for h in b] for b in batches], "document"):
-            start = i * 256
+            start = i * EMBED_BATCH_TEXTS
             vectors[start:start + len(vecs)] = vecs
             bar.update(len(vecs))
-    here = Path(__file__).resolve().parent
-    try:  # the tree the file was made from; a dirty one says so
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=here,
-                                check=True).stdout.strip()
-        dirty = bool(subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True, cwd=here,
-                                    check=True).stdout.strip())
-    except (OSError, subprocess.CalledProcessError):
-        commit, dirty = "unknown (not made in a git checkout)", False
     meta = {
         "space": embedding_space_key(embedder, "document"),
         "model": embedder.model_id,
@@ -71,7 +63,7 @@ def write(out: Path | None = None) -> dict:
         "onnxruntime": onnxruntime.__version__,
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
         "made_by": "make demo-vectors (python -m rag_experiments.embedding.shipped_make)",
-        "git_commit": commit + ("-dirty" if dirty else ""),
+        **git_state(),  # the tree it was made from, as a run records it: git_commit, git_dirty
         "made_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     out = out or shipped_path()

@@ -194,7 +194,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         "eval_level": s.eval.level,
         "ingest.built": str(not result.ingest.unchanged).lower(),
         # how many of the texts built had their vectors read from the demo's shipped file, not embedded
-        "ingest.shipped_vectors": str(getattr(result.ingest, "shipped_vectors", 0)),
+        "ingest.shipped_vectors": str(result.ingest.shipped_vectors),
         "objective": s.objective,
         **git_state(),
         **execution_tags(),
