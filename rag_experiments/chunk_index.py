@@ -9,6 +9,9 @@
   the embeddings it paid for are kept, and a resumed one never repeats a paid call.
 * Strategies of different dimensions coexist; each one's HNSW index casts to its own dimension
   (``halfvec`` above pgvector's 2,000-dimension ``vector`` index limit: :mod:`.vector_types`).
+* Documents are chunked, embedded and staged a group at a time (``INGEST_GROUP_CHARS``), so the
+  process holds one group's chunks and none of the corpus's vectors; a paid embedder is still
+  priced once for every group before its first request.
 * BM25 statistics (postings, N, chunk lengths) are written in the same transaction as the
   chunks, for the re-chunked documents only (:mod:`rag_experiments.bm25_stats`).
 * A session-level advisory lock per strategy makes parallel sweep jobs wait for one builder
@@ -21,7 +24,7 @@ import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, NamedTuple
 
 import numpy as np
 import psycopg
@@ -31,14 +34,15 @@ from .cache_key import digest
 from .chunking import ChunkingParams, chunk_corpus, strategy_key
 from .corpus.loader import corpus_manifest
 from .embedding.base import Embedder
+from .embedding.cost import EmbeddingEstimate, estimate
 from .errors import ConfigError, DatabaseError
 from .identifiers import extract_identifiers
 from .types import Chunk, Document, sha256_text
 from .vector_types import cast_sql, opclass
 
-# Called with the texts about to be embedded through a paid API (cache misses only), before the
-# first request: prints the estimate and asks for confirmation, or raises to stop.
-BeforePaying = Callable[[Sequence[str]], None]
+# Called with the estimate of what a paid API is about to embed (cache misses only), once, before
+# the first request: prints it and asks for confirmation, or raises to stop (embedding.cost.CostGate).
+BeforePaying = Callable[[EmbeddingEstimate], None]
 
 
 @dataclass(frozen=True)
@@ -133,7 +137,7 @@ EMBED_BATCH_TEXTS = 256
 def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[str], *, input_type: str = "document",
                      progress: bool = False, batch_size: int = EMBED_BATCH_TEXTS, model_batch_size: int = 16,
                      before_paying: BeforePaying | None = None, executor=None, shipped: bool = False,
-                     keep_vectors: bool = True) -> Embedded:
+                     keep_vectors: bool = True, progress_label: str = "") -> Embedded:
     """Vectors for ``texts`` via the (embedding space, text hash) cache.
 
     Misses are embedded in batches (an API embedder: one request per batch, planned within the
@@ -182,7 +186,7 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
             missing = [h for h in missing if h not in got]
             n_shipped = len(got)
     if missing and getattr(embedder, "paid", False) and before_paying is not None:
-        before_paying([by_hash[h] for h in missing])
+        before_paying(estimate(embedder, [by_hash[h] for h in missing], input_type))
     if missing:
         with conn.transaction():
             _register_space(conn, space, parts)
@@ -195,7 +199,7 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
     if progress and missing:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(missing), desc=f"embedding ({embedder.model_id})", unit="text")
+        bar = tqdm(total=len(missing), desc=f"embedding ({embedder.model_id}){progress_label}", unit="text")
     if executor is None:
         from .scale.executors import LocalEmbedding
 
@@ -225,23 +229,68 @@ _CHUNK_COLUMNS = ("strategy_id, chunk_id, doc_id, doc_hash, source_uri, doc_type
                   " n_tokens, text, indexed_text, text_hash, identifiers")
 
 
-def _write_chunks(conn: psycopg.Connection, key: str, space: str, chunks: list[Chunk], by_id: dict) -> None:
-    """COPY the chunks' rows (no vectors) into a staging table, then insert them with their vectors
-    joined from the embedding cache, in chunk order, inside the caller's write transaction."""
-    conn.execute(f"CREATE TEMP TABLE chunk_stage ON COMMIT DROP AS SELECT 0::integer AS ord, {_CHUNK_COLUMNS}"
-                 " FROM chunks WITH NO DATA")
+# An ingest chunks, embeds and stages its documents in groups of about this many characters of
+# text, so it holds one group's chunks at a time, never the corpus's (peak RSS: bench --scale).
+INGEST_GROUP_CHARS = 4_000_000
+
+
+def _doc_groups(docs: list[Document], max_chars: int) -> list[list[Document]]:
+    """Consecutive groups of ``docs`` of at most ``max_chars`` characters (at least one document)."""
+    groups: list[list[Document]] = []
+    size = 0
+    for d in docs:
+        if not groups or (groups[-1] and size + len(d.text) > max_chars):
+            groups.append([])
+            size = 0
+        groups[-1].append(d)
+        size += len(d.text)
+    return groups
+
+
+def _price(conn: psycopg.Connection, embedder: Embedder, groups: list[list[Document]], params: ChunkingParams,
+           key: str, space: str) -> EmbeddingEstimate | None:
+    """What a paid embedder would be sent: every group chunked once to count its uncached texts
+    (a text repeated across groups once), without embedding. The groups are then chunked again to
+    be embedded: a second chunking costs seconds, a second question to the user costs trust."""
+    total: EmbeddingEstimate | None = None
+    seen: set[str] = set()
+    for group in groups:
+        texts = {}
+        for c in chunk_corpus(group, params, embedder, key):
+            h = sha256_text(c.indexed_text)
+            if h not in seen:
+                texts[h] = c.indexed_text
+        seen.update(texts)
+        cached: set[str] = set()
+        hashes = list(texts)
+        for lo in range(0, len(hashes), 5000):
+            cached.update(h for (h,) in conn.execute("SELECT text_hash FROM embedding_cache WHERE model = %s"
+                                                     " AND text_hash = ANY(%s)", (space, hashes[lo : lo + 5000])))
+        part = estimate(embedder, [t for h, t in texts.items() if h not in cached])
+        total = part if total is None else total + part
+    return total
+
+
+def _stage_chunks(conn: psycopg.Connection, key: str, chunks: list[Chunk], by_id: dict, first: int) -> None:
+    """COPY one group's chunk rows (no vectors) into the session's ``chunk_stage``, numbered from ``first``."""
     with conn.cursor().copy(f"COPY chunk_stage (ord, {_CHUNK_COLUMNS}) FROM STDIN") as cp:
-        for i, c in enumerate(chunks):
+        for i, c in enumerate(chunks, start=first):
             d = by_id[c.doc_id]
             cp.write_row((i, key, c.chunk_id, c.doc_id, d.content_hash, d.source_uri, d.doc_type, c.ordinal,
                           c.start, c.end, c.n_tokens, c.text, c.indexed_text, sha256_text(c.indexed_text),
                           extract_identifiers(c.indexed_text)))
+
+
+def _write_chunks(conn: psycopg.Connection, key: str, space: str, staged: int) -> None:
+    """Insert the staged chunks with their vectors joined from the embedding cache, in chunk
+    order, inside the caller's write transaction."""
+    conn.execute("ANALYZE chunk_stage")  # a temporary table has no statistics until asked
     columns = ", ".join(f"s.{c.strip()}" for c in _CHUNK_COLUMNS.split(","))
     written = conn.execute(
         f"INSERT INTO chunks ({_CHUNK_COLUMNS}, embedding) SELECT {columns}, e.embedding FROM chunk_stage s"
         " JOIN embedding_cache e ON e.model = %s AND e.text_hash = s.text_hash ORDER BY s.ord", (space,)).rowcount
-    if written != len(chunks):  # only if cache rows were deleted after embed_with_cache wrote them
-        raise DatabaseError(f"ingest of {key}: {len(chunks) - written} of {len(chunks)} chunks' vectors are no "
+    if written != staged:  # only if cache rows were deleted after embed_with_cache wrote them
+        raise DatabaseError(f"ingest of {key}: {staged - written} of {staged} chunks' vectors are no "
                             "longer in embedding_cache (deleted while this ingest ran?); nothing was written",
                             hint="run the ingest again: it embeds what is missing")
 
@@ -307,44 +356,70 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
     ).fetchall()) if row else {}
     changed = [d for d in docs if existing.get(d.doc_id) != d.content_hash]
     gone = set(existing) - {d.doc_id for d in docs}
-    chunks: list[Chunk] = chunk_corpus(changed, params, embedder, key, progress=progress)
-    # The vectors go to the embedding cache and stay in PostgreSQL: the chunks' rows take them from
-    # there below, so this process never holds the corpus's vectors (peak RSS; see embed_with_cache).
-    embedded = embed_with_cache(conn, embedder, [c.indexed_text for c in chunks], progress=progress,
-                                model_batch_size=model_batch_size, before_paying=before_paying, executor=executor,
-                                shipped=shipped_vectors, keep_vectors=False)
-    cache_hits, shipped = embedded.cache_hits, embedded.shipped
-    # an API model's dimension may be known only from its first answer (or from cached vectors)
-    dim = embedded.dim or embedder.dim or int(row_dim(conn, key) or 0)
     space = embedding_space_key(embedder, "document")
     by_id = {d.doc_id: d for d in docs}
+    groups = _doc_groups(changed, INGEST_GROUP_CHARS)
+    if before_paying is not None and getattr(embedder, "paid", False):
+        # one question for the whole ingest, before the first request, as if it were one group
+        priced = _price(conn, embedder, groups, params, key, space)
+        if priced is not None and priced.texts:
+            before_paying(priced)
 
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHUNKS_WRITER_LOCK,))
-        _upsert_documents(conn, docs, corpus)
-        conn.execute(
-            "INSERT INTO strategies (strategy_id, corpus, chunker, params, embedding_model, dim, content_digest, n_chunks)"
-            " VALUES (%s, %s, %s, %s, %s, %s, '', 0)"
-            " ON CONFLICT (strategy_id) DO NOTHING",
-            (key, corpus, params.name, json.dumps(asdict(params)), embedder.model_id, dim),
-        )
-        stale = [d.doc_id for d in changed] + sorted(gone)
-        removed_dl = bm25_stats.remove_documents(conn, key, stale)
-        if stale:
-            conn.execute("DELETE FROM chunks WHERE strategy_id = %s AND doc_id = ANY(%s)", (key, stale))
-        _write_chunks(conn, key, space, chunks, by_id)
-        n_chunks = conn.execute("SELECT count(*) FROM chunks WHERE strategy_id = %s", (key,)).fetchone()[0]
-        added_dl = bm25_stats.add_documents(conn, key, sorted({c.doc_id for c in chunks}))
-        bm25_stats.update_totals(conn, key, n_chunks, removed_dl, added_dl)
-        conn.execute("UPDATE strategies SET content_digest = %s, n_chunks = %s, built_at = now() WHERE strategy_id = %s",
-                     (manifest["digest"], n_chunks, key))
-        ensure_hnsw_index(conn, key, dim, hnsw)
+    # Group by group: chunk, embed into the cache (committed batch by batch), COPY the rows into a
+    # session-local staging table; the chunks' rows take their vectors from the cache inside
+    # PostgreSQL below. So the process holds one group's chunks and no vector of the corpus.
+    conn.execute("DROP TABLE IF EXISTS pg_temp.chunk_stage")
+    conn.execute(f"CREATE TEMP TABLE chunk_stage AS SELECT 0::integer AS ord, {_CHUNK_COLUMNS}"
+                 " FROM chunks WITH NO DATA")
+    try:
+        staged = cache_hits = shipped = embedded_n = 0
+        dim = None
+        chunked_docs: set[str] = set()
+        for i, group in enumerate(groups):
+            chunks = chunk_corpus(group, params, embedder, key, progress=progress and len(groups) == 1)
+            embedded = embed_with_cache(conn, embedder, [c.indexed_text for c in chunks], progress=progress,
+                                        model_batch_size=model_batch_size, executor=executor,
+                                        shipped=shipped_vectors, keep_vectors=False,
+                                        progress_label=f" group {i + 1}/{len(groups)}" if len(groups) > 1 else "")
+            _stage_chunks(conn, key, chunks, by_id, staged)
+            staged += len(chunks)
+            cache_hits += embedded.cache_hits
+            shipped += embedded.shipped
+            embedded_n += len(chunks) - embedded.cache_hits - embedded.shipped if chunks else 0
+            dim = dim or embedded.dim
+            chunked_docs.update(c.doc_id for c in chunks)
+            del chunks, embedded
+        # an API model's dimension may be known only from its first answer (or from cached vectors)
+        dim = dim or embedder.dim or int(row_dim(conn, key) or 0)
+
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHUNKS_WRITER_LOCK,))
+            _upsert_documents(conn, docs, corpus)
+            conn.execute(
+                "INSERT INTO strategies (strategy_id, corpus, chunker, params, embedding_model, dim, content_digest, n_chunks)"
+                " VALUES (%s, %s, %s, %s, %s, %s, '', 0)"
+                " ON CONFLICT (strategy_id) DO NOTHING",
+                (key, corpus, params.name, json.dumps(asdict(params)), embedder.model_id, dim),
+            )
+            stale = [d.doc_id for d in changed] + sorted(gone)
+            removed_dl = bm25_stats.remove_documents(conn, key, stale)
+            if stale:
+                conn.execute("DELETE FROM chunks WHERE strategy_id = %s AND doc_id = ANY(%s)", (key, stale))
+            _write_chunks(conn, key, space, staged)
+            n_chunks = conn.execute("SELECT count(*) FROM chunks WHERE strategy_id = %s", (key,)).fetchone()[0]
+            added_dl = bm25_stats.add_documents(conn, key, sorted(chunked_docs))
+            bm25_stats.update_totals(conn, key, n_chunks, removed_dl, added_dl)
+            conn.execute("UPDATE strategies SET content_digest = %s, n_chunks = %s, built_at = now() WHERE strategy_id = %s",
+                         (manifest["digest"], n_chunks, key))
+            ensure_hnsw_index(conn, key, dim, hnsw)
+    finally:
+        if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            conn.execute("DROP TABLE IF EXISTS pg_temp.chunk_stage")
     t_settle = time.perf_counter()
     settle(conn)
     done = time.perf_counter()
-    return IngestReport(key, corpus, len(docs), n_chunks, len(changed), len(chunks),
-                        len(chunks) - cache_hits - shipped if chunks else 0, cache_hits, done - t0, False,
-                        done - t_settle, shipped)
+    return IngestReport(key, corpus, len(docs), n_chunks, len(changed), staged, embedded_n, cache_hits,
+                        done - t0, False, done - t_settle, shipped)
 
 
 def settle(conn: psycopg.Connection) -> None:

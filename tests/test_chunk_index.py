@@ -193,3 +193,65 @@ def test_vectors_deleted_from_the_cache_mid_ingest_end_in_one_error_and_write_no
     assert fresh.execute("SELECT count(*) FROM chunks").fetchone()[0] == 0
     r = ingest(fresh, mini_docs, ChunkingParams("heading", 60), embedder)  # the hint: run it again
     assert r.n_chunks > 0 and r.texts_embedded == r.n_chunks
+
+
+def _strategy_tables(conn, sid):
+    """Everything an ingest writes for a strategy, in a canonical order."""
+    return {
+        "chunks": conn.execute("SELECT chunk_id, doc_id, doc_hash, ordinal, start_char, end_char, n_tokens, text,"
+                               " indexed_text, text_hash, identifiers, embedding::text, tsv::text FROM chunks"
+                               " WHERE strategy_id = %s ORDER BY chunk_id", (sid,)).fetchall(),
+        "postings": conn.execute("SELECT lexeme, chunk_id, tf, dl FROM bm25_postings WHERE strategy_id = %s"
+                                 " ORDER BY 1, 2", (sid,)).fetchall(),
+        "df": conn.execute("SELECT lexeme, df, max_tf, min_dl FROM bm25_df WHERE strategy_id = %s ORDER BY 1",
+                           (sid,)).fetchall(),
+        "stats": conn.execute("SELECT n_chunks, sum_dl FROM bm25_stats WHERE strategy_id = %s", (sid,)).fetchall(),
+    }
+
+
+def test_an_ingest_in_groups_of_documents_writes_what_one_group_writes(fresh, mini_docs, embedder, monkeypatch):
+    """The ingest chunks, embeds and stages a group of documents at a time (its peak memory is one
+    group's chunks): in one-document groups it writes exactly what one group writes."""
+    from rag_experiments import chunk_index
+
+    p = ChunkingParams("heading", 60)
+    whole = ingest(fresh, mini_docs, p, embedder)
+    expected = _strategy_tables(fresh, whole.strategy_id)
+    assert len(expected["chunks"]) == whole.n_chunks and expected["postings"]
+    fresh.execute("DELETE FROM strategies WHERE strategy_id = %s", (whole.strategy_id,))  # cascades
+
+    monkeypatch.setattr(chunk_index, "INGEST_GROUP_CHARS", 1)  # each document its own group
+    assert len(chunk_index._doc_groups(mini_docs, 1)) == len(mini_docs) > 1
+    grouped = ingest(fresh, mini_docs, p, embedder)
+    assert _strategy_tables(fresh, grouped.strategy_id) == expected
+    assert (grouped.n_chunks, grouped.chunks_written) == (whole.n_chunks, whole.chunks_written)
+    assert grouped.texts_embedded == 0 and grouped.embedding_cache_hits == whole.n_chunks
+    # the staging table lives in the ingest's session only while it runs
+    assert fresh.execute("SELECT to_regclass('pg_temp.chunk_stage')").fetchone()[0] is None
+
+
+def test_an_ingest_stopped_in_its_second_group_keeps_the_first_groups_vectors(fresh, mini_docs, embedder,
+                                                                             monkeypatch):
+    from rag_experiments import chunk_index
+    from rag_experiments.scale.executors import LocalEmbedding
+
+    class DiesOnSecondGroup(LocalEmbedding):
+        calls = 0
+
+        def map(self, batches, input_type="document"):
+            DiesOnSecondGroup.calls += 1
+            if DiesOnSecondGroup.calls == 2:
+                raise RuntimeError("killed in the second group")
+            yield from super().map(batches, input_type)
+
+    monkeypatch.setattr(chunk_index, "INGEST_GROUP_CHARS", 1)
+    p = ChunkingParams("heading", 60)
+    with pytest.raises(RuntimeError, match="second group"):
+        ingest(fresh, mini_docs, p, embedder, executor=DiesOnSecondGroup(embedder))
+    assert fresh.execute("SELECT count(*) FROM chunks").fetchone()[0] == 0
+    assert fresh.execute("SELECT count(*) FROM strategies").fetchone()[0] == 0
+    assert fresh.execute("SELECT to_regclass('pg_temp.chunk_stage')").fetchone()[0] is None
+    kept = fresh.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+    assert kept > 0  # the first group's vectors
+    r = ingest(fresh, mini_docs, p, embedder)
+    assert r.embedding_cache_hits == kept and r.texts_embedded == r.n_chunks - kept

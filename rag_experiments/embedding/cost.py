@@ -23,6 +23,11 @@ class EmbeddingEstimate:
     requests: int
     price_per_mtok: float | None
 
+    def __add__(self, other: "EmbeddingEstimate") -> "EmbeddingEstimate":
+        """Two parts of one ingest (its groups of documents: chunk_index._build)."""
+        return EmbeddingEstimate(self.model_id, self.texts + other.texts, self.tokens + other.tokens,
+                                 self.requests + other.requests, self.price_per_mtok)
+
     @property
     def usd(self) -> float | None:
         return None if self.price_per_mtok is None else self.tokens * self.price_per_mtok / 1_000_000
@@ -70,8 +75,7 @@ class CostGate:
         self._out = out
         self.estimates: list[EmbeddingEstimate] = []
 
-    def __call__(self, texts: Sequence[str]) -> None:
-        est = estimate(self.embedder, texts)
+    def __call__(self, est: EmbeddingEstimate) -> None:
         self.estimates.append(est)
         out = self._out or sys.stderr
         print(est.describe(), file=out, flush=True)

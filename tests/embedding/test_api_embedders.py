@@ -126,6 +126,27 @@ def test_cost_gate_estimates_asks_and_stops_before_paying(fresh, api_stub, api_k
     assert report.texts_embedded == report.n_chunks and gate.metrics()["embedding.estimated_tokens"] > 0
 
 
+def test_an_ingest_in_groups_asks_once_for_all_of_them_and_sends_what_it_priced(fresh, api_stub, api_keys,
+                                                                                 mini_docs, monkeypatch):
+    """Chunked in groups of documents, an ingest still asks once, before the first request, for the
+    price of every group; the estimate's texts and requests are the ones then sent."""
+    from rag_experiments import chunk_index
+    from rag_experiments.chunking import chunk_corpus
+
+    monkeypatch.setattr(chunk_index, "INGEST_GROUP_CHARS", 1)  # each document its own group
+    e = make("voyage", api_stub, model="voyage-3.5", dimensions=32)
+    asked = []
+    gate = CostGate(e, ask=lambda _: asked.append(len(api_stub.requests())) or "yes")
+    report = ingest(fresh, mini_docs, ChunkingParams("heading", 60), e, before_paying=gate)
+    assert asked == [0]  # one question, before any request
+    [est] = gate.estimates
+    texts = {c.indexed_text for c in chunk_corpus(mini_docs, ChunkingParams("heading", 60), e)}
+    assert est.texts == len(texts) == report.texts_embedded == len(api_stub.texts_sent())
+    assert est.tokens == estimate(e, sorted(texts)).tokens
+    assert est.requests == len(api_stub.requests("voyage/embeddings"))
+    assert report.n_chunks == len(fresh.execute("SELECT 1 FROM chunks").fetchall())
+
+
 def test_strategies_of_every_dimension_coexist_with_their_own_index(fresh, api_stub, api_keys, mini_docs, embedder):
     """384 (MiniLM), 512, 1024, 1536 and 3072 dimensions in one database: vector(d) indexes up to
     2,000 dimensions, halfvec(d) above; each strategy's index serves its own KNN queries."""
