@@ -255,3 +255,21 @@ def test_an_ingest_stopped_in_its_second_group_keeps_the_first_groups_vectors(fr
     assert kept > 0  # the first group's vectors
     r = ingest(fresh, mini_docs, p, embedder)
     assert r.embedding_cache_hits == kept and r.texts_embedded == r.n_chunks - kept
+
+
+def test_the_documents_table_follows_the_corpus_and_the_callers_texts_stay_as_they_were(fresh, mini_docs, embedder):
+    """Documents are upserted by one COPY; psycopg never reads the caller's own str objects, which
+    would keep a UTF-8 copy inside each non-ASCII text for as long as the caller holds it."""
+    import sys
+
+    p = ChunkingParams("heading", 60)
+    edited = [replace(d, text=d.text + "\nCafé crème: naïve façade, 10 µs.\n") if i == 0 else d
+              for i, d in enumerate(mini_docs)]
+    sizes = [sys.getsizeof(d.text) for d in edited]
+    ingest(fresh, edited, p, embedder)
+    assert [sys.getsizeof(d.text) for d in edited] == sizes
+    rows = dict(fresh.execute("SELECT doc_id, text FROM documents").fetchall())
+    assert rows == {d.doc_id: d.text for d in edited}
+    ingest(fresh, mini_docs[1:], p, embedder)  # one edited back (it is gone), one removed
+    rows = dict(fresh.execute("SELECT doc_id, text FROM documents").fetchall())
+    assert rows == {d.doc_id: d.text for d in mini_docs[1:]}
