@@ -333,7 +333,7 @@ def _child_main(spec: dict) -> dict:
 
         def timed(*a, **k):
             if spec.get("keyword_only"):
-                return  # --keyword-only: no HNSW index (its build at 1M chunks takes hours here)
+                return  # --keyword-only: no HNSW index
             t = time.perf_counter()
             original(*a, **k)
             hnsw_s[0] += time.perf_counter() - t
@@ -359,13 +359,22 @@ def _child_main(spec: dict) -> dict:
     return out
 
 
-def _child(what: str, url: str, corpus: Corpus, cases: int, mlflow_uri: str, keyword_only: bool = False) -> dict:
+def _child(what: str, url: str, corpus: Corpus, cases: int, mlflow_uri: str, keyword_only: bool = False,
+           build_memory: str | None = None) -> dict:
     spec = {"what": what, "url": url, "root": str(corpus.root), "name": corpus.name, "cases": cases,
             "golden": {str(k): str(v) for k, v in corpus.golden.items()}, "mlflow": mlflow_uri,
             "keyword_only": keyword_only}
+    env = dict(os.environ)
+    if build_memory:
+        # libpq passes PGOPTIONS to every session the child opens. The ingest raises
+        # maintenance_work_mem to 1 GB for the HNSW build; a 1M-chunk graph outgrows that and
+        # pgvector then builds on disk, slower (in 8 GB it took 654 s here). One parallel worker
+        # beside the leader, on 2 cores
+        env["PGOPTIONS"] = (f"{env.get('PGOPTIONS', '')} -c maintenance_work_mem={build_memory} "
+                            "-c max_parallel_maintenance_workers=1").strip()
     with tempfile.NamedTemporaryFile("r", suffix=".json") as res:
         proc = subprocess.run([sys.executable, "-m", "rag_experiments.bench_scale", "--child", json.dumps(spec), res.name],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         if proc.returncode != 0:
             raise RuntimeError(f"child {what} failed: {proc.stderr.strip()[-2000:]}")
         return json.loads(open(res.name).read())
@@ -476,40 +485,49 @@ def measure_latency(conn, strategy, embedder, queries: list[str], rows: Rows, de
 
 
 def measure_bm25(conn, sid: str, queries: list[str], rows: Rows, depth: int = 50) -> None:
-    """The BM25 leg as shipped (pruned: migration 0006) and reading every posting (the leg before
-    pruning), on the same queries; every query's two lists and scores are compared."""
+    """The BM25 leg as shipped (native: migration 0007, where the accumulator is installed), the
+    SQL search (pruned: migration 0006) and reading every posting (the leg before pruning), on
+    the same queries; every query's lists and scores are compared across all three."""
+    from .db import native
     from .retrieval import legs
     from .retrieval.legs import KeywordParams, keyword_search
 
     kw = KeywordParams()
     saved = legs.PRUNE_MIN_POSTINGS
-    plans: dict[str, int] = {}
-    pruned: dict[str, list] = {}
+    has_native = native.installed_build(conn) is not None
 
-    def shipped(q: str) -> None:
-        pruned[q] = [(h.chunk_id, h.score) for h in keyword_search(conn, sid, q, depth, kw)]
-        kind = conn.execute("SELECT current_setting('rag_exp.bm25_plan', true)").fetchone()[0] or "?"
-        plans[kind.split(" ")[0]] = plans.get(kind.split(" ")[0], 0) + 1
+    def timed() -> tuple[list[float], dict[str, list], dict[str, int]]:
+        lists: dict[str, list] = {}
+        plans: dict[str, int] = {}
 
-    kt = _time(shipped, queries)
-    rows.add(f"BM25 leg p50, ms (OR, depth {depth}; pruned)", _pct(kt, .5))
-    rows.add("BM25 leg p95, ms (pruned)", _pct(kt, .95))
-    rows.add("BM25 queries pruned (MaxScore), share", plans.get("pruned", 0) / max(len(queries), 1), "{:.2f}",
-             "(" + ", ".join(f"{k} {v}" for k, v in sorted(plans.items())) + ")")
-    legs.PRUNE_MIN_POSTINGS = 10**15  # every posting read: the leg before migration 0006
+        def one(q: str) -> None:
+            lists[q] = [(h.chunk_id, h.score) for h in keyword_search(conn, sid, q, depth, kw)]
+            kind = (conn.execute("SELECT current_setting('rag_exp.bm25_plan', true)").fetchone()[0] or "?").split(" ")[0]
+            plans[kind] = plans.get(kind, 0) + 1
+
+        return _time(one, queries), lists, plans
+
+    shipped_t, shipped, shipped_plans = timed()
+    name = "native" if has_native else "SQL search, no native accumulator here"
+    rows.add(f"BM25 leg p50, ms (OR, depth {depth}; as shipped: {name})", _pct(shipped_t, .5))
+    rows.add(f"BM25 leg p95, ms (as shipped)", _pct(shipped_t, .95),
+             note="(" + ", ".join(f"{k} {v}" for k, v in sorted(shipped_plans.items())) + ")")
+    conn.execute("SET rag_exp.bm25_native = 'off'")
     try:
-        every: dict[str, list] = {}
-
-        def read_every_posting(q: str) -> None:
-            every[q] = [(h.chunk_id, h.score) for h in keyword_search(conn, sid, q, depth, kw)]
-
-        exhaustive = _time(read_every_posting, queries)
-        same = sum(every[q] == pruned[q] for q in queries)
+        sql_t, sql_lists, plans = timed()
+        legs.PRUNE_MIN_POSTINGS = 10**15  # every posting read: the leg before migration 0006
+        every_t, every, _ = timed()
     finally:
         legs.PRUNE_MIN_POSTINGS = saved
-    rows.add(f"BM25 leg p50, ms (every posting read: the leg before pruning)", _pct(exhaustive, .5))
-    rows.add("BM25 leg p95, ms (every posting read)", _pct(exhaustive, .95))
-    rows.add("BM25 pruned lists and scores = every-posting ones, queries", same, "{:,.0f}",
+        conn.execute("RESET rag_exp.bm25_native")
+    rows.add(f"BM25 leg p50, ms (SQL search, pruned: bm25_top_sql)", _pct(sql_t, .5))
+    rows.add("BM25 leg p95, ms (SQL search)", _pct(sql_t, .95))
+    rows.add("BM25 SQL-search queries pruned (MaxScore), share", plans.get("pruned", 0) / max(len(queries), 1),
+             "{:.2f}", "(" + ", ".join(f"{k} {v}" for k, v in sorted(plans.items())) + ")")
+    rows.add(f"BM25 leg p50, ms (every posting read: the leg before pruning)", _pct(every_t, .5))
+    rows.add("BM25 leg p95, ms (every posting read)", _pct(every_t, .95))
+    same = sum(every[q] == sql_lists[q] == shipped[q] for q in queries)
+    rows.add("BM25 lists and scores, as shipped = SQL search = every posting read, queries", same, "{:,.0f}",
              f"of {len(queries)}" + ("" if same == len(queries) else "  <-- MISMATCH"))
 
 
@@ -645,7 +663,7 @@ def _with_db(url: str, name: str) -> str:
 
 
 def run_size(server: Server, work: Path, size: int, pool: list[str], *, queries: int, eval_cases: Sequence[int],
-             sweep_points: int, keyword_only: bool = False) -> Rows:
+             sweep_points: int, keyword_only: bool = False, build_memory: str | None = None) -> Rows:
     import psycopg
 
     from .chunk_index import strategy_info
@@ -666,7 +684,7 @@ def run_size(server: Server, work: Path, size: int, pool: list[str], *, queries:
     (work / (name + "-mlflow")).mkdir(exist_ok=True)
     try:
         connect(url).close()  # migrations
-        ing = _child("ingest", url, corpus, base, mlflow_uri, keyword_only)
+        ing = _child("ingest", url, corpus, base, mlflow_uri, keyword_only, build_memory)
         n = ing["n_chunks"]
         rows.add("chunks", n, "{:,.0f}")
         rows.add("ingest, s (cheap embedder; chunking, writes, BM25 statistics, HNSW, settle)", ing["ingest_s"])
@@ -674,7 +692,8 @@ def run_size(server: Server, work: Path, size: int, pool: list[str], *, queries:
         rows.add("ingest chunks/s without the model and the HNSW build", n / rest, "{:,.0f}",
                  f"(the cheap embedder took {ing['embed_s']:.1f}s)")
         rows.add("HNSW build (m 16, ef_construction 64), s", float("nan") if keyword_only else ing["hnsw_s"],
-                 note="(--keyword-only: not built)" if keyword_only else "")
+                 note="(--keyword-only: not built)" if keyword_only
+                 else f"(maintenance_work_mem {build_memory})" if build_memory else "")
         rows.add("settle (GIN pending lists, VACUUM ANALYZE BM25 tables), s", ing["settle_s"])
         rows.add("peak RSS of ingest (child process), MiB", ing["peak_rss_mib"] or float("nan"), "{:,.0f}")
         conn = connect(url)
@@ -749,6 +768,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keyword-only", action="store_true",
                     help="build no HNSW index and time only the BM25 leg (pruned and reading every posting, "
                     "their lists compared): the keyword leg at a size whose HNSW build would take hours")
+    ap.add_argument("--build-memory", default=None, metavar="SIZE",
+                    help="maintenance_work_mem for the ingest's index builds, e.g. 8GB (default: the server's "
+                    "setting (the ingest raises it to 1GB) below 500k chunks, 8GB from 500k: a graph that outgrows it builds "
+                    "on disk, slower)")
     ap.add_argument("--queries", type=int, default=200, help="queries timed per leg")
     ap.add_argument("--eval-cases", type=_counts(1), default="1000,10000",
                     help="golden-set sizes evaluated (the largest only at the smallest corpus size; none larger "
@@ -780,7 +803,8 @@ def main(argv: list[str] | None = None) -> int:
             # its cost beyond retrieval does not depend on the corpus
             cases = eval_cases if i == 0 else [min(eval_cases)]
             all_rows.append(run_size(server, work, size, pool, queries=args.queries, eval_cases=cases,
-                                     sweep_points=args.sweep_points, keyword_only=args.keyword_only))
+                                     sweep_points=args.sweep_points, keyword_only=args.keyword_only,
+                                     build_memory=args.build_memory or ("8GB" if size >= 500_000 else None)))
     finally:
         server.stop()
         if args.workdir is None:

@@ -408,6 +408,7 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
             _write_chunks(conn, key, space, staged)
             n_chunks = conn.execute("SELECT count(*) FROM chunks WHERE strategy_id = %s", (key,)).fetchone()[0]
             added_dl = bm25_stats.add_documents(conn, key, sorted(chunked_docs))
+            bm25_stats.refresh_packs(conn, key)
             bm25_stats.update_totals(conn, key, n_chunks, removed_dl, added_dl)
             conn.execute("UPDATE strategies SET content_digest = %s, n_chunks = %s, built_at = now() WHERE strategy_id = %s",
                          (manifest["digest"], n_chunks, key))
@@ -433,7 +434,8 @@ def settle(conn: psycopg.Connection) -> None:
       frequencies from the covering keys alone (index-only scans; migration 0004). The whole
       manual's leg (before 0004) took p50 43 ms right after its ingest, 27.5 ms once autovacuum
       had passed.
-    * Planner statistics for all three.
+    * The same for the packed postings and their chunk ordinals (migration 0007).
+    * Planner statistics for all of them.
     ``chunks`` itself is not vacuumed: after a re-ingest that would also run the HNSW index's
     bulk delete, which can take minutes on a large table; autovacuum does that in the background.
     """
@@ -443,10 +445,11 @@ def settle(conn: psycopg.Connection) -> None:
     except psycopg.errors.InsufficientPrivilege:
         pass  # only the indexes' owner (or a superuser) may: autovacuum merges them later
     if conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-        conn.execute("VACUUM (ANALYZE) bm25_postings, bm25_df")  # a non-owner gets a warning, not an error
+        # a non-owner gets a warning, not an error
+        conn.execute("VACUUM (ANALYZE) bm25_postings, bm25_df, bm25_ords, bm25_packs")
     else:  # VACUUM cannot run inside a transaction block
-        conn.execute("ANALYZE bm25_postings")
-        conn.execute("ANALYZE bm25_df")
+        for table in ("bm25_postings", "bm25_df", "bm25_ords", "bm25_packs"):
+            conn.execute(f"ANALYZE {table}")
     conn.execute("ANALYZE chunks")
 
 

@@ -15,6 +15,7 @@ from pgvector.psycopg import register_vector
 from ..errors import DatabaseError
 from ..redaction import redact_dsn, redact_text
 from .embedded import EmbeddedPostgres
+from . import native
 from .migrations import SCHEMA_LOCK_KEY, migrate
 
 
@@ -52,6 +53,7 @@ def connect(url: str, *, migrate_schema: bool = True, autocommit: bool = True) -
     ensure_vector_extension(conn, url)
     if migrate_schema:
         migrate(conn)
+        native.ensure(conn)  # the BM25 leg's C accumulator, where this server can load it
     register_vector(conn)
     return conn
 

@@ -107,8 +107,9 @@ def assert_same(db_hits, ref):
 
 
 def test_bm25_matches_bm25s_lucene_scores_and_ranking(conn, handbook_strategy, monkeypatch):
-    """Each list twice: as shipped (the handbook's few hundred chunks are read whole) and with the
-    pruned leg (migration 0006) forced on every query with two or more terms."""
+    """Each list twice: as shipped (the native accumulator of migration 0007 where it is
+    installed, as in the test server) and with the SQL search (migration 0006), its pruning
+    forced on every query with two or more terms."""
     from mini_golden_spec import MINI_CASES
 
     from rag_experiments.retrieval import legs
@@ -118,7 +119,11 @@ def test_bm25_matches_bm25s_lucene_scores_and_ranking(conn, handbook_strategy, m
             m.setattr(legs, "PRUNE_MIN_POSTINGS", 0)
             m.setattr(legs, "PRUNE_SEED_POSTINGS", 50)
             m.setattr(legs, "PROBE_COST", 0.0)
-            return fn()
+            conn.execute("SET rag_exp.bm25_native = 'off'")
+            try:
+                return fn()
+            finally:
+                conn.execute("RESET rag_exp.bm25_native")
 
     sid = handbook_strategy.strategy_id
     tokens = chunk_tokens(conn, sid)

