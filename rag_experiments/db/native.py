@@ -12,7 +12,9 @@ Installed only where we know the server's build: the embedded server from the
 compiler (``$CC``, else ``cc``). The library is compiled once per source and server version into
 ``<pgdata>/../native/`` and registered with ``CREATE OR REPLACE FUNCTION``. Anywhere else (a
 ``DATABASE_URL`` server, no compiler, ``RAG_EXP_BM25_NATIVE=0``) nothing is installed and the
-leg runs in SQL; ``docs/reference/performance.md`` says how to install it on your own server.
+leg runs in SQL. For a server of your own, ``python -m rag_experiments.db.native --help`` builds
+the library against its ``pg_config`` and prints the SQL that registers it
+(``docs/reference/performance.md``).
 """
 
 from __future__ import annotations
@@ -44,7 +46,11 @@ def source() -> str:
 
 def build_id(server_version_num: int) -> str:
     """What a library must have been built from: this source, for this server major version."""
-    return hashlib.sha256(source().encode()).hexdigest()[:16] + f"-pg{server_version_num // 10000}"
+    return _build_for_major(server_version_num // 10000)
+
+
+def _build_for_major(major: int) -> str:
+    return hashlib.sha256(source().encode()).hexdigest()[:16] + f"-pg{major}"
 
 
 def install_sql(library: str) -> str:
@@ -178,3 +184,61 @@ def _compile(folder: Path, build: str, headers: Path) -> Path:
     os.chmod(out, 0o755)
     os.replace(out, target)
     return target
+
+
+def build_for_server(pg_config: str, out: Path) -> tuple[Path, str]:
+    """Compile the library for the server ``pg_config`` describes (its server headers and major
+    version) into ``out``; return the library and its build id."""
+    def ask(flag: str) -> str:
+        try:
+            return subprocess.run([pg_config, flag], capture_output=True, text=True, check=True,
+                                  timeout=60).stdout.strip()
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise NativeBuildError(f"{pg_config} {flag} failed ({exc}); pass --pg-config with the path of "
+                                   "your server's pg_config") from None
+
+    version = ask("--version")  # "PostgreSQL 17.2 (Debian 17.2-1)"
+    try:
+        major = int(version.split()[1].split(".")[0])
+    except (IndexError, ValueError):
+        raise NativeBuildError(f"{pg_config} --version said {version!r}, not 'PostgreSQL <version>'") from None
+    headers = Path(ask("--includedir-server"))
+    if not (headers / "postgres.h").exists():
+        raise NativeBuildError(f"no server headers in {headers}: install them (Debian/Ubuntu: "
+                               f"postgresql-server-dev-{major}; RHEL: postgresql{major}-devel)")
+    build = _build_for_major(major)
+    return _compile(out, build, headers), build
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(
+        prog="python -m rag_experiments.db.native",
+        description="Build the BM25 leg's native accumulator for a PostgreSQL server of your own and print the "
+        "SQL that registers it. The embedded server gets it by itself; a DATABASE_URL server runs the keyword leg "
+        "in SQL (same lists and scores, slower on large corpora) until this is installed. Steps: build on a "
+        "machine like the server's (same PostgreSQL major, its server headers and a C compiler), copy the library "
+        "into the server's `pg_config --pkglibdir`, then run the printed SQL as a superuser in the tool's "
+        "database (after the tool has migrated it).")
+    ap.add_argument("--pg-config", default=shutil.which("pg_config") or "pg_config",
+                    help="the server's pg_config (default: the one on PATH)")
+    ap.add_argument("--out", type=Path, default=Path("."), help="folder for the built library (default: here)")
+    ap.add_argument("--library-path", default=None,
+                    help="the path the server loads the library from (default: $libdir/<the library's name>, "
+                    "i.e. copied into pg_config --pkglibdir)")
+    args = ap.parse_args(argv)
+    try:
+        library, build = build_for_server(args.pg_config, args.out)
+    except NativeBuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    where = args.library_path or f"$libdir/{library.stem}"
+    print(f"-- built {library} (build {build}); the server loads it from {where}")
+    print(install_sql(where), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

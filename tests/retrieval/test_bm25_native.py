@@ -265,3 +265,41 @@ def test_no_c_compiler_is_named_and_nothing_is_written(tmp_path, monkeypatch):
     with pytest.raises(native.NativeBuildError, match="no C compiler found"):
         native._compile(tmp_path / "native", "test", bin_dir().parent / "include" / "server")
     assert not (tmp_path / "native").exists()
+
+
+def test_a_server_of_your_own_gets_the_library_from_the_build_command(synthetic_corpus, fresh_db_url, monkeypatch,
+                                                                       capsys):
+    """What docs/reference/performance.md tells a DATABASE_URL user to run: the build command
+    against the server's pg_config, then its printed SQL. Here the 'own server' is a database
+    the automatic install was kept away from (RAG_EXP_BM25_NATIVE=0)."""
+    from rag_experiments.chunk_index import ingest
+    from rag_experiments.db.connect import connect
+    from rag_experiments.db.embedded import bin_dir
+
+    docs, queries = synthetic_corpus
+    monkeypatch.setenv(native.ENV_SWITCH, "0")
+    conn = connect(fresh_db_url)
+    folder = Path(tempfile.mkdtemp(prefix="rag-exp-native-own-", dir="/tmp"))
+    folder.chmod(0o755)  # the server's user loads the library from here
+    try:
+        assert native.installed_build(conn) is None
+        sid = ingest(conn, docs[:150], SYNTHETIC_CHUNKING, bench_scale.HashEmbedder()).strategy_id
+        want, sql_plan = _search(conn, sid, queries[1], 20, native_on=True)
+        assert sql_plan != "native"  # not installed: the SQL search answers
+        library = folder / f"bm25_native-{native.build_id(conn.info.server_version)}.so"
+        assert native.main(["--pg-config", str(bin_dir() / "pg_config"), "--out", str(folder),
+                            "--library-path", str(library)]) == 0
+        printed = capsys.readouterr().out
+        assert library.exists() and f"'{library}'" in printed
+        conn.execute(printed)
+        assert native.installed_build(conn) == native.build_id(conn.info.server_version)
+        assert _search(conn, sid, queries[1], 20, native_on=True) == (want, "native")
+    finally:
+        conn.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_build_command_names_a_missing_pg_config(capsys):
+    assert native.main(["--pg-config", "/no/such/pg_config", "--out", "/tmp"]) == 2
+    err = capsys.readouterr().err
+    assert "/no/such/pg_config --version failed" in err and "--pg-config" in err
