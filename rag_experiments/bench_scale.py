@@ -460,9 +460,8 @@ def measure_latency(conn, strategy, embedder, queries: list[str], rows: Rows, de
     qvecs = dict(zip(queries, embedder.embed(queries, input_type="query")))
     kw = KeywordParams()
     sid = strategy.strategy_id
-    for q in queries[:5]:  # warm the buffers
-        keyword_search(conn, sid, q, depth, kw)
-        vector_search(conn, sid, qvecs[q], depth, strategy.dim)
+    for q in queries:  # an untimed pass: the rows below are warm (at 1M chunks the database
+        vector_search(conn, sid, qvecs[q], depth, strategy.dim)  # outgrows the page cache)
     for ef in (None, 200):
         vt = _time(lambda q: vector_search(conn, sid, qvecs[q], depth, strategy.dim, ef_search=ef), queries)
         shown = max(40, depth, ef or 0)
@@ -507,15 +506,24 @@ def measure_bm25(conn, sid: str, queries: list[str], rows: Rows, depth: int = 50
 
         return _time(one, queries), lists, plans
 
+    # Each path is timed on its second pass over the queries (warm). The first pass of the shipped
+    # leg is a row of its own: the postings it reads first come from disk where the database has
+    # outgrown the page cache (at 1M chunks the exact vector scans above have just read 4.5 GB).
+    first_t, _, _ = timed()
     shipped_t, shipped, shipped_plans = timed()
     name = "native" if has_native else "SQL search, no native accumulator here"
     rows.add(f"BM25 leg p50, ms (OR, depth {depth}; as shipped: {name})", _pct(shipped_t, .5))
     rows.add(f"BM25 leg p95, ms (as shipped)", _pct(shipped_t, .95),
              note="(" + ", ".join(f"{k} {v}" for k, v in sorted(shipped_plans.items())) + ")")
+    rows.add("BM25 leg p50, ms, as shipped, the queries' first pass (cold where the data outgrows RAM)",
+             _pct(first_t, .5))
+    rows.add("BM25 leg p95, ms, as shipped, first pass", _pct(first_t, .95))
     conn.execute("SET rag_exp.bm25_native = 'off'")
     try:
+        timed()
         sql_t, sql_lists, plans = timed()
         legs.PRUNE_MIN_POSTINGS = 10**15  # every posting read: the leg before migration 0006
+        timed()
         every_t, every, _ = timed()
     finally:
         legs.PRUNE_MIN_POSTINGS = saved

@@ -4,7 +4,7 @@
 --
 -- Why: the SQL search reads ~0.5 us a posting; a query at 1M chunks has ~512k of them, and
 -- MaxScore (0006) skips few on a corpus whose query words are all common. Summed in C over
--- packed arrays: 100 queries at 1M chunks, p50 506 -> ~20 ms, the same sets and sums.
+-- packed arrays: 100 queries at 1M chunks, candidate search p50 506 -> ~20 ms, the same sets and sums.
 --
 -- bm25_ords: a small integer per chunk of a strategy, the index of the C aggregate's dense array
 -- of sums. A re-ingest deletes its old chunks' ordinals and numbers its new chunks after the
