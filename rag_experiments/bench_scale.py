@@ -440,6 +440,8 @@ def _sizes(conn, strategy_id: str, n: int) -> dict[str, float]:
         "tsvector GIN index, MB / 10k chunks": rel("chunks_tsv_gin"),
         "BM25 postings (table + covering key), MB / 10k chunks": rel("bm25_postings", True),
         "BM25 document frequencies, MB / 10k chunks": rel("bm25_df", True),
+        "BM25 packed postings + chunk ordinals (native search), MB / 10k chunks":
+            rel("bm25_packs", True) + rel("bm25_ords", True),
         "documents table, MB / 10k chunks": rel("documents", True),
     }
 

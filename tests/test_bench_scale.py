@@ -76,7 +76,7 @@ def test_scale_bench_prints_rows_and_exponents_and_drops_its_database(pg_server,
                 "BM25 postings", "vector leg p50", "ANN recall", "BM25 leg p50", "hybrid p50",
                 "BM25 leg p50, ms (every posting read", "BM25 SQL-search queries pruned",
                 "BM25 leg p50, ms (OR, depth 50; as shipped: native)", "BM25 leg p50, ms (SQL search",
-                "BM25 leg p50, ms, as shipped, the queries' first pass",
+                "BM25 leg p50, ms, as shipped, the queries' first pass", "BM25 packed postings + chunk ordinals",
                 "peak RSS of ingest", "peak RSS of a run", "eval 150 cases: cold run", "eval 300 cases: warm run",
                 "per-case artifact", "compare of two runs", "summary of a 3-point sweep"):
         assert row in table, row
