@@ -87,7 +87,7 @@ def ensure(conn: psycopg.Connection) -> str | None:
     server: it logs why, once, and the SQL leg answers the same."""
     if os.environ.get(ENV_SWITCH, "1").strip().lower() in ("0", "off", "false", "no"):
         return None
-    version = int(conn.execute("SELECT current_setting('server_version_num')").fetchone()[0])
+    version = conn.info.server_version  # libpq's server_version_num, no round trip
     want = build_id(version)
     have = installed_build(conn)
     if have == want:
@@ -96,13 +96,9 @@ def ensure(conn: psycopg.Connection) -> str | None:
     if pgdata is None:
         log.debug("BM25 native accumulator: not the embedded server; the keyword leg runs in SQL")
         return have
-    headers = bin_dir().parent / "include" / "server"
-    if not (headers / "postgres.h").exists():
-        return _skip(f"the embedded server's headers are missing ({headers})", have)
-    if _header_version(headers) != version // 10000:
-        return _skip(f"the server (version {version}) is not the build of {headers}", have)
-    try:
-        library = _compile(pgdata.parent / "native", want, headers)
+    try:  # the wheel's own pg_config names its headers: the same build step as for a server of yours
+        library, _ = build_for_server(str(bin_dir() / "pg_config"), pgdata.parent / "native",
+                                      server_major=version // 10000)
     except NativeBuildError as exc:
         return _skip(str(exc), have)
     with conn.transaction():
@@ -113,6 +109,10 @@ def ensure(conn: psycopg.Connection) -> str | None:
 
 class NativeBuildError(RuntimeError):
     pass
+
+
+class PgConfigError(NativeBuildError):
+    """pg_config could not be run or read."""
 
 
 _warned: set[str] = set()
@@ -149,13 +149,6 @@ def _embedded_pgdata(conn: psycopg.Connection) -> Path | None:
     return pgdata
 
 
-def _header_version(headers: Path) -> int | None:
-    for line in (headers / "pg_config.h").read_text(encoding="utf-8", errors="replace").splitlines():
-        if line.startswith("#define PG_MAJORVERSION_NUM"):
-            return int(line.split()[-1])
-    return None
-
-
 def _compile(folder: Path, build: str, headers: Path) -> Path:
     """Compile the source into ``folder/bm25_native-<build>.so`` unless it is there already
     (atomically: concurrent processes compile to temporary files and rename)."""
@@ -186,22 +179,24 @@ def _compile(folder: Path, build: str, headers: Path) -> Path:
     return target
 
 
-def build_for_server(pg_config: str, out: Path) -> tuple[Path, str]:
+def build_for_server(pg_config: str, out: Path, server_major: int | None = None) -> tuple[Path, str]:
     """Compile the library for the server ``pg_config`` describes (its server headers and major
-    version) into ``out``; return the library and its build id."""
+    version) into ``out``; return the library and its build id. ``server_major``: the running
+    server's major version, which the headers must match."""
     def ask(flag: str) -> str:
         try:
             return subprocess.run([pg_config, flag], capture_output=True, text=True, check=True,
                                   timeout=60).stdout.strip()
         except (OSError, subprocess.SubprocessError) as exc:
-            raise NativeBuildError(f"{pg_config} {flag} failed ({exc}); pass --pg-config with the path of "
-                                   "your server's pg_config") from None
+            raise PgConfigError(f"{pg_config} {flag} failed ({exc})") from None
 
     version = ask("--version")  # "PostgreSQL 17.2 (Debian 17.2-1)"
     try:
         major = int(version.split()[1].split(".")[0])
     except (IndexError, ValueError):
-        raise NativeBuildError(f"{pg_config} --version said {version!r}, not 'PostgreSQL <version>'") from None
+        raise PgConfigError(f"{pg_config} --version said {version!r}, not 'PostgreSQL <version>'") from None
+    if server_major is not None and major != server_major:
+        raise NativeBuildError(f"the server is PostgreSQL {server_major}, {pg_config} describes {major}")
     headers = Path(ask("--includedir-server"))
     if not (headers / "postgres.h").exists():
         raise NativeBuildError(f"no server headers in {headers}: install them (Debian/Ubuntu: "
@@ -232,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         library, build = build_for_server(args.pg_config, args.out)
     except NativeBuildError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        hint = "; pass --pg-config with the path of your server's pg_config" if isinstance(exc, PgConfigError) else ""
+        print(f"error: {exc}{hint}", file=sys.stderr)
         return 2
     where = args.library_path or f"$libdir/{library.stem}"
     print(f"-- built {library} (build {build}); the server loads it from {where}")
