@@ -753,6 +753,14 @@ def _counts(minimum: int):
     return parse
 
 
+def _memory_size(text: str) -> str:
+    """An argparse type: a PostgreSQL memory size such as 8GB (it goes into PGOPTIONS, so nothing
+    else may ride along)."""
+    if not re.fullmatch(r"[1-9][0-9]*(kB|MB|GB|TB)", text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a memory size such as 512MB or 8GB")
+    return text.strip()
+
+
 def _quiet_store_creation() -> None:
     """Each size's throwaway MLflow store is new: MLflow and alembic log its table creation at INFO,
     lines between the bench's own that say nothing about what is measured."""
@@ -778,7 +786,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keyword-only", action="store_true",
                     help="build no HNSW index and time only the BM25 leg (pruned and reading every posting, "
                     "their lists compared): the keyword leg at a size whose HNSW build would take hours")
-    ap.add_argument("--build-memory", default=None, metavar="SIZE",
+    ap.add_argument("--build-memory", default=None, metavar="SIZE", type=_memory_size,
                     help="maintenance_work_mem for the ingest's index builds, e.g. 8GB (default: the server's "
                     "setting (the ingest raises it to 1GB) below 500k chunks, 8GB from 500k: a graph that outgrows it builds "
                     "on disk, slower)")

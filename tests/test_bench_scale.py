@@ -110,6 +110,9 @@ def test_keyword_only_builds_no_hnsw_index_and_times_the_bm25_leg(pg_server, mon
     (["--sizes", "0"], "argument --sizes: 0 is below the minimum of 1,000"),
     (["--sizes", ""], "argument --sizes: give at least one number"),
     (["--sizes", "2000", "--eval-cases", "5000"], "--eval-cases 5,000 is more cases than the smallest corpus"),
+    (["--build-memory", "lots"], "argument --build-memory: 'lots' is not a memory size such as 512MB or 8GB"),
+    # it goes into PGOPTIONS: nothing may ride along
+    (["--build-memory", "8GB -c fsync=off"], "argument --build-memory: '8GB -c fsync=off' is not a memory size"),
 ])
 def test_bad_sizes_are_one_usage_line_before_anything_runs(argv, says, capsys):
     with pytest.raises(SystemExit) as exc:

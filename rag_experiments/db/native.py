@@ -230,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
         hint = "; pass --pg-config with the path of your server's pg_config" if isinstance(exc, PgConfigError) else ""
         print(f"error: {exc}{hint}", file=sys.stderr)
         return 2
+    except OSError as exc:  # --out not writable, a full disk
+        print(f"error: cannot write the library into {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     where = args.library_path or f"$libdir/{library.stem}"
     print(f"-- built {library} (build {build}); the server loads it from {where}")
     print(install_sql(where), end="")

@@ -303,3 +303,13 @@ def test_the_build_command_names_a_missing_pg_config(capsys):
     assert native.main(["--pg-config", "/no/such/pg_config", "--out", "/tmp"]) == 2
     err = capsys.readouterr().err
     assert "/no/such/pg_config --version failed" in err and "--pg-config" in err
+
+
+def test_the_build_command_names_a_folder_it_cannot_write(capsys, tmp_path):
+    from rag_experiments.db.embedded import bin_dir
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert native.main(["--pg-config", str(bin_dir() / "pg_config"), "--out", str(blocker / "lib")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot write the library into {blocker / 'lib'}") and "Traceback" not in err
