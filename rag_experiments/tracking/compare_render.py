@@ -217,9 +217,14 @@ def check_cells(chk) -> list[str]:
 
 
 def decision_table(decision, title: str, candidate_label: str = "candidate"):
+    """The checks as a table, its title a line of its own above it: a rich table title is wrapped to
+    the table's width and folds a word longer than that (``default.record.json`` / ``, version 1)``),
+    so the same decision read differently on a narrower table (issue 49, item 6)."""
+    from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title, caption=f"two-sided paired randomization test over cases, alpha {decision.alpha:g}; "
+    table = Table(caption=f"two-sided paired randomization test over cases, alpha {decision.alpha:g}; "
                   f"W/T/L = cases the {candidate_label} won/tied/lost", caption_justify="left")
     for h in CHECK_HEAD:
         table.add_column(h.replace("candidate", candidate_label),
@@ -228,7 +233,7 @@ def decision_table(decision, title: str, candidate_label: str = "candidate"):
         cells = check_cells(chk)
         style = "green" if chk.passed else "bold red"
         table.add_row(*cells[:-1], f"[{style}]{cells[-1]}[/{style}]")
-    return table
+    return Group(Text(title, style="bold"), table)
 
 
 def decision_markdown(decision, candidate_label: str = "candidate") -> str:
