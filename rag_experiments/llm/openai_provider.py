@@ -25,8 +25,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .errors import ConfigError
-from .llm import LLMFatalError, Usage, estimate_tokens, request_url_of, short_error
+from ..errors import ConfigError
+from .base import LLMFatalError, Usage, estimate_tokens, request_url_of, short_error
 
 PLACEHOLDER_KEY = "EMPTY"  # what vLLM's documentation passes to a server started without --api-key
 

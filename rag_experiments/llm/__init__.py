@@ -1,11 +1,11 @@
-"""The only module (with its sibling :mod:`.llm_openai`) that talks to an LLM API.
+"""The only module (with its sibling :mod:`.openai_provider`) that talks to an LLM API.
 
 Two providers (:data:`PROVIDERS`), each through its real SDK:
 
 * ``anthropic`` (the default): the ``anthropic`` SDK 2.x, the Messages API.
 * ``openai``: the ``openai`` SDK's ``chat.completions.create`` against any OpenAI-compatible
   server (``base_url``: vLLM, Ollama, LM Studio, a gateway, or OpenAI itself); see
-  :mod:`.llm_openai` for the key rule (a placeholder key for a self-hosted server).
+  :mod:`.openai_provider` for the key rule (a placeholder key for a self-hosted server).
 
 * :func:`make_client` builds a client: ``provider="anthropic"`` from ``ANTHROPIC_API_KEY`` (and
   optionally ``ANTHROPIC_BASE_URL``), ``provider="openai"`` from ``OPENAI_API_KEY`` and
@@ -33,15 +33,16 @@ The API key is never logged, printed or put in an error message.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from .errors import ConfigError, UserError
+from ..errors import ConfigError, UserError
+from .base import (CHARS_PER_TOKEN, LLMFatalError, Usage, estimate_tokens,  # noqa: F401 - re-exported
+                   request_url_of, short_error)
 
 if TYPE_CHECKING:  # the SDK is imported lazily: commands that never call the API stay fast
     import anthropic
@@ -51,7 +52,6 @@ DEFAULT_PROVIDER = "anthropic"
 DEFAULT_MODEL = "claude-sonnet-4-6"  # the anthropic provider's; provider openai has none (name the model)
 DEFAULT_MAX_RETRIES = 4
 DEFAULT_TIMEOUT = 60.0
-CHARS_PER_TOKEN = 3.5  # input-token estimate when no tokenizer is at hand (English prose + code)
 BATCH_DISCOUNT = 0.5  # the Message Batches API bills input and output at half price
 
 
@@ -93,40 +93,6 @@ def price_for(model: str, provider: str = DEFAULT_PROVIDER) -> Price | None:
     name = _DATED.sub("", model)
     name = _ALIASES.get(name, name)
     return PRICES.get(model) or PRICES.get(name)
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Token usage of one or more requests (``requests`` counts billed responses)."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    requests: int = 0
-
-    def __add__(self, other: "Usage") -> "Usage":
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
-                     self.requests + other.requests)
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, obj: dict | None) -> "Usage":
-        if not obj:
-            return cls()
-        return cls(int(obj.get("input_tokens", 0)), int(obj.get("output_tokens", 0)), int(obj.get("requests", 0)))
-
-    @classmethod
-    def from_sdk(cls, usage: Any) -> "Usage":
-        """From an SDK ``Usage``: cache reads/writes are counted as input tokens (upper bound)."""
-        inp = (usage.input_tokens or 0) + (getattr(usage, "cache_creation_input_tokens", None) or 0) \
-            + (getattr(usage, "cache_read_input_tokens", None) or 0)
-        return cls(int(inp), int(usage.output_tokens or 0), 1)
-
-
-def estimate_tokens(text: str) -> int:
-    """Input tokens of ``text`` estimated as ``ceil(chars / 3.5)`` (no tokenizer needed)."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 def cost_usd(model: str, input_tokens: int, output_tokens: int, *, batch: bool = False,
@@ -269,7 +235,7 @@ def api_name(exc_or_provider: Any) -> str:
 def make_client(api_key: str | None = None, base_url: str | None = None, max_retries: int = DEFAULT_MAX_RETRIES,
                 timeout: float = DEFAULT_TIMEOUT, *, provider: str = DEFAULT_PROVIDER) -> Any:
     """An SDK client for ``provider``: ``anthropic.Anthropic`` (the default) or ``openai.OpenAI``
-    (see :func:`rag_experiments.llm_openai.make_openai_client`).
+    (see :func:`rag_experiments.llm.openai_provider.make_openai_client`).
 
     Anthropic: the key comes from ``api_key`` or ``$ANTHROPIC_API_KEY``; ``base_url`` (else
     ``$ANTHROPIC_BASE_URL``, else the SDK default) points it elsewhere, e.g. at a test stub. A
@@ -278,7 +244,7 @@ def make_client(api_key: str | None = None, base_url: str | None = None, max_ret
     check_provider(provider, "provider")
     check_base_url(base_url, "base_url")
     if provider == "openai":
-        from .llm_openai import make_openai_client
+        from .openai_provider import make_openai_client
 
         return make_openai_client(api_key, base_url, max_retries, timeout)
     import anthropic
@@ -293,14 +259,10 @@ def make_client(api_key: str | None = None, base_url: str | None = None, max_ret
     return anthropic.Anthropic(api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout)
 
 
-class LLMFatalError(UserError):
-    """An API error that will recur for every request (bad key, no permission, unknown model)."""
-
-
 def fatal_api_error(exc: BaseException) -> LLMFatalError | None:
     """A :class:`LLMFatalError` if ``exc`` is an error that retrying other requests cannot fix."""
     if _sdk_of(exc) == "openai":
-        from .llm_openai import fatal_api_error as openai_fatal
+        from .openai_provider import fatal_api_error as openai_fatal
 
         return openai_fatal(exc)
     import anthropic
@@ -321,23 +283,10 @@ def fatal_api_error(exc: BaseException) -> LLMFatalError | None:
     return None
 
 
-def request_url_of(exc: BaseException) -> str:
-    request = getattr(exc, "request", None)
-    url = getattr(request, "url", None)
-    if url is None:
-        return "the configured base URL"
-    return f"{url.scheme}://{url.host}" + (f":{url.port}" if url.port else "")
-
-
 def describe_api_error(exc: BaseException) -> str:
     """One line for a failed request (never contains the key: the SDK does not echo it)."""
     status = getattr(exc, "status_code", None)
     return f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "") + f": {short_error(exc)}"
-
-
-def short_error(exc: BaseException, limit: int = 300) -> str:
-    text = " ".join(str(exc).split())
-    return text[:limit] + ("..." if len(text) > limit else "")
 
 
 def message_params(prompt: str, *, model: str = DEFAULT_MODEL, system: str | None = None,
@@ -363,13 +312,13 @@ def complete(client: Any, prompt: str, *, model: str = DEFAULT_MODEL, system: st
              max_tokens: int = 1024) -> tuple[str, Usage]:
     """Send one request; return the answer's text and its token usage. An Anthropic client sends
     a Messages request (:func:`message_params`); an OpenAI one a chat completion
-    (:func:`rag_experiments.llm_openai.complete`).
+    (:func:`rag_experiments.llm.openai_provider.complete`).
 
     SDK errors propagate (after the SDK's own retries): callers decide per request
     (:func:`is_api_error`, :func:`fatal_api_error`).
     """
     if provider_of(client) == "openai":
-        from .llm_openai import complete as openai_complete
+        from .openai_provider import complete as openai_complete
 
         return openai_complete(client, prompt, model=model, system=system, max_tokens=max_tokens)
     params = message_params(prompt, model=model, system=system, max_tokens=max_tokens)
