@@ -21,6 +21,7 @@ from .errors import UserError
 MAX_QUERY_CHARS = 4000
 MAX_QUERY_WORDS = 500
 _WORD = re.compile(r"[^\W_]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class InputLimitError(UserError):
@@ -28,15 +29,32 @@ class InputLimitError(UserError):
 
 
 def query_problem(query: str) -> str | None:
-    """Why ``query`` cannot be searched, or None."""
+    """Why ``query`` cannot be searched, or None. Every entry point applies it (``rag-exp search``,
+    ``triage``, ``golden add``, a run's golden cases, the served model, the Python API)."""
     if "\x00" in query:
         return f"contains a NUL character (at {query.index(chr(0))}); PostgreSQL text cannot hold it"
+    problem = surrogate_problem(query)
+    if problem:
+        return f"{problem}; give the query as UTF-8 text"
     if len(query) > MAX_QUERY_CHARS:
         return f"has {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,}"
     words = len(_WORD.findall(query))
     if words > MAX_QUERY_WORDS:
         return f"has {words:,} words; the limit is {MAX_QUERY_WORDS:,} (each becomes a full-text search term)"
     return None
+
+
+def surrogate_problem(text: str) -> str | None:
+    """Why ``text`` is not text (a lone surrogate, which UTF-8 cannot encode: a hash, PostgreSQL,
+    a log line or MLflow would fail on it), or None. An invalid UTF-8 byte on a command line
+    arrives as one (Python decodes argv with ``surrogateescape``); so does a JSON ``\\udcff``."""
+    bad = _SURROGATE.search(text)
+    if bad is None:
+        return None
+    cp, at = ord(bad.group()), bad.start()
+    # surrogateescape maps the bytes 0x80..0xff to U+DC80..U+DCFF: name the byte it was
+    byte = f" (the byte 0x{cp - 0xDC00:02x}, not UTF-8, read from a command line or file?)" if cp >= 0xDC80 else ""
+    return f"holds U+{cp:04X} at char {at}, a lone surrogate, not a character{byte}"
 
 
 def check_query(query: str, where: str) -> str:

@@ -124,6 +124,9 @@ class RetrieverSession:
 
     def search(self, query: str, k: int = 20) -> list[dict]:
         """The configured retriever's hits as records with their text and document hash."""
+        from .limits import check_query
+
+        check_query(query, "query")  # a lone surrogate, a NUL or an essay: one line, not a traceback from SQL or a hash
         docs = self._docs
         out = []
         for h in self.retriever.search(query, k).hits:

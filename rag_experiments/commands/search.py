@@ -67,6 +67,7 @@ def hits_table(query: str, hits: list, title: str):
 def cmd_search(args: argparse.Namespace) -> int:
     import json
 
+    from ..limits import check_query
     from ..report import console
     from ..serving.retriever import Retriever
 
@@ -74,6 +75,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise UserError("give either --champion NAME or config overrides, not both")
     if args.overrides and args.config:
         raise UserError("give either --config FILE or config overrides, not both")
+    check_query(args.query, "query")  # before a database or a model is opened (Retriever.search checks it too)
     if args.overrides:
         r = Retriever.from_config(list(args.overrides), ingest=args.ingest)
     elif args.config:

@@ -45,6 +45,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import GoldenSetError
+from ..limits import surrogate_problem
 
 VERDICTS = {"YES": 2, "PART": 1, "NO": 0}
 JUDGE_KINDS = ("llm", "human", "agent")
@@ -179,6 +180,10 @@ def parse_record(rec: Any, where: str) -> Record:
     if rtype == "case":
         if not _need(rec, "query", str, where).strip():
             raise GoldenSetError(f"{where}: field 'query' is empty")
+        if bad_text := surrogate_problem(rec["query"]):  # a JSON \udcff escape: no hash, log or table can hold it
+            raise GoldenSetError(f"{where}: field 'query' {bad_text}",
+                                 hint="rag-exp writes UTF-8 lines, so another tool wrote this one: remove it "
+                                 "(the last line) and add the case with rag-exp golden add")
         kind = _need(rec, "kind", str, where)
         doc_type = _need(rec, "doc_type", str, where)
         prov = _need(rec, "provenance", dict, where)
