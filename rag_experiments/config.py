@@ -27,7 +27,7 @@ from .llm import LLMParams
 from .retrieval.external_params import ExternalParams, HttpParams, StoredParams
 from .retrieval.filters import Filters
 from .retrieval.fusion import FusionParams
-from .retrieval.legs import KeywordParams
+from .retrieval.legs import KeywordParams, VectorSearchParams
 from .retrieval.rerank import RerankParams
 from .retrieval.query_rewrite import QueryParams
 from .retrieval.retriever import RetrievalParams
@@ -65,6 +65,7 @@ class RetrievalConfig:
     keyword: KeywordParams = field(default_factory=KeywordParams)
     filters: Filters = field(default_factory=Filters)
     hnsw: HnswParams = field(default_factory=HnswParams)
+    vector: VectorSearchParams = field(default_factory=VectorSearchParams)  # exact scan or HNSW (auto: by size)
     use_cache: bool = True
     external: ExternalParams = field(default_factory=ExternalParams)  # variant=external: a team's Python target
     http: HttpParams = field(default_factory=HttpParams)  # variant=http: a team's search service
@@ -151,7 +152,7 @@ class Settings:
         r = self.retrieval
         return RetrievalParams(variant=r.variant, keyword=r.keyword, fusion=self.fusion, rerank=self.rerank,
                                filters=r.filters, ef_search=r.hnsw.ef_search, use_cache=r.use_cache,
-                               query=self.query)
+                               query=self.query, vector=r.vector)
 
 
 @cache

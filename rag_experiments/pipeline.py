@@ -115,10 +115,14 @@ def log_result(result: ExperimentResult, cfg: DictConfig, run_name: str, validat
     validation = validation or label_status(result)
     config_dict = OmegaConf.to_container(cfg, resolve=True)
     plots = s.tracking.plots and (not _in_multirun() or s.tracking.child_plots)
+    extra = {}
+    if s.retrieval.variant in ("vector", "hybrid", "hybrid_rerank"):  # the built-in variants with a vector leg
+        # exact or HNSW, and under auto why: an HNSW run's numbers move with the index build
+        extra["retrieval.vector.search"] = s.retrieval.vector.describe(result.strategy.n_chunks)
     return log_experiment(
         result, config_dict, run_name=run_name, plots=plots,
         log_per_case=s.tracking.log_per_case,
-        judge_validation=validation, ci=ci,
+        judge_validation=validation, ci=ci, extra_tags=extra,
     )
 
 

@@ -22,9 +22,9 @@ from .legs import KeywordParams, keyword_sql, set_vector_session, vector_sql
 def hybrid_sql_search(conn: psycopg.Connection, strategy_id: str, query: str, qvec: np.ndarray, dim: int,
                       fusion: FusionParams, keyword: KeywordParams = KeywordParams(),
                       filters: Filters = Filters(), limit: int = 20,
-                      ef_search: int | None = None) -> list[Hit]:
+                      ef_search: int | None = None, exact: bool = False) -> list[Hit]:
     """The fused hits, as :func:`.fusion.rrf` and the retriever rank them (``leg_ranks``: each
-    leg's rank and the fused rank)."""
+    leg's rank and the fused rank). ``exact``: the vector leg scans every chunk (no index scan)."""
     kw_stmt, kw_bind = keyword_sql(keyword, filters)
     vec_stmt, vec_bind = vector_sql(dim, filters)
     stmt = sql.SQL(
@@ -46,7 +46,10 @@ def hybrid_sql_search(conn: psycopg.Connection, strategy_id: str, query: str, qv
     with conn.transaction():
         with conn.pipeline():
             set_vector_session(conn, fusion.depth, not filters.is_empty(), ef_search)
-            cur = conn.execute(stmt, bind)
+            if exact:
+                conn.execute("SET LOCAL enable_indexscan = off")
+            # prepare=False when exact: a cached plan would ignore enable_indexscan
+            cur = conn.execute(stmt, bind, prepare=False if exact else None)
         rows = cur.fetchall()
     return [Hit(*r[:4], int(r[4]), int(r[5]), float(r[6]), i, {"fused": i, **{
         leg: int(rank) for leg, rank in (("vector", r[7]), ("keyword", r[8])) if rank is not None}}) for i, r in enumerate(rows, 1)]

@@ -50,6 +50,45 @@ def hit_row(h: Hit) -> list:
     return [h.chunk_id, h.doc_id, h.source_uri, h.doc_type, h.start, h.end, h.score]
 
 
+#: ``retrieval.vector.search=auto`` scans exactly up to this many chunks of the strategy. Measured on 2 cores
+#: (docs/reference/performance.md, "Exact or HNSW"): 384-dim vectors, depth 50, p50 per query exact / HNSW:
+#: 1k chunks 0.37 / 0.39 ms, 3k 0.89 / 0.55, 10k 4.9 / 1.05, 30k 14.0 / 1.6, 100k 59.7 / 2.7. HNSW is faster
+#: from ~1-2k chunks, but by well under the keyword leg's cost until ~10k (its p50 there is 5.3 ms), and below
+#: that size exactness is worth a few milliseconds: an HNSW build is randomised, so a rebuilt index returns
+#: another list and the same config gives other numbers (issue 45: 3 cases of 230 moved on a fresh clone).
+EXACT_MAX_CHUNKS = 10_000
+VECTOR_SEARCH_MODES = ("auto", "exact", "hnsw")
+
+
+@dataclass(frozen=True)
+class VectorSearchParams:
+    """The ``retrieval.vector`` group: how the vector leg searches. ``exact`` scans every chunk of the
+    strategy (the same config on the same data gives the same lists on any database); ``hnsw`` searches
+    pgvector's HNSW graph (approximate, and each build is another graph); ``auto`` is exact up to
+    ``exact_max_chunks`` chunks and HNSW above. The mode used is the run's ``retrieval.vector.search`` tag."""
+
+    search: str = "auto"  # auto | exact | hnsw
+    exact_max_chunks: int = EXACT_MAX_CHUNKS  # auto's bound (chunks of the strategy)
+
+    def __post_init__(self) -> None:
+        if self.search not in VECTOR_SEARCH_MODES:
+            raise ConfigError(f"retrieval.vector.search: must be one of {', '.join(VECTOR_SEARCH_MODES)}, "
+                              f"got {self.search!r}")
+        if self.exact_max_chunks < 0:
+            raise ConfigError(f"retrieval.vector.exact_max_chunks: must be >= 0, got {self.exact_max_chunks}")
+
+    def exact_for(self, n_chunks: int) -> bool:
+        return self.search == "exact" or (self.search == "auto" and n_chunks <= self.exact_max_chunks)
+
+    def describe(self, n_chunks: int) -> str:
+        """What the run's tag says: the mode used and, under auto, why."""
+        used = "exact" if self.exact_for(n_chunks) else "hnsw"
+        if self.search != "auto":
+            return used
+        sign = "<=" if used == "exact" else ">"
+        return f"{used} (auto: {n_chunks:,} chunks {sign} {self.exact_max_chunks:,})"
+
+
 @dataclass(frozen=True)
 class KeywordParams:
     """``tsquery``: or | and | websearch (which chunks match). ``rank``: ts_rank | ts_rank_cd |
@@ -339,8 +378,11 @@ class VectorLeg(LegScope):
     ef_search: int | None
     model_id: str
     query_vector: Callable[[str], np.ndarray]
+    exact: bool = False  # an exact scan (retrieval.vector.search): no index, the same list on every build
 
     def key_parts(self) -> dict:
+        if self.exact:  # the strategy's content digest (in every leg key) is all an exact list depends on
+            return {"model": self.model_id, "search": "exact"}
         # the HNSW index and which build of it: a sweep over its m / ef_construction rebuilds it
         # under the same strategy, and each build is another (randomised, approximate) graph
         return {"model": self.model_id, "ef": self.ef_search, "index": self.strategy.hnsw_index,
@@ -348,7 +390,7 @@ class VectorLeg(LegScope):
 
     def search(self, query: str) -> list[Hit]:
         return vector_search(self.conn, self.strategy.strategy_id, self.query_vector(query), self.depth,
-                             self.strategy.dim, self.filters, ef_search=self.ef_search)
+                             self.strategy.dim, self.filters, ef_search=self.ef_search, exact=self.exact)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ from .filters import Filters
 from .fusion import FusionParams, fuse, rrf_lists
 from .hybrid_sql import hybrid_sql_search
 from .query_rewrite import QueryParams, QueryRewriter, check_variant, expansions
-from .legs import LEGS_VERSION, KeywordLeg, KeywordParams, Leg, VectorLeg, hit_row, leg_hits, vector_search
+from .legs import (LEGS_VERSION, KeywordLeg, KeywordParams, Leg, VectorLeg, VectorSearchParams, hit_row, leg_hits,
+                   vector_search)
 from .rerank import RerankParams, Reranker, cached_scores, load_reranker, rerank_order
 
 #: the first-stage legs (:class:`.legs.Leg`) each variant fuses; one leg is served as it is
@@ -82,6 +83,7 @@ class RetrievalParams:
     ef_search: int | None = None
     use_cache: bool = True
     query: QueryParams = field(default_factory=QueryParams)
+    vector: VectorSearchParams = field(default_factory=VectorSearchParams)
 
     def __post_init__(self) -> None:
         if self.variant not in ALL_VARIANTS:
@@ -120,7 +122,8 @@ class Retriever:
         self._leg_parts: dict[str, dict] = {}
         p = self.params
         self.legs: dict[str, Leg] = {leg.name: leg for leg in (
-            VectorLeg(conn, strategy, p.fusion.depth, p.filters, p.ef_search, embedder.model_id, self.query_vector),
+            VectorLeg(conn, strategy, p.fusion.depth, p.filters, p.ef_search, embedder.model_id, self.query_vector,
+                      p.vector.exact_for(strategy.n_chunks)),
             KeywordLeg(conn, strategy, p.fusion.depth, p.filters, p.keyword))}
 
     @property
@@ -295,7 +298,8 @@ class Retriever:
         hits = hybrid_sql_search(self.conn, self.strategy.strategy_id, query, self._qvec[query],
                                  self.strategy.dim, self.params.fusion, self.params.keyword,
                                  self.params.filters, limit=max(limit, self.params.rerank.cutoff),
-                                 ef_search=self.params.ef_search)
+                                 ef_search=self.params.ef_search,
+                                 exact=self.params.vector.exact_for(self.strategy.n_chunks))
         ms = (time.perf_counter() - t0) * 1000
         return RankedList(query, tuple(hits[:limit]), ms)
 
@@ -319,7 +323,8 @@ class Retriever:
         self.embed_queries(queries)
         shares = []
         for q in queries:
-            approx = self.legs["vector"].search(q)
+            approx = vector_search(self.conn, s.strategy_id, self._qvec[q], p.fusion.depth, s.dim, p.filters,
+                                   ef_search=p.ef_search)  # the HNSW graph's list, whatever the leg searches
             exact = vector_search(self.conn, s.strategy_id, self._qvec[q], p.fusion.depth, s.dim, p.filters, exact=True)
             if exact:
                 shares.append(len({h.chunk_id for h in approx} & {h.chunk_id for h in exact}) / len(exact))

@@ -18,7 +18,7 @@ from rag_experiments.chunking import ChunkingParams, strategy_key
 from rag_experiments.retrieval import retriever as retriever_module
 from rag_experiments.retrieval.filters import Filters
 from rag_experiments.retrieval.fusion import FusionParams
-from rag_experiments.retrieval.legs import KeywordParams
+from rag_experiments.retrieval.legs import KeywordParams, VectorSearchParams
 from rag_experiments.retrieval.retriever import RetrievalParams, Retriever
 from rag_experiments.chunk_index import StrategyInfo
 
@@ -67,20 +67,22 @@ def _retriever(sid: str, digest: str, model: str, index: str | None, params: Ret
 
 leg_inputs = st.tuples(
     st.sampled_from(["vector", "keyword"]), text, text, text, st.one_of(st.none(), text), text,
-    st.integers(20, 60), st.one_of(st.none(), st.integers(1, 100)), filters, keyword,
+    st.integers(20, 60), st.one_of(st.none(), st.integers(1, 100)), filters, keyword, st.sampled_from(["exact", "hnsw"]),
 )
 
 
 def _leg_key(inputs) -> str:
-    leg, sid, digest, model, index, query, depth, ef, flt, kw = inputs
-    params = RetrievalParams(fusion=FusionParams(depth=depth), ef_search=ef, filters=flt, keyword=kw)
+    leg, sid, digest, model, index, query, depth, ef, flt, kw, search = inputs
+    params = RetrievalParams(fusion=FusionParams(depth=depth), ef_search=ef, filters=flt, keyword=kw,
+                             vector=VectorSearchParams(search))
     return _retriever(sid, digest, model, index, params).leg_key(leg, query)
 
 
 def _leg_meaning(inputs) -> tuple:
     """The inputs a leg's candidate list depends on (the other leg's parameters excluded)."""
-    leg, sid, digest, model, index, query, depth, ef, flt, kw = inputs
-    own = (model, index, ef) if leg == "vector" else (kw,)
+    leg, sid, digest, model, index, query, depth, ef, flt, kw, search = inputs
+    # an exact scan depends on no index and no ef_search (retrieval.vector.search)
+    own = ((model, "exact") if search == "exact" else (model, index, ef)) if leg == "vector" else (kw,)
     return leg, sid, digest, query, depth, _meaning(flt), own
 
 
@@ -93,7 +95,7 @@ def test_candidate_list_keys_are_equal_exactly_when_their_inputs_are(a, b):
 def test_another_hnsw_index_is_another_vector_list():
     """A sweep over retrieval.hnsw.m rebuilds the strategy's index: the vector lists (and the ANN
     recall) measured on the old index must not be served for the new one."""
-    p = RetrievalParams()
+    p = RetrievalParams(vector=VectorSearchParams("hnsw"))
     a = _retriever("s", "d", "m", "hnsw_s_m16_ef64", p).leg_key("vector", "q")
     b = _retriever("s", "d", "m", "hnsw_s_m8_ef64", p).leg_key("vector", "q")
     assert a != b
@@ -166,7 +168,7 @@ def test_rebuilding_the_hnsw_index_with_other_parameters_recomputes_the_vector_l
     def search(hnsw: HnswParams) -> Retriever:
         report = ingest(conn, mini_docs, ChunkingParams("heading", 60), embedder, hnsw)
         strategy = strategy_info(conn, report.strategy_id, hnsw)
-        r = Retriever(conn, strategy, embedder, RetrievalParams(variant="vector"))
+        r = Retriever(conn, strategy, embedder, RetrievalParams(variant="vector", vector=VectorSearchParams("hnsw")))
         r.search_many(["work_mem", "deadlock error code"], 5)
         return r
 
@@ -237,7 +239,7 @@ def test_a_rebuilt_hnsw_index_is_another_vector_list(fresh_db_url, mini_docs, em
         assert strategy_info(conn, sid, HnswParams()) == first  # the same build: the same keys
 
         def keys(info):
-            r = Retriever(conn, info, embedder, RetrievalParams())
+            r = Retriever(conn, info, embedder, RetrievalParams(vector=VectorSearchParams("hnsw")))
             return r.leg_key("vector", "q"), r.leg_key("keyword", "q"), r.ann_recall_key(["q"])
 
         ingest(conn, mini_docs, params, embedder, HnswParams(m=8))  # drops the m=16 index
@@ -254,3 +256,8 @@ def test_a_rebuilt_hnsw_index_is_another_vector_list(fresh_db_url, mini_docs, em
         back = strategy_info(conn, sid, HnswParams())
         assert back.content_digest == first.content_digest
         assert keys(back)[0] not in (v1, v2) and keys(back)[1] == k1
+        # an exact scan (retrieval.vector.search=exact, auto on a corpus this size) reads no graph: one key for
+        # every build, so its lists stay valid across rebuilds
+        exact = [Retriever(conn, info, embedder, RetrievalParams(vector=VectorSearchParams("exact"))).leg_key("vector", "q")
+                 for info in (first, again, back)]
+        assert len(set(exact)) == 1 and exact[0] not in (v1, v2)

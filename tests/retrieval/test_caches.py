@@ -15,6 +15,7 @@ from rag_experiments.db.connect import connect
 from rag_experiments.retrieval import retriever as retriever_module
 from rag_experiments.retrieval.filters import Filters
 from rag_experiments.retrieval.fusion import FusionParams
+from rag_experiments.retrieval.legs import VectorSearchParams
 from rag_experiments.retrieval.retriever import Retriever, RetrievalParams
 from rag_experiments.chunk_index import ingest, strategy_info
 
@@ -48,8 +49,12 @@ def test_each_change_recomputes_only_what_it_touches(db, mini_docs, embedder):
     assert counts(db, heading, embedder, RetrievalParams(variant="hybrid", fusion=FusionParams(depth=25))) == (0, 2 * n, 0)
     assert counts(db, heading, embedder, RetrievalParams(
         variant="hybrid", filters=Filters(doc_types=("config",)))) == (0, 2 * n, 0)
-    # vector-only parameter: the vector lists only
-    assert counts(db, heading, embedder, RetrievalParams(variant="hybrid", ef_search=123)) == (0, n, n)
+    # vector-only parameter of an HNSW search: the vector lists only; an exact scan (auto on this small
+    # corpus) reads no index, so ef_search changes nothing there
+    assert counts(db, heading, embedder, RetrievalParams(variant="hybrid", ef_search=123)) == (0, 0, 2 * n)
+    hnsw = VectorSearchParams("hnsw")
+    assert counts(db, heading, embedder, RetrievalParams(variant="hybrid", vector=hnsw)) == (0, n, n)
+    assert counts(db, heading, embedder, RetrievalParams(variant="hybrid", ef_search=123, vector=hnsw)) == (0, n, n)
     # another chunking: every list, but the same model's query embeddings are reused
     fixed = strategy_info(db, ingest(db, mini_docs, ChunkingParams("fixed", 40), embedder).strategy_id)
     assert counts(db, fixed, embedder) == (0, 2 * n, 0)
