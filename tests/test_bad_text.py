@@ -30,6 +30,7 @@ RAG_EXP = [sys.executable, "-m", "rag_experiments.cli"]
 BAD_BYTES = b"sort memory \xff"  # argv decodes it with surrogateescape: "sort memory \udcff"
 BAD = BAD_BYTES.decode("utf-8", "surrogateescape")
 MINI_SET = [f"corpus.path={MINI}", "corpus.name=mini", "chunking.max_tokens=60", "progress=false"]
+QUOTE = "are assigned five-character error codes"  # in mini/errcodes-appendix.html
 SAYS = "U+DCFF at char 12, a lone surrogate"
 
 
@@ -71,7 +72,7 @@ def test_rag_exp_triage_refuses_it_in_one_line(project):
 def test_rag_exp_golden_add_refuses_it_in_one_line(project, mini_golden):
     before = mini_golden.read_bytes()
     proc = _cli(project, "golden", "add", "--golden", str(mini_golden), "--query", BAD_BYTES,
-                "--source-uri", "mini/errcodes-appendix.html", "--quote", "x", *[a for s in MINI_SET for a in ("--set", s)])
+                "--source-uri", "mini/errcodes-appendix.html", "--quote", QUOTE, *[a for s in MINI_SET for a in ("--set", s)])
     assert SAYS in _one_error_line(proc)
     assert mini_golden.read_bytes() == before
 
