@@ -29,8 +29,9 @@ def register(subparsers: Any) -> None:
         "start, the other points best-first on the objective, with the resamples and seed the parent "
         "recorded: the table the parent's Overview shows, cell for cell). Runs on different versions of one golden set (one a prefix of the other) are compared on the "
         "older version's cases and labels, the newer runs rescored from their stored ranked lists; the cases "
-        "added since are reported beside the table. Runs on golden sets not on one chain, or on different "
-        "corpora, are flagged loudly.",
+        "added since are reported beside the table. A run evaluated at another level (eval.level: chunk or "
+        "document) than the baseline, or on a golden set not on one chain with the baseline's, is refused: one "
+        "line names both runs and the two levels or versions. Runs on different corpora are flagged loudly.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="runs to compare (first = baseline)")
@@ -83,6 +84,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         runs = [base] + [r for r in runs if r.id != base.id]
     if len(runs) < 2:
         raise UserError(f"need at least two runs to compare, found {len(runs)}")
+    from ..tracking.versioned import not_comparable
+
+    unlike = not_comparable(runs, c)  # another eval level, or golden versions not on one chain: refused
+    if unlike is not None:
+        raise UserError(unlike.line, hint=unlike.hint)
     runs_before = list(runs)
     # another golden version on the same chain: compare on the older version's shared cases
     alignment = align(runs, c)

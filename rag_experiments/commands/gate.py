@@ -10,8 +10,8 @@ paired randomization test over cases. When the golden set grew since the champio
 version is a prefix of today's file), the test runs on the champion version's cases and labels
 (today's run rescored from its stored ranked lists) and the cases added since are reported
 beside it, the new production cases one by one. Exit 1 on a significant regression on the
-primary metric or on the ``exact`` segment, or when the two cannot be compared (a golden version
-that is not an ancestor, or another corpus); 0 otherwise. The verdict is logged as tags on the
+primary metric or on the ``exact`` segment, or when the two cannot be compared (a run evaluated at
+another level, ``eval.level``; a golden version that is not an ancestor; another corpus); 0 otherwise. The verdict is logged as tags on the
 run (``gate=pass|fail``, ``gate_reason``, ...).
 """
 
@@ -178,12 +178,14 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if decision.checks:
         out.print(decision_table(decision, title, candidate_label="current"))
     out.print(f"[bold {'green' if passed else 'red'}]gate {verdict.upper()}[/]: {reason}")
+    if decision.unlike is not None:
+        out.print(f"  hint: {decision.unlike.hint}")
     columns = list(dict.fromkeys([metric, *comparison_defaults([champion.run, current])[0]]))
     if decision.gap is not None:
         print_gap(decision.gap, [current], columns, console=out)
     cmp = None
     pair = list(decision.compared or (champion.run, current))  # rebased onto the shared cases when versions differ
-    if pair[0].per_case is not None:
+    if pair[0].per_case is not None and decision.unlike is None:  # unlike runs get no side-by-side table
         cmp = build_comparison(pair, comparison_defaults(pair)[0], primary=metric, alpha=args.alpha,
                                n_resamples=args.resamples, seed=args.seed,
                                labels=[f"champion {champion.run.id[:8]}", f"current {current.id[:8]}"])

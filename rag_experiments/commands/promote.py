@@ -20,9 +20,11 @@ def register(subparsers: Any) -> None:
         "of the newest such run, take the best on --metric and compare it with the current champion "
         "(registered model rag-retriever-NAME, alias champion) by a paired randomization test over "
         "cases: it must be significantly better on --metric and not significantly worse on the "
-        "'exact' segment. No champion yet: promote. Champion on an earlier version of the same golden set "
+        "'exact' segment. Only runs evaluated at the champion's level (eval.level: chunk or document) are "
+        "candidates; when there is none, the decision refuses, naming both runs and both levels. No champion "
+        "yet: promote. Champion on an earlier version of the same golden set "
         "(a prefix of its chain): compare on that version's cases and labels. Champion on another golden "
-        "set or corpus: refuse. "
+        "set (not on one chain) or corpus: refuse. "
         "A run logged from a dirty git tree (tag git_dirty=true) is refused too: its commit and config do "
         "not reproduce it. --force promotes anyway (tagged promoted_forced=true, and promoted_dirty_tree=true "
         "for a dirty-tree run). The committed experiments/promoted/NAME.record.json "
@@ -97,6 +99,8 @@ def cmd_promote(args: argparse.Namespace) -> int:
         out.print(f"[bold {'green' if d.ok else 'red'}]{verdict}[/]" + (" (dry run)" if args.dry_run else ""))
         for r in d.reasons:
             out.print(f"  - {r}")
+        if d.unlike is not None:
+            out.print(f"  hint: {d.unlike.hint}")
         if not d.ok and not args.dry_run:
             out.print("  (--force promotes anyway; the run is then tagged promoted_forced=true)")
         return 0 if d.ok else 1

@@ -82,6 +82,7 @@ class Decision:
     # cases (tracking.versioned); ``compared`` = (champion, candidate) rebased onto it
     gap: Any = None
     compared: tuple[RunView, RunView] | None = None
+    unlike: Any = None  # tracking.versioned.Unlike: the two runs do not pair (level, golden chain); no table
 
 
 # -- the champion ---------------------------------------------------------------------------------
@@ -138,6 +139,24 @@ def candidate_runs(metric: str, sweep: str | None = None, experiment: str | None
         raise UserError(f"no FINISHED run in {where} logged {metric!r}")
     newest = max(runs, key=lambda r: r.start_time)
     return [r for r in runs if r.golden == newest.golden]
+
+
+def same_level(runs: Sequence[RunView], champion: Champion | None) -> list[RunView]:
+    """The candidates evaluated at the champion's level (``eval.level``), with a note naming the
+    runs of another level left out; all of them when none is at that level (the decision then
+    refuses, naming the champion, the best of them and the two levels)."""
+    from .versioned import eval_level
+
+    if champion is None:
+        return list(runs)
+    level = eval_level(champion.run)
+    same = [r for r in runs if eval_level(r) == level]
+    if same and len(same) < len(runs):
+        other = sorted({eval_level(r) for r in runs} - {level})
+        print(f"note: left out {len(runs) - len(same)} run(s) evaluated at {', '.join(other)} level: the champion "
+              f"{champion.run.id[:12]} was evaluated at {level} level, and only runs of one level pair",
+              file=sys.stderr)
+    return same or list(runs)
 
 
 def say_killed_skipped(runs: Sequence[RunView]) -> int:
@@ -221,6 +240,12 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
     if champion is None:
         return Decision(candidate, None, metric, alpha, [], True, ["no champion yet"])
     champ_run, cand_run, gap = champion.run, candidate, None
+    from .versioned import not_comparable
+
+    unlike = not_comparable([champ_run, cand_run])  # another eval level, or golden versions on no one chain
+    if unlike is not None:
+        return Decision(candidate, champion, metric, alpha, [], False, [unlike.line],
+                        digest_warnings(champ_run, cand_run), unlike=unlike)
     if champ_run.golden != cand_run.golden:
         from .versioned import align  # another golden version: on one chain, compare on the shared cases
 
@@ -404,13 +429,14 @@ def promote(metric: str, sweep: str | None = None, name: str = "default", force:
 
     c = c or client()
     model_name(name)  # validate early
-    best = pick_best(candidate_runs(metric, sweep, experiment, c), metric)
-    best = get_run(best.id, c=c)  # now with its per-case table
+    runs = candidate_runs(metric, sweep, experiment, c)
     if not dry_run:  # the committed record is the champion until a promotion beats it
         from ..serving.model_logging import sync_with_record
 
         sync_with_record(name, c)
     champion = current_champion(name, c)
+    best = pick_best(same_level(runs, champion), metric)
+    best = get_run(best.id, c=c)  # now with its per-case table
     decision = refuse_dirty_tree(decide(champion, best, metric, alpha, "beat", GUARD_SEGMENT, n_resamples, seed))
     if champion is not None and champion.run.id == best.id:
         return Promotion(decision, False, False, champion.version, already_champion=True)

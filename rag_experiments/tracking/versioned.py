@@ -147,6 +147,69 @@ def find_chain(versions: Sequence[GoldenVersion], files: Sequence[Path]) -> tupl
     raise NotAnAncestor("; ".join(errors) if errors else "no golden file recorded by the runs (golden.path)")
 
 
+# -- like with like -------------------------------------------------------------------------------
+#: where a run records its evaluation level (``eval.level``: chunk | document); runs logged before the
+#: tag existed carry it as the param, and runs older still were scored at chunk level (the default)
+LEVEL_TAG = "eval_level"
+
+
+def eval_level(run: RunView) -> str:
+    """The run's evaluation level: tag ``eval_level``, else param ``eval.level``, else ``chunk``."""
+    return run.tags.get(LEVEL_TAG) or run.params.get("eval.level") or "chunk"
+
+
+@dataclass(frozen=True)
+class Unlike:
+    """Why two runs cannot be paired case by case: one line naming both runs, and what to do."""
+
+    line: str
+    hint: str
+
+
+def _named(run: RunView) -> str:
+    return f"run {run.id[:12]} ({run.label})"
+
+
+def not_comparable(runs: Sequence[RunView], c=None) -> Unlike | None:
+    """The first run that cannot be paired with ``runs[0]`` (the baseline, or the champion), as one
+    line naming both: evaluated at another level (``eval.level``: a document-level score is not a
+    chunk-level one), or scored on a golden version that is not on one chain with the baseline's
+    (another golden set, or a rewritten history). None when every run pairs with the baseline.
+    compare, promote and the gate all refuse on this line. A run that recorded no golden version is
+    left to :func:`align` (it says so)."""
+    runs = list(runs)
+    if len(runs) < 2:
+        return None
+    base = runs[0]
+    level = eval_level(base)
+    for r in runs[1:]:
+        if eval_level(r) != level:
+            return Unlike(
+                f"NOT COMPARABLE: {_named(base)} was evaluated at {level} level and {_named(r)} at "
+                f"{eval_level(r)} level (eval.level): scores at two levels do not pair",
+                f"pair runs of one level: select them with --tag {LEVEL_TAG}={level}, or run the config again "
+                f"with eval.level={level}")
+    base_version = GoldenVersion.from_tags(base.tags)
+    if base_version is None:
+        return None
+    for r in runs[1:]:
+        version = GoldenVersion.from_tags(r.tags)
+        if version is None or version.sha256 == base_version.sha256:
+            continue
+        files = candidate_files([base, r])
+        try:
+            find_chain([base_version, version], files)
+        except NotAnAncestor as exc:
+            where = first_differing_lines([base, r], files, c)
+            return Unlike(
+                f"NOT COMPARABLE: {_named(base)} was scored on golden version {base_version.describe()} and "
+                f"{_named(r)} on {version.describe()}, which are not on one chain: "
+                + ("; ".join(where) + ". " if where else "") + str(exc),
+                "pair runs scored on one golden file (each version a prefix of it): run the older config again "
+                "on today's golden set")
+    return None
+
+
 # -- stored ranked lists --------------------------------------------------------------------------
 def load_ranked_lists(run: RunView, c=None):
     """The run's ``run.trec`` artifact parsed, or None when the run has none (or is not in the store)."""
