@@ -4,6 +4,10 @@ Aggregates are means over scorable cases (cases with at least one non-stale rele
 Segments: by query ``kind`` (logged as ``recall_at_5.exact``) and by ``doc_type`` (logged as
 ``recall_at_5.doc_type.config``). Cases whose every relevant span is stale are reported in
 ``excluded`` and never counted as misses.
+
+The per-case table (``per_case.json`` of a run) holds, besides the metrics, each case's credited
+``gains`` by rank and ``duplicate_ranks``: the ranks at which the system repeated a passage it had
+already returned (scored as what the user sees: a repeat keeps its rank and earns nothing).
 """
 
 from __future__ import annotations
@@ -103,6 +107,9 @@ def score_case(case: EvalCase, ranked: RankedList, p: EvalParams) -> dict:
             row[key.column] = MEASURE_FUNCTIONS[key.metric](gains, grades, key.k)
     row["recall_curve"] = [M.recall_at_k(c.gains, grades, k) for k in range(1, p.curve_k + 1)]
     row["gains"] = list(c.gains)
+    # ranks (1-based, within the scored depth) that repeat an earlier hit's span: they keep their
+    # rank and earn nothing (:mod:`.relevance`); the first occurrence is the one credited
+    row["duplicate_ranks"] = c.duplicate_ranks
     row["grades"] = grades
     row["top5"] = [h.chunk_id for h in hits[:5]]
     row["top5_docs"] = [h.doc_id for h in hits[:5]]

@@ -328,9 +328,11 @@ class ExternalRetriever:
             placement = self.placer.place(p, f"{self.system.name}, query #{i + 1} {query[:60]!r}, passage {n}")
             if placement.method in PLACED:
                 span = (placement.doc.doc_id, placement.start, placement.end)
-                if span in seen:  # a fusion system returning one chunk twice: only the first is scored
+                # a fusion system returning one chunk twice: the repeat keeps its rank (the user sees
+                # it there) and earns nothing (evaluation credits the first occurrence); counted here
+                # besides its placement method
+                if span in seen:
                     self.stats.alignment["duplicate"] += 1
-                    continue
                 seen.add(span)
             elif self.per_query_records or not self.stats.failures:  # serving keeps the first, for check_unplaced
                 self.stats.failures.append({"query": query, "rank": n, "document": p.document,

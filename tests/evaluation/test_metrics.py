@@ -1,4 +1,5 @@
-"""Metrics: hand-worked values, and agreement with ranx and ir_measures on the same run."""
+"""Metrics: hand-worked values, and agreement with ranx and ir_measures on the same run (random
+runs that repeat earlier hits, as fusion systems do; the crediting rules: test_crediting.py)."""
 
 from __future__ import annotations
 
@@ -78,6 +79,10 @@ def _random_cases(seed: int, n: int = 60):
         case = EvalCase(f"q{qi}", "q", rng.choice(["exact", "paraphrase"]), "t", tuple(evid))
         hits = []
         for r in range(1, 31):
+            if hits and rng.random() < 0.15:  # a fusion system repeating an earlier hit: it keeps its rank
+                h = rng.choice(hits)
+                hits.append(_hit(h.chunk_id, h.doc_id, h.start, h.end, r))
+                continue
             doc = f"doc{rng.randint(0, 5)}"
             s = rng.randrange(0, 950)
             hits.append(_hit(f"q{qi}-c{r}", doc, s, s + rng.randint(40, 200), r))
@@ -87,12 +92,14 @@ def _random_cases(seed: int, n: int = 60):
 
 
 def _to_trec(cases, runs):
-    """Pseudo document ids that reproduce our crediting: a credited hit is its evidence unit."""
+    """Pseudo document ids that reproduce our crediting (:meth:`Credited.pseudo_ids`): a credited hit
+    is its evidence unit, any other hit (a repeat included) an id of its own at its rank."""
     qrels, run = {}, {}
     for case, hits in zip(cases, runs):
-        cr = credit(case, hits)
+        ids = credit(case, hits).pseudo_ids(hits)
+        assert len(set(ids)) == len(hits)  # a repeated id would collapse in the run and move later hits up
         qrels[case.case_id] = {e.ref: e.grade for e in case.relevant}
-        run[case.case_id] = {(ref or h.chunk_id): float(len(hits) - i) for i, (h, ref) in enumerate(zip(hits, cr.refs))}
+        run[case.case_id] = {pid: float(len(hits) - i) for i, pid in enumerate(ids)}
     return qrels, run
 
 
