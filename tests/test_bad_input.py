@@ -281,17 +281,14 @@ def test_a_command_whose_database_dies_is_one_line(pg_url, monkeypatch, capsys):
         admin.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
 
     class Session:
-        def document(self, uri):
+        def chunk(self, chunk_id):  # golden add --chunk-id reads the store (a quote needs no database)
             return conn.execute("SELECT 1").fetchone()
-
-        def chunk(self, chunk_id):
-            return None
 
         def close(self):
             conn.close()
 
     monkeypatch.setitem(sys.modules, "rag_experiments.session",
                         types.SimpleNamespace(open_retriever=lambda *a, **k: Session()))
-    rc = cli("golden", "add", "--golden", "unused.jsonl", "--query", "q", "--source-uri", "x.md", "--quote", "x")
+    rc = cli("golden", "add", "--golden", "unused.jsonl", "--query", "q", "--chunk-id", "c1")
     assert rc == 2
     assert "the database failed during the command" in _one_error_line(capsys.readouterr().err)

@@ -1,5 +1,6 @@
 """rag-exp corpus: import HTML or Markdown documentation; show what a corpus folder holds; convert
-its PDF, DOCX, PPTX and HTML files (cached) and print the formats table."""
+its PDF, DOCX, PPTX and HTML files (cached) and print the formats table; list its documents and
+show one document's text as loaded (the text golden quotes and spans index into)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,34 @@ def register(sub) -> None:
     cv.add_argument("path", nargs="?", default="demo", help="corpus folder ('demo' = shipped corpus)")
     cv.add_argument("--strict", action="store_true", help="exit 1 when any file could not be loaded")
     cv.set_defaults(func=_convert)
+
+    def corpus_opt(sp) -> None:
+        sp.add_argument("--corpus", default=None, metavar="demo|FOLDER",
+                        help="the corpus (default: the configured corpus.path: demo, or the project's from rag-exp init)")
+
+    ls = s.add_parser(
+        "list", help="the documents of a corpus: source_uri, title, characters, format",
+        description="One line per document as every run loads it: its source_uri (what golden add --source-uri "
+        "and corpus show take; a doc_id or a unique file stem work too), title, characters of text and format "
+        "(md, txt, or the converter of an HTML/PDF/DOCX/PPTX file).")
+    corpus_opt(ls)
+    ls.add_argument("--grep", metavar="TEXT", help="only documents whose source_uri or title contains TEXT "
+                    "(case-insensitive)")
+    ls.set_defaults(func=lambda a: _piped(_list, a))
+    sh = s.add_parser(
+        "show", help="a document's text as loaded (converted), with line numbers and char offsets",
+        description="Print the document's text exactly as a golden quote must match it and as spans index into "
+        "it (Markdown as it is after its front matter; HTML, PDF, DOCX and PPTX as converted: `ORIG_HEAD` on a "
+        "page may be `` `ORIG_HEAD` `` here). Each line shows its number and the char offset where it starts. "
+        "--grep shows only where TEXT occurs, found as rag-exp golden add finds a quote (verbatim, else through "
+        "whitespace, Markdown markup and case), with --context lines around each match and each match's char span.")
+    sh.add_argument("doc", metavar="DOC", help="the document: its source_uri, doc_id or unique file stem "
+                    "(rag-exp corpus list)")
+    corpus_opt(sh)
+    sh.add_argument("--grep", metavar="TEXT", help="show only the matches of TEXT (through whitespace, markup and case)")
+    sh.add_argument("--context", type=int, default=2, metavar="N",
+                    help="with --grep: lines shown before and after each match (default: 2)")
+    sh.set_defaults(func=lambda a: _piped(_show, a))
     p.set_defaults(func=lambda a: (p.print_help(), 1)[1])
 
 
@@ -69,3 +98,102 @@ def _convert(args) -> int:
     for r in report.failures:
         print(f"  skipped {r.path}: {r.failure}")
     return 1 if args.strict and report.failures else 0
+
+
+def _piped(command, args) -> int:
+    """Run a command whose output is often piped into head or less: a reader that stops early
+    ends it quietly (exit 0), not with a BrokenPipeError traceback."""
+    import os
+    import sys
+
+    try:
+        rc = command(args)
+        sys.stdout.flush()
+        return rc
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
+
+
+def _corpus_arg(args) -> str:
+    if args.corpus is not None:
+        return args.corpus
+    from .golden import configured_corpus
+
+    return configured_corpus([])
+
+
+def _format_of(doc, formats: dict[str, str]) -> str:
+    if doc.source is not None:
+        return doc.source.converter  # "pypdf 7.1.1", "html_import ..."
+    return formats.get(doc.doc_id, "md")  # front matter may give an id that is not the path: Markdown
+
+
+def _list(args) -> int:
+    from ..corpus.loader import corpus_files, load_corpus, resolve_corpus_dir
+
+    corpus = _corpus_arg(args)
+    docs = load_corpus(corpus)
+    root = resolve_corpus_dir(str(corpus))
+    formats = {f.relative_to(root).as_posix(): fmt for f, fmt in corpus_files(root)}
+    if args.grep:
+        needle = args.grep.lower()
+        docs = [d for d in docs if needle in d.source_uri.lower() or needle in d.title.lower()]
+    rows = [(d.source_uri, d.title, f"{len(d.text):,}", _format_of(d, formats)) for d in docs]
+    heads = ("source_uri", "title", "chars", "format")
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(heads)]
+    widths[1] = min(widths[1], 50)
+
+    def line(r) -> str:
+        title = r[1] if len(r[1]) <= widths[1] else r[1][: widths[1] - 3] + "..."
+        return f"{r[0]:<{widths[0]}}  {title:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}"
+
+    print(line(heads))
+    for r in rows:
+        print(line(r))
+    total = sum(len(d.text) for d in docs)
+    print(f"{len(rows)} documents, {total:,} characters ({corpus}); a document's text: rag-exp corpus show DOC")
+    return 0
+
+
+def _show(args) -> int:
+    from ..corpus.loader import load_corpus
+    from ..corpus.lookup import Lines, find_document
+    from ..errors import UserError
+    from ..golden.add import find_quote
+
+    if args.context < 0:
+        raise UserError(f"--context must be >= 0, got {args.context}")
+    corpus = _corpus_arg(args)
+    doc = find_document(load_corpus(corpus), args.doc, str(corpus))
+    lines = Lines(doc.text)
+    width = len(str(len(lines)))
+    owidth = len(str(len(doc.text)))
+
+    def emit(n: int, mark: str = " ") -> None:
+        a, b = lines.span(n)
+        print(f"{n:>{width}} {a:>{owidth}} {mark}| {doc.text[a:b]}")
+
+    print(f"{doc.source_uri}: {doc.title!r}, {len(doc.text):,} chars, {len(lines)} lines (doc_id {doc.doc_id}, "
+          f"doc_type {doc.doc_type}); columns: line, char offset of the line, text")
+    if not args.grep:
+        for n in range(1, len(lines) + 1):
+            emit(n)
+        return 0
+    mode, spans = find_quote(doc.text, args.grep)
+    if not spans:
+        print(f"{args.grep!r}: no match (compared verbatim, through whitespace, and through markup and case)")
+        return 1
+    how = {"exact": "verbatim", "whitespace": "through whitespace", "normalised": "through whitespace, markup and case"}
+    print(f"{args.grep!r}: {len(spans)} match(es), {how[mode]}")
+    shown = 0
+    for i, (start, end) in enumerate(spans, 1):
+        first, last = lines.line_of(start), lines.line_of(max(start, end - 1))
+        lo, hi = max(1, first - args.context, shown + 1), min(len(lines), last + args.context)
+        if lo > shown + 1 and shown:
+            print("--")
+        print(f"match {i}: chars {start}..{end}, line {first}" + (f"-{last}" if last != first else ""))
+        for n in range(lo, hi + 1):
+            emit(n, ">" if first <= n <= last else " ")
+        shown = max(shown, hi)
+    return 0

@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import ConfigError, GoldenSetError, UserError
 
 DEFAULT_GOLDEN = "experiments/golden/demo.jsonl"
+ADD_KINDS = ("exact", "paraphrase", "production")  # rag_experiments.golden.add.KINDS (not imported at start-up)
 
 
 def rates_line(v: dict) -> str:
@@ -165,19 +166,34 @@ def register(subparsers: Any) -> None:
     sp.set_defaults(func=cmd_spotcheck)
 
     sp = sub.add_parser(
-        "add", help="add a production failure as a case (kind 'production')",
-        description="The expected evidence is a chunk id (--chunk-id) or a document and a quoted "
-        "passage (--source-uri with --quote or --quote-file) that must occur exactly once in the "
-        "document text (whitespace differences are tolerated and reported).")
+        "add", help="add a case written by hand: a production failure, or a question of a given --kind",
+        description="The expected evidence is a document and a quoted passage (--source-uri with --quote or "
+        "--quote-file), or a chunk id (--chunk-id). A quote is found in the document's text as loaded (Markdown as it "
+        "is, HTML/PDF/DOCX/PPTX as converted: rag-exp corpus show DOC prints it): verbatim, else through whitespace, "
+        "else through whitespace, Markdown markup and case; it must occur once, and the span stored is the matched "
+        "span of that text. Adding by quote reads only the corpus files (no database, no embedding); only --chunk-id "
+        "opens the retriever's store (and ingests if the chunking is not there yet). A miss prints the closest "
+        "passages of the document and the documents where the quote is.")
     golden_arg(sp)
-    sp.add_argument("--query", required=True, help="the user's query, as asked in production")
+    sp.add_argument("--query", required=True, help="the question, as the user asked it")
     src = sp.add_mutually_exclusive_group(required=True)
-    src.add_argument("--chunk-id", help="a chunk of the configured chunking strategy that answers the query")
-    src.add_argument("--source-uri", help="the document that answers the query (with --quote/--quote-file)")
+    src.add_argument("--source-uri", metavar="DOC", help="the document that answers the query: its source_uri, "
+                     "doc_id or unique file stem (rag-exp corpus list); with --quote/--quote-file")
+    src.add_argument("--chunk-id", help="a chunk of the configured chunking strategy that answers the query "
+                     "(opens the database)")
     q = sp.add_mutually_exclusive_group()
     q.add_argument("--quote", help="the passage of that document that answers the query")
     q.add_argument("--quote-file", type=Path, help="read the passage from this file ('-' = stdin)")
-    sp.add_argument("--author", help="who adds it (default: $USER)")
+    sp.add_argument("--kind", choices=ADD_KINDS, default="production",
+                    help="exact: the question names an identifier (option, parameter, error code, function) that "
+                    "the passage holds, what keyword search must find (the gate guards this segment); paraphrase: "
+                    "the question in other words than the passage; production: as a user asked it (default)")
+    sp.add_argument("--identifier", metavar="TEXT", help="the identifier an exact question names (default: found "
+                    "in the question and the passage); it must occur in both")
+    sp.add_argument("--corpus", dest="corpus_folder", default=None, metavar="demo|FOLDER",
+                    help="the corpus the quote is in (default: the configured corpus.path: demo, or the project's "
+                    "from rag-exp init)")
+    sp.add_argument("--author", help="who wrote the case (default: $USER)")
     sp.add_argument("--note", help="free text kept in the provenance, e.g. the incident or ticket")
     overrides_arg(sp)
     sp.set_defaults(func=cmd_add)
@@ -540,7 +556,8 @@ def read_quote_file(path: Path) -> str:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    from ..golden.add import add_production_case
+    """A quote is found in the corpus files alone; only --chunk-id opens the store."""
+    from ..golden.add import NotFoundError, QuoteError, add_production_case
     from ..limits import check_query
 
     quote = read_quote_file(args.quote_file) if args.quote_file is not None else args.quote
@@ -548,21 +565,52 @@ def cmd_add(args: argparse.Namespace) -> int:
         raise UserError("--source-uri needs --quote or --quote-file")
     if args.chunk_id and quote:
         raise UserError("--quote/--quote-file go with --source-uri, not with --chunk-id")
-    check_query(" ".join(args.query.split()), "--query")  # before the database is even opened
-    session = _open_session(args.overrides)
-    try:
-        result = add_production_case(args.golden, args.query, chunk_id=args.chunk_id, source_uri=args.source_uri,
-                                     quote=quote, chunk_lookup=session.chunk, doc_lookup=session.document,
-                                     author=args.author, note=args.note)
-    finally:
-        session.close()
-    ev = result.record["evidence"][0]
+    check_query(" ".join(args.query.split()), "--query")  # before the corpus or the database is read
+    common = dict(author=args.author, note=args.note, kind=args.kind, identifier=args.identifier)
+    if args.chunk_id:
+        if args.corpus_folder is not None:
+            raise UserError("--corpus goes with --source-uri; a chunk comes from the configured store "
+                            "(--set corpus.path=FOLDER)")
+        session = _open_session(args.overrides)
+        try:
+            result = add_production_case(args.golden, args.query, chunk_id=args.chunk_id,
+                                         chunk_lookup=session.chunk, **common)
+        finally:
+            session.close()
+    else:
+        from ..corpus.loader import load_corpus
+
+        corpus = _add_corpus(args)
+        docs = load_corpus(corpus)
+        try:
+            result = add_production_case(args.golden, args.query, source_uri=args.source_uri, quote=quote, docs=docs,
+                                         corpus=args.corpus_folder, **common)
+        except (QuoteError, NotFoundError) as exc:
+            for line in exc.context:
+                print(line, file=sys.stderr)
+            raise
+    rec = result.record
+    ev = rec["evidence"][0]
     how = {"chunk": "the chunk's span", "exact": "quote found verbatim",
-           "whitespace": "quote found with whitespace differences (the stored quote is the document's text)"}
-    console = _console()
-    _say(console, f"added case {result.record['id']} ({ev['source_uri']} chars {ev['start']}..{ev['end']}; "
-                  f"{how[result.located]})")
+           "whitespace": "quote found with whitespace differences (the stored quote is the document's text)",
+           "normalised": "quote found through whitespace, markup and case (the stored quote is the document's "
+                         f"text: {_excerpt(ev['quote'])})"}
+    ident = f", identifier {rec['identifier']!r}" if rec.get("identifier") else ""
+    _say(_console(), f"added case {rec['id']} (kind {rec['kind']}{ident}; {ev['source_uri']} chars "
+                     f"{ev['start']}..{ev['end']}; {how[result.located]})", soft_wrap=True)
     return 0
+
+
+def _add_corpus(args: argparse.Namespace) -> str:
+    """The corpus a quote is looked up in: --corpus, else the configured one. Overrides are
+    composed (so a bad one is refused here as everywhere), never a database opened."""
+    if args.overrides:
+        from ..experiment import corpus_path
+        from ..session import compose_settings
+
+        settings = compose_settings(list(args.overrides))[0]
+        return args.corpus_folder or str(corpus_path(settings))
+    return args.corpus_folder or configured_corpus([])
 
 
 def cmd_retire(args: argparse.Namespace) -> int:

@@ -6,8 +6,6 @@ Real golden file (the mini corpus's cases), real MLflow store, real evaluation o
 
 from __future__ import annotations
 
-import sys
-import types
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -31,29 +29,14 @@ def golden(store, mini_golden):
 
 
 @pytest.fixture
-def golden_add(monkeypatch, mini_docs):
-    """`rag-exp golden add` with the corpus read from the mini corpus instead of a database."""
-    docs = {d.doc_id: d for d in mini_docs}
-
-    class Session:
-        def chunk(self, cid):
-            return None
-
-        def document(self, uri):
-            d = docs.get(uri)
-            return None if d is None else {"doc_id": d.doc_id, "source_uri": d.source_uri, "doc_type": d.doc_type,
-                                           "text": d.text, "content_hash": d.content_hash}
-
-        def close(self):
-            pass
-
-    monkeypatch.setitem(sys.modules, "rag_experiments.session",
-                        types.SimpleNamespace(open_retriever=lambda overrides=None: Session()))
+def golden_add():
+    """`rag-exp golden add` on the mini corpus's files (a quote needs no database)."""
+    from tests.conftest import FIXTURES
 
     def add(path, query=PRODUCTION_QUERY, quote=PRODUCTION_QUOTE):
         assert cli("golden", "add", "--golden", str(path), "--query", query, "--source-uri",
                    "mini/runtime-config-resource.html", "--quote", quote, "--author", "oncall",
-                   "--note", "incident 42") == 0
+                   "--note", "incident 42", "--corpus", str(FIXTURES / "mini_corpus")) == 0
         return GoldenFile(path).read()[-1]["id"]
 
     return add
