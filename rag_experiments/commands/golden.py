@@ -122,11 +122,17 @@ def register(subparsers: Any) -> None:
     sp.set_defaults(func=cmd_generate)
 
     sp = sub.add_parser(
-        "label", help="judge the top-k retrieved passages of every case (LLM, pooling)",
+        "label", help="judge the top-k retrieved passages of every case (LLM, or a person with --by-hand; pooling)",
         description="For each case, retrieve the top k, skip hits that evaluation already credits "
         "(overlap >= 50% of an evidence span or of the hit) or that overlap a span already judged for "
         "it by the same rule, and ask the judge "
-        "YES / PART / NO. Appends `judgement` records. Resumable via <golden stem>.label.log.jsonl.")
+        "YES / PART / NO. Appends `judgement` records. Resumable via <golden stem>.label.log.jsonl. "
+        "With --by-hand a person judges the same pairs, no LLM and no key: in the terminal (question, "
+        "passage with its document, offsets and context; y / p / n / s(kip) / q(uit) and Enter; stdin may be "
+        "a pipe; each verdict is appended at once, so quitting or a kill loses nothing and a rerun offers only "
+        "what is left), or through a blind CSV (--export, then --import). The labels are `judge.kind: human` "
+        "with --labeller's name; a passage repeated in another document (the same text) is offered once and "
+        "the verdict written for both (applied_from).")
     golden_arg(sp)
     sp.add_argument("-k", type=int, default=20, help="hits per case to judge (default: 20); with --pool/--sweep: "
                     "each run's top k enters the pool")
@@ -139,6 +145,19 @@ def register(subparsers: Any) -> None:
                     help="with --pool/--sweep: pool these runs to their own depth N instead of -k (TREC's "
                     "depth per run when the budget is tight: a priority run deeper, a cheap one shallower)")
     sp.add_argument("--dry-run", action="store_true", help="show the pairs to judge and the estimate, call nothing")
+    hand = sp.add_argument_group("by hand (a person judges; no LLM, no API key)")
+    hand.add_argument("--by-hand", action="store_true",
+                      help="label the pairs yourself in the terminal: y=YES p=PART n=NO s=skip q=quit, then Enter")
+    hand.add_argument("--labeller", metavar="NAME", default=None,
+                      help="who labels, recorded in each judgement (default: the OS user)")
+    csv_io = hand.add_mutually_exclusive_group()
+    csv_io.add_argument("--export", type=Path, metavar="FILE.csv", default=None,
+                        help="write the pairs to label to a new CSV (pair_id, case, question, document, offsets, "
+                        "context, passage; no system, rank or score) with an empty verdict column, for a "
+                        "spreadsheet or a colleague")
+    csv_io.add_argument("--import", dest="import_csv", type=Path, metavar="FILE.csv", default=None,
+                        help="record the filled verdict column of an exported CSV (YES / PART / NO or y / p / n; "
+                        "empty = skip); every row is checked first; importing twice labels nothing twice")
     llm_args(sp)
     overrides_arg(sp)
     sp.set_defaults(func=cmd_label)
@@ -466,35 +485,89 @@ def _finish_llm_job(args: argparse.Namespace, console, report, problems_title: s
     return 0 if not report.api_errors else 3
 
 
-def _pool_plan(args: argparse.Namespace, price):
-    """The labelling plan of a pool of runs (rag_experiments.tracking.pool): no retrieval."""
+def _pool_hits(args: argparse.Namespace, docs=None):
+    """(retrieve(query) -> the pool's hits, the pool's definition) of --pool / --sweep
+    (rag_experiments.tracking.pool): no retrieval, no database."""
     from ..corpus.loader import load_corpus
-    from ..golden.label import plan_labelling
     from ..golden.resolve import load_golden
-    from ..tracking.pool import pool_runs, pooled_hits
-
-    from ..tracking.pool import parse_depths
+    from ..tracking.pool import parse_depths, pool_runs, pooled_hits
 
     runs = pool_runs(args.pool or (), args.sweep)
     depths = parse_depths(args.per_run_depth or (), runs)
-    hits, definition = pooled_hits(runs, args.k, load_corpus(configured_corpus(args.overrides)), depths)
+    docs = docs if docs is not None else load_corpus(configured_corpus(args.overrides))
+    hits, definition = pooled_hits(runs, args.k, docs, depths)
     by_query = {c.query: hits.get(c.case_id, []) for c in load_golden(args.golden).cases}
     if args.sweep:
         definition["sweep"] = args.sweep
-    return plan_labelling(args.golden, lambda q: by_query.get(q, []), k=10**9, model=args.model, batch=args.batch,
+    return (lambda q: by_query.get(q, [])), definition
+
+
+def _pool_plan(args: argparse.Namespace, price):
+    """The labelling plan of a pool of runs (rag_experiments.tracking.pool): no retrieval."""
+    from ..golden.label import plan_labelling
+
+    retrieve, definition = _pool_hits(args)
+    return plan_labelling(args.golden, retrieve, k=10**9, model=args.model, batch=args.batch,
                           retry_failed=args.retry_malformed, price=price, pool=definition, provider=args.provider)
+
+
+def _label_by_hand(args: argparse.Namespace) -> int:
+    """`golden label --by-hand` / `--export` / `--import` (rag_experiments.golden.hand_label)."""
+    from ..corpus.loader import load_corpus
+    from ..golden import hand_label as hl
+    from ..golden.golden_file import GoldenFile
+
+    console = _console()
+    labeller = (args.labeller or "").strip() or hl.default_labeller()
+    docs = load_corpus(configured_corpus(args.overrides))
+    if args.import_csv is not None:
+        report = hl.import_csv(args.golden, args.import_csv, docs, labeller=labeller)
+        _say(console, report.summary(args.import_csv) + f"; labeller {labeller}")
+        return 0
+    if args.pool or args.sweep:
+        retrieve, definition = _pool_hits(args, docs)
+        plan = hl.plan_hand_labelling(args.golden, retrieve, k=10**9, pool=definition)
+    else:
+        session = _open_session(args.overrides)
+        try:  # an external passage that could not be placed in the corpus has no span to judge: skipped
+            plan = hl.plan_hand_labelling(args.golden, lambda q: [h for h in session.search(q, args.k)
+                                                                  if h["doc_hash"]], k=args.k)
+        finally:
+            session.close()
+    _say(console, f"{plan.cases} cases: {len(plan.offers)} passage(s) to label by hand ({plan.pairs} (case, passage) "
+                  f"pairs with near-duplicates); skipped: {_counter_line(plan.skipped)}")
+    if args.dry_run:
+        return 0
+    text = {d.doc_id: d.text for d in docs}.get
+    if args.export is not None:
+        n = hl.export_csv(plan, args.export, text)
+        if plan.applied:
+            hl.append_held(GoldenFile(args.golden), list(plan.applied))
+            _say(console, f"{len(plan.applied)} pair(s) repeat a passage a person already judged: given that verdict")
+        _say(console, f"wrote {n} passage(s) to {args.export}: fill in the verdict column (YES / PART / NO, empty to "
+                      f"skip), then: rag-exp golden label --golden {args.golden} --import {args.export}", soft_wrap=True)
+        return 0
+    report = hl.run_terminal(plan, labeller=labeller, doc_text=text, console=console)
+    _say(console, report.summary())
+    _say(console, report.timing_line())
+    return 130 if report.interrupted else 0
 
 
 def cmd_label(args: argparse.Namespace) -> int:
     from ..golden.label import plan_labelling, run_labelling
 
-    _check_llm_args(args)
     if args.k < 1:
         raise ConfigError(f"-k must be >= 1, got {args.k}")
-    console = _console()
-    price = _resolve_llm(args)
     if args.per_run_depth and not (args.pool or args.sweep):
         raise UserError("--per-run-depth needs a pool", hint="add --pool RUN_ID ... or --sweep PARENT_ID")
+    if args.by_hand or args.export is not None or args.import_csv is not None:
+        return _label_by_hand(args)
+    if args.labeller:
+        raise UserError("--labeller goes with --by-hand (the LLM judge records its model, not a name)",
+                        hint="add --by-hand to label the pairs yourself")
+    _check_llm_args(args)
+    console = _console()
+    price = _resolve_llm(args)
     if args.pool or args.sweep:
         plan = _pool_plan(args, price)
     else:

@@ -149,6 +149,62 @@ class LabelReport(JobReport):
 _HIT_KEYS = ("doc_id", "source_uri", "start", "end", "text", "doc_hash")
 
 
+@dataclass(frozen=True)
+class Pair:
+    """A (case, retrieved span) pair to judge: ``hit`` holds :data:`_HIT_KEYS` (start/end as ints)."""
+
+    key: str  # pair_key(case_id, doc_id, start, end)
+    case_id: str
+    query: str
+    hit: dict
+
+
+def candidate_pairs(golden: Any, retrieve: Callable[[str], list[dict]], *, k: int,
+                    also_judged: dict[str, list[tuple[str, int, int]]] | None = None,
+                    retry_keys: frozenset[str] = frozenset(),
+                    on_case: Callable[[int, int], None] | None = None) -> tuple[list[Pair], dict[str, int]]:
+    """The (case, span) pairs a judge must see, in case order then the hits' order, and the skip
+    counts: the top ``k`` of ``retrieve(query)`` for every case, minus hits evaluation already
+    credits, hits overlapping a span judged for the case (in the golden set, in ``also_judged``,
+    or earlier in this list) and malformed hits. Shared by the LLM judge (:func:`plan_labelling`)
+    and labelling by hand (:mod:`.hand_label`): both see the same pairs."""
+    also_judged = also_judged or {}
+    skipped: Counter = Counter()
+    pairs: list[Pair] = []
+    for i, case in enumerate(golden.cases):
+        if on_case:
+            on_case(i, len(golden.cases))
+        if query_problem(case.query):  # cannot be searched (and is excluded from runs): retire it
+            skipped["query_too_large"] += 1
+            continue
+        judged = [e.span.key for e in case.evidence]  # everything judged or given, any grade
+        judged += also_judged.get(case.case_id, [])
+        relevant = case.relevant
+        for hit in list(retrieve(case.query))[:k]:
+            if any(key not in hit for key in _HIT_KEYS):
+                skipped["hit_missing_fields"] += 1
+                continue
+            start, end = int(hit["start"]), int(hit["end"])
+            if len(hit["text"]) != end - start or end <= start:
+                skipped["hit_text_mismatch"] += 1
+                continue
+            key = pair_key(case.case_id, hit["doc_id"], start, end)
+            span = (hit["doc_id"], start, end)
+            if any(covers(hit, e.span) for e in relevant):
+                skipped["covers_evidence"] += 1
+                continue
+            if key in retry_keys:
+                pass  # an unusable answer for exactly this pair: ask again
+            elif already_judged(span, judged):
+                skipped["already_judged"] += 1
+                continue
+            judged.append(span)
+            clean = {k2: hit[k2] for k2 in _HIT_KEYS}
+            clean["start"], clean["end"] = start, end
+            pairs.append(Pair(key, case.case_id, case.query, clean))
+    return pairs, dict(skipped)
+
+
 def plan_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]], *, k: int = 20,
                    model: str = llm.DEFAULT_MODEL, batch: bool = False, retry_failed: bool = False,
                    price: llm.Price | None = None,
@@ -171,43 +227,15 @@ def plan_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]
         case_id, span = parse_pair_key(key)
         checkpointed.setdefault(case_id, []).append(span)
     retry_keys = state.failed if retry_failed else frozenset()
-
-    skipped: Counter = Counter()
+    pairs, skipped = candidate_pairs(golden, retrieve, k=k, also_judged=checkpointed, retry_keys=retry_keys,
+                                     on_case=on_case)
     jobs: list[Job] = []
-    for i, case in enumerate(golden.cases):
-        if on_case:
-            on_case(i, len(golden.cases))
-        if query_problem(case.query):  # cannot be searched (and is excluded from runs): retire it
-            skipped["query_too_large"] += 1
-            continue
-        judged = [e.span.key for e in case.evidence]  # everything judged or given, any grade
-        judged += checkpointed.get(case.case_id, [])
-        relevant = case.relevant
-        for hit in list(retrieve(case.query))[:k]:
-            if any(key not in hit for key in _HIT_KEYS):
-                skipped["hit_missing_fields"] += 1
-                continue
-            start, end = int(hit["start"]), int(hit["end"])
-            if len(hit["text"]) != end - start or end <= start:
-                skipped["hit_text_mismatch"] += 1
-                continue
-            key = pair_key(case.case_id, hit["doc_id"], start, end)
-            span = (hit["doc_id"], start, end)
-            if any(covers(hit, e.span) for e in relevant):
-                skipped["covers_evidence"] += 1
-                continue
-            if key in retry_keys:
-                pass  # an unusable answer for exactly this pair: ask again
-            elif already_judged(span, judged):
-                skipped["already_judged"] += 1
-                continue
-            judged.append(span)
-            payload = {"case_id": case.case_id, "hit": {k2: hit[k2] for k2 in _HIT_KEYS}}
-            if pool:
-                payload["pool"] = pool
-            payload["hit"]["start"], payload["hit"]["end"] = start, end
-            jobs.append(Job(key, build_prompt(case.query, hit["text"]), payload))
-    return LabelPlan(cases=len(golden.cases), skipped=dict(skipped), **plan_fields(
+    for pair in pairs:
+        payload = {"case_id": pair.case_id, "hit": dict(pair.hit)}
+        if pool:
+            payload["pool"] = pool
+        jobs.append(Job(pair.key, build_prompt(pair.query, pair.hit["text"]), payload))
+    return LabelPlan(cases=len(golden.cases), skipped=skipped, **plan_fields(
         jobs, state, golden_path=golden_path, checkpoint_path=cp_path, system=SYSTEM_PROMPT, model=model,
         batch=batch, retry_failed=retry_failed, output_tokens_per_request=EXPECTED_OUTPUT_TOKENS, price=price,
         provider=provider))

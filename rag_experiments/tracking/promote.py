@@ -300,7 +300,8 @@ def coverage_reasons(champion: RunView, candidate: RunView, alpha: float, n_resa
             k = int(col[len(JUDGED_PREFIX):])
             gap = CoverageGap(f"the candidate {candidate.id[:12]}", col, float(a.mean()), float(b.mean()),
                               float(b.mean() - a.mean()), p, fix_command([champion, candidate], k))
-            return [gap.line() + " (or promote --force, recorded)"]
+            return [gap.line() + f" (no LLM key: label them yourself with {gap.command} --by-hand; "
+                    "or promote --force, recorded)"]
     return []
 
 

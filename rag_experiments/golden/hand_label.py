@@ -1,0 +1,472 @@
+"""Labelling by a person, no LLM: ``rag-exp golden label --by-hand``.
+
+The pairs offered are exactly the ones the LLM judge would be sent (:func:`.label.candidate_pairs`
+over the same pool: ``--pool`` / ``--sweep`` / ``-k`` / ``--per-run-depth``, or the configured
+retriever's top k): hits evaluation already credits, and hits overlapping a span already judged
+for the case (by anyone: a person, the LLM, an agent), are not offered. So a rerun offers only
+what is still unlabelled (resumable), and an LLM pass afterwards is not asked about them either.
+
+Two ways to give the verdicts, both writing the same records:
+
+* the terminal loop (:func:`run_terminal`): the question, the passage (between ``[[ ]]``) with its
+  document, offsets and some context, then ``y`` / ``p`` / ``n`` (YES / PART / NO), ``s`` (skip: offered again next
+  time) or ``q`` (quit) and Enter; stdin may be a pipe. Each verdict is appended to the golden
+  file as it is given (:meth:`GoldenFile.append`, its lock, one write and an fsync, with Ctrl-C held
+  back for that instant), so Ctrl-C, a closed terminal or a kill loses at most the pair on screen;
+* a blind CSV (:func:`export_csv` / :func:`import_csv`) for a spreadsheet or a colleague: the
+  pair id, case, question, document, offsets, the passage and its context; no system, rank or
+  score. The filled ``verdict`` column is read back (every row checked before anything is
+  written; empty rows skipped; a pair labelled in the meantime, or imported before, is not
+  labelled twice).
+
+Each verdict is a ``judgement`` record with ``judge = {kind: human, name: <labeller>}`` (the
+``--labeller``, default the OS user) and ``provenance = {method: by-hand, via: terminal | csv,
+pool: ...}``: to coverage (judged@k), compare, promote and the spot-check it is a judgement like
+any other, and a person's (resolution prefers it over a machine judge's; the spot-check, which
+validates machine judges, has nothing to check in it).
+
+Near-duplicates (:data:`NEAR_DUPLICATE`): passages of one case whose texts are the same after
+normalisation (whitespace, Markdown markup, case; :func:`rag_experiments.retrieval.placement._normalised`),
+or have a token similarity of at least 0.95 (:func:`.fuzzy.similarity`) with the same identifiers
+(:func:`.fuzzy.guard_tokens`), typically a page that repeats another page's text word for word,
+are offered once; the verdict is written for each of them, the copies with ``applied_from: <id of
+the judgement given>`` and their ``similarity``. A passage whose near-duplicate a person already
+judged for that case (an earlier session) gets that verdict the same way, without being offered;
+the copy names the person who gave it.
+"""
+
+from __future__ import annotations
+
+import csv
+import getpass
+import os
+import re
+import signal
+import statistics
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence, TextIO
+
+from ..errors import UserError
+from .fuzzy import guard_tokens, similarity
+from .golden_file import GoldenFile
+from .label import Pair, already_judged, candidate_pairs
+from .records import new_id
+from .resolve import current, load_golden
+from .spotcheck import _ANSWERS, _read_answer
+
+NEAR_DUPLICATE = 0.95  # token similarity at or above which two passages of a case are one passage
+CONTEXT_CHARS = 240  # document text shown before and after the passage
+LABELS = ("YES", "PART", "NO")
+CSV_COLUMNS = ("pair_id", "case_id", "question", "document", "start", "end", "context_before", "passage",
+               "context_after", "same_text_also_in", "verdict")
+
+
+def default_labeller() -> str:
+    return os.environ.get("USER") or getpass.getuser()
+
+
+# -- near-duplicates ----------------------------------------------------------------------------
+def _norm(text: str) -> str:
+    from ..retrieval.placement import _normalised
+
+    return _normalised(text)[0]
+
+
+def near_duplicate(a: str, b: str) -> float | None:
+    """The similarity of two passages when they count as one passage (1.0: the same text once
+    normalised), else None."""
+    na, nb = _norm(a), _norm(b)
+    if na == nb:
+        return 1.0
+    la, lb = len(na), len(nb)
+    if not la or not lb or min(la, lb) / max(la, lb) < 2 * NEAR_DUPLICATE - 1:  # cannot reach the threshold
+        return None
+    if guard_tokens(a) != guard_tokens(b):  # another identifier: another passage
+        return None
+    s = similarity(a, b)
+    return round(s, 4) if s >= NEAR_DUPLICATE else None
+
+
+# -- planning -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Offer:
+    """A passage to show for a case, and its near-duplicates in the pool (the verdict goes to each)."""
+
+    pair: Pair
+    duplicates: tuple[tuple[Pair, float], ...] = ()
+
+    @property
+    def pair_id(self) -> str:
+        return pair_id(self.pair)
+
+
+def pair_id(pair: Pair) -> str:
+    return new_id("p", pair.key)
+
+
+@dataclass(frozen=True)
+class HandPlan:
+    golden_path: Path
+    cases: int
+    offers: tuple[Offer, ...]
+    skipped: dict[str, int]
+    applied: tuple[dict, ...]  # records for pairs whose near-duplicate a person already judged
+    pool: dict | None = None
+
+    @property
+    def pairs(self) -> int:
+        return sum(1 + len(o.duplicates) for o in self.offers)
+
+
+def _human_verdicts(records: Sequence) -> dict[str, list[dict]]:
+    """case id -> the live human judgements (raw records) of live cases."""
+    now = current(records)
+    out: dict[str, list[dict]] = {}
+    for j in now.live_judgements:
+        if j.judge_kind == "human" and j.case_id not in now.retired:
+            out.setdefault(j.case_id, []).append(j.raw)
+    return out
+
+
+def plan_hand_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]], *, k: int,
+                        pool: dict | None = None) -> HandPlan:
+    """The passages to offer, grouped into near-duplicates, and the records of pairs an earlier
+    human verdict on the same text already answers."""
+    golden = load_golden(golden_path)
+    pairs, skipped = candidate_pairs(golden, retrieve, k=k)
+    skipped = Counter(skipped)
+    earlier = _human_verdicts(golden.records)
+    offers: list[Offer] = []
+    dups: dict[int, list[tuple[Pair, float]]] = {}
+    applied: list[dict] = []
+    by_case: dict[str, list[int]] = {}
+    for pair in pairs:
+        source = None
+        for rec in earlier.get(pair.case_id, ()):
+            sim = near_duplicate(pair.hit["text"], rec["span"]["quote"])
+            if sim is not None:
+                source = (rec, sim)
+                break
+        if source is not None:
+            rec, sim = source
+            applied.append(judgement(pair, rec["verdict"], rec["judge"], via="applied", pool=pool,
+                                     applied_from=rec["id"], similarity=sim))
+            skipped["same_text_already_judged"] += 1
+            continue
+        for idx in by_case.get(pair.case_id, ()):
+            sim = near_duplicate(pair.hit["text"], offers[idx].pair.hit["text"])
+            if sim is not None:
+                dups.setdefault(idx, []).append((pair, sim))
+                break
+        else:
+            by_case.setdefault(pair.case_id, []).append(len(offers))
+            offers.append(Offer(pair))
+    offers = [Offer(o.pair, tuple(dups.get(i, ()))) for i, o in enumerate(offers)]
+    return HandPlan(Path(golden_path), len(golden.cases), tuple(offers), dict(skipped), tuple(applied), pool)
+
+
+def judgement(pair: Pair, verdict: str, judge: Mapping[str, Any], *, via: str, pool: dict | None = None,
+              applied_from: str | None = None, similarity: float | None = None, seconds: float | None = None) -> dict:
+    """The ``judgement`` record of a person's verdict on ``pair`` (``judge``: kind human, name)."""
+    h = pair.hit
+    judge = dict(judge)
+    rec = {
+        "type": "judgement",
+        "id": new_id("j", pair.case_id, h["doc_id"], h["start"], h["end"], "human", judge.get("name", "")),
+        "case_id": pair.case_id,
+        "span": {"doc_id": h["doc_id"], "source_uri": h["source_uri"], "start": int(h["start"]), "end": int(h["end"]),
+                 "quote": h["text"], "doc_hash": h["doc_hash"]},
+        "verdict": verdict,
+        "judge": judge,
+    }
+    prov: dict[str, Any] = {"method": "by-hand", "via": via}
+    if pool:
+        prov["pool"] = pool
+    if seconds is not None:
+        prov["seconds"] = round(seconds, 2)
+    rec["provenance"] = prov
+    if applied_from:
+        rec["applied_from"] = applied_from  # the verdict was given on that judgement's passage
+        rec["similarity"] = similarity
+    return rec
+
+
+def offer_records(offer: Offer, verdict: str, judge: Mapping[str, Any], *, via: str, pool: dict | None = None,
+                  seconds: float | None = None) -> list[dict]:
+    """The verdict's record for the passage shown, then one per near-duplicate (``applied_from`` it)."""
+    first = judgement(offer.pair, verdict, judge, via=via, pool=pool, seconds=seconds)
+    return [first] + [judgement(p, verdict, judge, via=via, pool=pool, applied_from=first["id"], similarity=sim)
+                      for p, sim in offer.duplicates]
+
+
+def append_held(gf: GoldenFile, records: list[dict]) -> None:
+    """Append with Ctrl-C held back until the records and the manifest are written."""
+    if not records:
+        return
+    blocked = hasattr(signal, "pthread_sigmask")
+    if blocked:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        gf.append(records)
+    finally:
+        if blocked:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+# -- the terminal loop --------------------------------------------------------------------------
+@dataclass
+class HandReport:
+    offered: int = 0
+    verdicts: Counter = field(default_factory=Counter)  # given this session
+    skipped: int = 0
+    duplicates_applied: int = 0  # copies of a verdict given this session (near-duplicates)
+    applied_earlier: int = 0  # copies of an earlier session's verdict
+    seconds: list[float] = field(default_factory=list)  # per verdict given
+    interrupted: bool = False
+    left: int = 0
+
+    @property
+    def labels(self) -> int:
+        return sum(self.verdicts.values())
+
+    def timing_line(self) -> str:
+        if not self.seconds:
+            return "time per label: no verdict given this session"
+        total = sum(self.seconds)
+        return (f"time per label: {total / len(self.seconds):.1f} s mean, {statistics.median(self.seconds):.1f} s "
+                f"median over {len(self.seconds)} label(s) ({total:.0f} s in all; with near-duplicates, "
+                f"{total / (len(self.seconds) + self.duplicates_applied):.1f} s per judgement written)")
+
+    def summary(self) -> str:
+        v = self.verdicts
+        return (f"labelled {self.labels} passage(s) this session (YES {v['YES']}, PART {v['PART']}, NO {v['NO']}), "
+                f"skipped {self.skipped}; near-duplicates given the same verdict: {self.duplicates_applied} "
+                f"(+{self.applied_earlier} from earlier verdicts); left to label: {self.left}")
+
+
+def _context(doc_text: str | None, start: int, end: int) -> tuple[str, str]:
+    if not doc_text:
+        return "", ""
+    before = doc_text[max(0, start - CONTEXT_CHARS):start]
+    after = doc_text[end:end + CONTEXT_CHARS]
+    if start > CONTEXT_CHARS and "\n" in before:
+        before = before[before.index("\n") + 1:]  # from a line start
+    if end + CONTEXT_CHARS < len(doc_text) and "\n" in after:
+        after = after[:after.rindex("\n")]
+    return before, after
+
+
+def _where(pair: Pair) -> str:
+    h = pair.hit
+    return f"{h['source_uri']} chars {h['start']}..{h['end']}"
+
+
+def run_terminal(plan: HandPlan, *, labeller: str, doc_text: Callable[[str], str | None] = lambda _d: None,
+                 stdin: TextIO | None = None, console: Any = None,
+                 clock: Callable[[], float] = time.monotonic) -> HandReport:
+    """Offer each passage until the end, ``q`` or end of input; each verdict is appended at once."""
+    from rich.console import Console
+    from rich.text import Text
+
+    stdin = stdin or sys.stdin
+    console = console or Console(highlight=False)
+    gf = GoldenFile(plan.golden_path)
+    judge = {"kind": "human", "name": labeller}
+    report = HandReport(left=len(plan.offers))
+    if plan.applied:
+        append_held(gf, list(plan.applied))
+        report.applied_earlier = len(plan.applied)
+        console.print(f"{len(plan.applied)} pair(s) repeat a passage a person already judged for the same question: "
+                      "given that verdict (applied_from the earlier judgement)", markup=False)
+    queries = {c.case_id: c.query for c in load_golden(plan.golden_path).cases}
+    try:
+        for i, offer in enumerate(plan.offers):
+            p = offer.pair
+            console.rule(f"passage {i + 1} of {len(plan.offers)} (case {p.case_id})")
+            console.print(Text("Question: ", style="bold") + Text(queries.get(p.case_id, p.query)))
+            console.print(Text("Document: ", style="bold") + Text(_where(p)))
+            if offer.duplicates:
+                console.print(Text(f"  the same text is also in (the verdict applies to each): "
+                                   + "; ".join(f"{_where(d)}" for d, _ in offer.duplicates), style="dim"))
+            full = doc_text(p.hit["doc_id"])
+            before, after = _context(full, p.hit["start"], p.hit["end"])
+            body = Text()  # the passage between [[ ]] (and in bold), its context dimmed
+            if before:
+                body.append(("..." if len(before) < p.hit["start"] else "") + before, style="dim")
+            body.append("[[" + p.hit["text"] + "]]", style="bold")
+            if after:
+                body.append(after + ("..." if full and p.hit["end"] + len(after) < len(full) else ""), style="dim")
+            console.print(body)
+            shown = clock()
+            answer = _read_answer(stdin, console)
+            if answer == "QUIT":
+                break
+            report.offered += 1
+            if answer == "SKIP":
+                report.skipped += 1
+                continue
+            took = clock() - shown
+            records = offer_records(offer, answer, judge, via="terminal", pool=plan.pool, seconds=took)
+            append_held(gf, records)
+            report.verdicts[answer] += 1
+            report.seconds.append(took)
+            report.duplicates_applied += len(records) - 1
+            report.left -= 1
+    except KeyboardInterrupt:
+        report.interrupted = True
+        console.print()
+    report.left = max(0, len(plan.offers) - report.labels)
+    return report
+
+
+# -- the blind CSV ------------------------------------------------------------------------------
+def export_csv(plan: HandPlan, out: str | Path, doc_text: Callable[[str], str | None]) -> int:
+    """Write the plan's passages (one row per offer; near-duplicates named in ``same_text_also_in``)
+    to a new CSV with an empty ``verdict`` column. No system, rank or score: blind."""
+    out = Path(out)
+    if out.exists():
+        raise UserError(f"--export {out}: exists; not overwritten (it may hold verdicts)", hint="name a new file")
+    queries = {c.case_id: c.query for c in load_golden(plan.golden_path).cases}
+    try:
+        with out.open("w", encoding="utf-8", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(CSV_COLUMNS)
+            for o in plan.offers:
+                h = o.pair.hit
+                before, after = _context(doc_text(h["doc_id"]), h["start"], h["end"])
+                also = "\n".join(f"{d.hit['source_uri']} {d.hit['start']}..{d.hit['end']}" for d, _ in o.duplicates)
+                w.writerow([o.pair_id, o.pair.case_id, queries.get(o.pair.case_id, o.pair.query), h["source_uri"],
+                            h["start"], h["end"], before, h["text"], after, also, ""])
+    except OSError as exc:
+        raise UserError(f"--export {out}: cannot write: {exc.strerror}",
+                        hint="name a file in a folder you can write") from None
+    return len(plan.offers)
+
+
+_ALSO = re.compile(r"^(.*) (\d+)\.\.(\d+)$")
+
+
+@dataclass
+class ImportReport:
+    labelled: Counter = field(default_factory=Counter)
+    duplicates_applied: int = 0
+    empty: int = 0
+    already: int = 0  # pairs labelled before (an earlier import, the terminal, another judge)
+
+    def summary(self, path: Path) -> str:
+        v = self.labelled
+        return (f"recorded {sum(v.values())} verdict(s) from {path} (YES {v['YES']}, PART {v['PART']}, NO {v['NO']}) "
+                f"+{self.duplicates_applied} near-duplicate(s) given the same verdict; skipped {self.empty} empty "
+                f"row(s), {self.already} pair(s) already labelled")
+
+
+def import_csv(golden_path: str | Path, path: str | Path, docs: Sequence, *, labeller: str) -> ImportReport:
+    """Read the ``verdict`` column of an exported CSV back (YES / PART / NO, y / p / n; empty or
+    ``s`` skips). Every row is checked before anything is written; a bad one is one line naming
+    the file, the row and the value. Pairs already judged for their case are not labelled again."""
+    path = Path(path)
+    where0 = f"--import {path}"
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise UserError(f"{where0}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{where0}: not valid UTF-8 (byte {exc.start})",
+                        hint="save the sheet as CSV UTF-8") from None
+    reader = csv.DictReader(text.splitlines(keepends=True))
+    try:
+        rows = [(reader.line_num, row) for row in reader]
+    except csv.Error as exc:
+        raise UserError(f"{where0}: not readable as CSV near line {reader.line_num + 1} ({exc})") from None
+    need = ("pair_id", "case_id", "document", "start", "end", "passage", "verdict")
+    missing = [c for c in need if c not in (reader.fieldnames or [])]
+    if missing:
+        raise UserError(f"{where0}: no {', '.join(missing)} column (header: {reader.fieldnames})",
+                        hint="fill in the file `rag-exp golden label --by-hand --export FILE.csv` wrote")
+    golden = load_golden(golden_path)
+    cases = {c.case_id: c for c in golden.cases}
+    by_uri = {d.source_uri: d for d in docs}
+    by_uri.update({d.doc_id: d for d in docs if d.doc_id not in by_uri})
+    judge = {"kind": "human", "name": labeller}
+    report = ImportReport()
+
+    def pair_of(case_id: str, uri: str, start_s: str, end_s: str, where: str) -> Pair:
+        doc = by_uri.get(uri)
+        if doc is None:
+            raise UserError(f"{where}: document {uri!r} is not in the corpus",
+                            hint="import against the corpus the file was exported from (--set corpus.path=...)")
+        if not (start_s.isdigit() and end_s.isdigit()) or not 0 <= int(start_s) < int(end_s) <= len(doc.text):
+            raise UserError(f"{where}: offsets {start_s!r}..{end_s!r} are not a span of {uri} "
+                            f"(0..{len(doc.text)})", hint="export again; do not edit the offset columns")
+        s, e = int(start_s), int(end_s)
+        hit = {"doc_id": doc.doc_id, "source_uri": doc.source_uri, "start": s, "end": e, "text": doc.text[s:e],
+               "doc_hash": doc.content_hash}
+        return Pair(f"{case_id}|{doc.doc_id}|{s}|{e}", case_id, cases[case_id].query, hit)
+
+    todo: list[tuple[Offer, str]] = []
+    seen: set[str] = set()
+    for n_row, (_line, row) in enumerate(rows, start=2):  # a spreadsheet's row numbers: the header is row 1
+        where = f"{where0}, row {n_row}"
+        raw = (row.get("verdict") or "").strip()
+        pid = (row.get("pair_id") or "").strip()
+        if pid in seen:
+            raise UserError(f"{where}: pair {pid} appears twice in the file", hint="keep one row per pair_id")
+        seen.add(pid)
+        answer = _ANSWERS.get(raw.lower()) if raw else "SKIP"
+        if answer not in (*LABELS, "SKIP"):
+            raise UserError(f"{where}: verdict {raw!r} is not YES, PART or NO (y / p / n), or empty to skip",
+                            hint="fix that cell and import again; nothing was recorded")
+        case_id = (row.get("case_id") or "").strip()
+        if case_id not in cases:
+            raise UserError(f"{where}: case {case_id!r} is not a live case of {Path(golden_path).name}",
+                            hint="export again: the golden set may have changed since")
+        pair = pair_of(case_id, (row.get("document") or "").strip(), (row.get("start") or "").strip(),
+                       (row.get("end") or "").strip(), where)
+        if pair_id(pair) != pid:
+            raise UserError(f"{where}: pair_id {pid!r} does not match its case, document and offsets",
+                            hint="export again; do not edit the id, case, document or offset columns")
+        if " ".join((row.get("passage") or "").split()) != " ".join(pair.hit["text"].split()):
+            raise UserError(f"{where}: the passage is not the text of {pair.hit['source_uri']} at "
+                            f"{pair.hit['start']}..{pair.hit['end']} (the document changed since the export, or the "
+                            "cell was edited)", hint="export again and re-enter this verdict")
+        dups = []
+        for n, entry in enumerate(x for x in (row.get("same_text_also_in") or "").splitlines() if x.strip()):
+            m = _ALSO.match(entry.strip())
+            if m is None:
+                raise UserError(f"{where}: same_text_also_in line {n + 1} {entry!r} is not 'DOCUMENT START..END'",
+                                hint="export again; do not edit that column")
+            dup = pair_of(case_id, m.group(1), m.group(2), m.group(3), f"{where} (same_text_also_in)")
+            sim = near_duplicate(pair.hit["text"], dup.hit["text"])
+            if sim is None:
+                raise UserError(f"{where}: {entry!r} no longer holds the same text as the passage",
+                                hint="export again: the corpus changed since")
+            dups.append((dup, sim))
+        if answer == "SKIP":
+            report.empty += 1
+            continue
+        todo.append((Offer(pair, tuple(dups)), answer))
+
+    # every row is valid: now write, skipping pairs judged already (a second import, the terminal, another judge)
+    judged = {c.case_id: [e.span.key for e in c.evidence] for c in golden.cases}
+    records: list[dict] = []
+    for offer, verdict in todo:
+        def done(p: Pair) -> bool:
+            return already_judged((p.hit["doc_id"], p.hit["start"], p.hit["end"]), judged[p.case_id])
+
+        if done(offer.pair):  # the passage itself is labelled: the row was imported before (or judged since)
+            report.already += 1 + len(offer.duplicates)
+            continue
+        fresh = tuple((p, sim) for p, sim in offer.duplicates if not done(p))
+        report.already += len(offer.duplicates) - len(fresh)
+        recs = offer_records(Offer(offer.pair, fresh), verdict, judge, via="csv")
+        for p in (offer.pair, *(p for p, _ in fresh)):
+            judged[p.case_id].append((p.hit["doc_id"], p.hit["start"], p.hit["end"]))
+        records += recs
+        report.labelled[verdict] += 1
+        report.duplicates_applied += len(recs) - 1
+    append_held(GoldenFile(golden_path), records)
+    return report
