@@ -15,6 +15,12 @@ compiler (``$CC``, else ``cc``). The library is compiled once per source and ser
 leg runs in SQL. For a server of your own, ``python -m rag_experiments.db.native --help`` builds
 the library against its ``pg_config`` and prints the SQL that registers it
 (``docs/reference/performance.md``).
+
+A library is checked before the server loads it: its sha256 is written beside it (``.so.sha256``)
+when it is built, and a file that no longer matches (truncated, half copied) is never loaded
+(dlopen of a truncated library can crash the backend, and the server then restarts every
+connection): it is deleted and compiled again, with a warning, or, with no compiler, the leg runs
+in SQL. A library the server still refuses to load is deleted and compiled again, once.
 """
 
 from __future__ import annotations
@@ -89,22 +95,91 @@ def ensure(conn: psycopg.Connection) -> str | None:
         return None
     version = conn.info.server_version  # libpq's server_version_num, no round trip
     want = build_id(version)
-    have = installed_build(conn)
+    pgdata = _embedded_pgdata(conn)
+    folder = pgdata.parent / "native" if pgdata is not None else None
+    registered = _registered_library(conn)
+    if folder is not None and registered is not None and registered.parent == folder and library_problem(registered):
+        have = None  # our library, damaged or unverified: asking for its build would load it
+    else:
+        have = installed_build(conn)
     if have == want:
         return have
-    pgdata = _embedded_pgdata(conn)
     if pgdata is None:
         log.debug("BM25 native accumulator: not the embedded server; the keyword leg runs in SQL")
         return have
+
+    def build() -> Path:
+        return build_for_server(str(bin_dir() / "pg_config"), folder, server_major=version // 10000)[0]
+
     try:  # the wheel's own pg_config names its headers: the same build step as for a server of yours
-        library, _ = build_for_server(str(bin_dir() / "pg_config"), pgdata.parent / "native",
-                                      server_major=version // 10000)
+        library = build()
+        try:
+            _install(conn, library)
+        except psycopg.Error as exc:  # checked, yet refused: another architecture, unreadable for the server
+            log.warning("BM25 native accumulator: the server could not load %s (%s); compiling it again",
+                        library, _first_line(exc))
+            _remove(library)
+            library = build()
+            try:
+                _install(conn, library)
+            except psycopg.Error as again:
+                _remove(library)  # registered functions now fail cleanly (file not found): bm25_top falls back
+                return _skip(f"the server cannot load {library} even after a rebuild ({_first_line(again)})", None,
+                             fix="check that the server's user can read that folder")
     except NativeBuildError as exc:
         return _skip(str(exc), have)
+    return installed_build(conn)
+
+
+def _install(conn: psycopg.Connection, library: Path) -> None:
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK_KEY,))
         conn.execute(install_sql(str(library)))
-    return installed_build(conn)
+
+
+def _registered_library(conn: psycopg.Connection) -> Path | None:
+    """The file the registered ``bm25_native_build()`` loads (read from the catalog: nothing loaded)."""
+    row = conn.execute("SELECT probin FROM pg_proc WHERE oid = to_regprocedure('bm25_native_build()')").fetchone()
+    return Path(row[0]) if row and row[0] and os.path.isabs(row[0]) else None
+
+
+def _checksum_file(library: Path) -> Path:
+    return library.with_name(library.name + ".sha256")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def library_problem(library: Path) -> str | None:
+    """Why a library built here must not be loaded, or None: a phrase that follows "is"
+    (``damaged (...)``, or :data:`UNVERIFIED` without the checksum written when it was built)."""
+    try:
+        want = _checksum_file(library).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return UNVERIFIED
+    try:
+        data = library.read_bytes()
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    if hashlib.sha256(data).hexdigest() != want:
+        return f"damaged ({len(data):,} bytes, not the sha256 recorded when it was built: truncated or overwritten)"
+    return None
+
+
+UNVERIFIED = "unverified (no checksum beside it: built by an older version)"
+
+
+def _remove(library: Path) -> None:
+    for path in (library, _checksum_file(library)):
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 class NativeBuildError(RuntimeError):
@@ -118,11 +193,11 @@ class PgConfigError(NativeBuildError):
 _warned: set[str] = set()
 
 
-def _skip(why: str, have: str | None) -> str | None:
+def _skip(why: str, have: str | None, fix: str = "install a C compiler") -> str | None:
     if why not in _warned:
         _warned.add(why)
         log.warning("BM25 native accumulator not built: %s. The keyword leg runs in SQL (same lists, "
-                    "slower on large corpora); install a C compiler, or set %s=0 to silence this.", why, ENV_SWITCH)
+                    "slower on large corpora); %s, or set %s=0 to silence this.", why, fix, ENV_SWITCH)
     return have
 
 
@@ -154,7 +229,13 @@ def _compile(folder: Path, build: str, headers: Path) -> Path:
     (atomically: concurrent processes compile to temporary files and rename)."""
     target = folder / f"bm25_native-{build}.so"
     if target.exists():
-        return target
+        problem = library_problem(target)
+        if problem is None:
+            return target
+        # never handed to the server: dlopen of a truncated library crashes the backend
+        (log.info if problem == UNVERIFIED else log.warning)(
+            "BM25 native accumulator: %s is %s; deleting it and compiling it again", target, problem)
+        _remove(target)
     cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
     if cc is None:
         raise NativeBuildError("no C compiler found ($CC, cc, gcc)")
@@ -164,10 +245,13 @@ def _compile(folder: Path, build: str, headers: Path) -> Path:
         src = Path(tmp) / "bm25_native.c"
         src.write_text(source(), encoding="utf-8")
         out = folder / f".{target.name}.{os.getpid()}.tmp"
+        # the source by a relative name, from its folder: the temporary folder's name would go into
+        # the library (its file symbol, its build id), and concurrent builds of one source would
+        # then differ from the checksum the other wrote
         cmd = [cc, "-O2", "-fPIC", "-shared", "-ffp-contract=off", f'-DBM25_NATIVE_BUILD="{build}"',
-               f"-I{headers}", "-o", str(out), str(src)]
+               f"-I{headers}", "-o", str(out.absolute()), src.name]
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise NativeBuildError(f"{cc} failed to run: {exc}") from None
         if done.returncode != 0:
@@ -175,7 +259,11 @@ def _compile(folder: Path, build: str, headers: Path) -> Path:
             out.unlink(missing_ok=True)
             raise NativeBuildError(f"{cc} could not compile bm25_native.c: {first}")
     os.chmod(out, 0o755)
+    digest = _sha256(out)
     os.replace(out, target)
+    checksum = folder / f".{target.name}.sha256.{os.getpid()}.tmp"
+    checksum.write_text(digest + "\n", encoding="ascii")
+    os.replace(checksum, _checksum_file(target))
     return target
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -313,3 +314,99 @@ def test_the_build_command_names_a_folder_it_cannot_write(capsys, tmp_path):
     assert native.main(["--pg-config", str(bin_dir() / "pg_config"), "--out", str(blocker / "lib")]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: cannot write the library into {blocker / 'lib'}") and "Traceback" not in err
+
+
+def _corrupt(library: Path) -> None:
+    """The library cut to half its bytes (a full disk, an interrupted copy). Replaced, not truncated
+    in place: a backend that has the file mapped would crash on a page past its new end."""
+    half = library.with_name(library.name + ".half")
+    half.write_bytes(library.read_bytes()[: library.stat().st_size // 2])
+    half.chmod(0o755)
+    os.replace(half, library)
+
+
+def test_a_truncated_library_warns_and_is_rebuilt_or_the_sql_search_answers(synthetic_corpus, fresh_db_url,
+                                                                           monkeypatch, caplog):
+    """Issue 49 P3. Before: connect() loaded the damaged file (to ask its build, then to register
+    it again): cut short it ends in a psycopg traceback (``could not load library``), cut in half it
+    crashed the backend and the server restarted every connection (``the database system is not
+    yet accepting connections``). Now: its checksum says so before anything loads it; a warning,
+    the file is deleted and compiled again, and the leg answers natively; where no compiler can
+    rebuild it, a warning and the SQL search's list, as with no compiler."""
+    from rag_experiments.chunk_index import ingest
+    from rag_experiments.db.connect import connect
+
+    docs, queries = synthetic_corpus
+    conn = connect(fresh_db_url)
+    require_native(conn)
+    try:
+        sid = ingest(conn, docs[:150], SYNTHETIC_CHUNKING, bench_scale.HashEmbedder()).strategy_id
+        want = _search(conn, sid, queries[2], 20, native_on=False)[0]
+        library = Path(conn.execute("SELECT probin FROM pg_proc WHERE proname = 'bm25_acc_trans'").fetchone()[0])
+    finally:
+        conn.close()
+
+    _corrupt(library)
+    with caplog.at_level("WARNING", logger=native.__name__):
+        conn = connect(fresh_db_url)  # a new backend: it loads the library from disk
+    try:
+        assert any(r.levelname == "WARNING" and f"{library} is damaged" in r.getMessage()
+                   and "compiling it again" in r.getMessage() for r in caplog.records), caplog.text
+        assert native.library_problem(library) is None  # compiled again, its checksum beside it
+        assert _search(conn, sid, queries[2], 20, native_on=True) == (want, "native")
+    finally:
+        conn.close()
+
+    _corrupt(library)
+    caplog.clear()
+    monkeypatch.setenv("PATH", str(library.parent / "no-such-bin"))  # no compiler to rebuild it
+    monkeypatch.setenv("CC", "no-such-cc")
+    native._warned.clear()
+    try:
+        with caplog.at_level("WARNING", logger=native.__name__):
+            conn = connect(fresh_db_url)
+        try:
+            text = caplog.text
+            assert "is damaged" in text and "no C compiler found" in text and "runs in SQL" in text, text
+            assert not library.exists()  # deleted: the registered functions fail cleanly, never load it
+            got, got_plan = _search(conn, sid, queries[2], 20, native_on=True)
+            assert got == want and got_plan != "native"
+        finally:
+            conn.close()
+    finally:  # the session's other tests need the library: build it again with the compiler back
+        monkeypatch.undo()
+        conn = connect(fresh_db_url)
+        try:
+            assert native.installed_build(conn) == native.build_id(conn.info.server_version)
+        finally:
+            conn.close()
+
+
+def test_a_library_the_server_refuses_is_compiled_again_once(synthetic_corpus, fresh_db_url, caplog):
+    """Its checksum matches, yet the server will not load it (here: a library without
+    PostgreSQL's magic block, standing in for another architecture or an unreadable file). Before:
+    connect() ended in a psycopg traceback. Now: a warning, compiled again, installed."""
+    from rag_experiments.db.connect import connect
+
+    conn = connect(fresh_db_url)
+    require_native(conn)
+    library = Path(conn.execute("SELECT probin FROM pg_proc WHERE proname = 'bm25_acc_trans'").fetchone()[0])
+    conn.close()
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "other.c"
+        src.write_text("int not_the_accumulator = 1;\n")
+        other = library.with_name(library.name + ".other")
+        subprocess.run([shutil.which(os.environ.get("CC", "cc")) or "gcc", "-shared", "-fPIC", "-o", str(other),
+                        str(src)], check=True)
+    other.chmod(0o755)
+    os.replace(other, library)
+    refused = native._sha256(library)
+    native._checksum_file(library).write_text(refused + "\n")
+    with caplog.at_level("WARNING", logger=native.__name__):
+        conn = connect(fresh_db_url)
+    try:
+        assert f"the server could not load {library}" in caplog.text and "compiling it again" in caplog.text
+        assert native.installed_build(conn) == native.build_id(conn.info.server_version)
+        assert native.library_problem(library) is None and native._sha256(library) != refused
+    finally:
+        conn.close()
