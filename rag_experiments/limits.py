@@ -61,8 +61,9 @@ def check_query(query: str, where: str) -> str:
     """``query`` unchanged, or an :class:`InputLimitError` naming ``where`` (file:line, option)."""
     problem = query_problem(query)
     if problem:
-        raise InputLimitError(f"{where}: the query {problem}",
-                              hint="a query is a question; put long passages in the corpus instead")
+        hint = ("set a UTF-8 locale (e.g. LANG=C.UTF-8) or convert the text, e.g. iconv -f latin1 -t utf-8"
+                if surrogate_problem(query) else "a query is a question; put long passages in the corpus instead")
+        raise InputLimitError(f"{where}: the query {problem}", hint=hint)
     return query
 
 
