@@ -45,9 +45,10 @@ def default_tracking_uri() -> str:
 
 
 def project_path(path: str) -> Path:
-    """A configured path: absolute as given, else under the project root."""
+    """A configured path: absolute as given, else under the project root (``..`` folded: a corpus
+    beside the project, ``../docs``, is named as ``/…/docs``)."""
     p = Path(path).expanduser()
-    return p if p.is_absolute() else project_root() / p
+    return p if p.is_absolute() else Path(os.path.normpath(project_root() / p))
 
 
 @dataclass(frozen=True)

@@ -288,7 +288,7 @@ def test_a_new_team_from_documents_in_every_format_to_a_promoted_champion(instal
         out = flat(rag_exp("init", "retrieval-evals", "--corpus", "our-docs", "--name", "ours", cwd=tmp_path))
         assert "wrote experiments/golden/ours.jsonl" in out and (project / "conf" / "project.yaml").is_file()
         assert "(6 documents: 1 docx, 1 html, 1 md, 1 pdf, 1 pptx, 1 txt)" in out, out
-        assert f"path: {docs}\n" in (project / "conf" / "corpus" / "ours.yaml").read_text()
+        assert "path: ../our-docs\n" in (project / "conf" / "corpus" / "ours.yaml").read_text()  # beside it
 
         # questions from the Anthropic-API stub: every one anchored in the team's documents
         out = flat(rag_exp("golden", "generate", "-n", "20", "--yes"))
@@ -357,7 +357,7 @@ def test_a_new_team_from_documents_in_every_format_to_a_promoted_champion(instal
         assert "Add type hints" not in out and "INFO mlflow" not in out, out
         assert "make ui" not in out and "mlflow ui --backend-store-uri sqlite:///" in out, out
         promoted = (project / "conf" / "experiment" / "promoted.yaml").read_text()
-        assert f"path: {docs}" in promoted and "path: experiments/golden/ours.jsonl" in promoted
+        assert "path: ../our-docs" in promoted and "path: experiments/golden/ours.jsonl" in promoted
         assert re.search(r"^  rrf_k: (30|60)$", promoted, re.MULTILINE), promoted
         record = json.loads((project / "experiments" / "promoted" / "default.record.json").read_text())
         assert record["run_id"] in sweep and record["metrics"]["n_cases"] == len(cases)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -20,7 +21,8 @@ next to them). Run every command from this folder (or set `RAG_EXP_HOME` to it).
 | corpus | `{corpus}` (`conf/corpus/{name}.yaml`) |
 | golden set | `experiments/golden/{name}.jsonl` (append-only; `conf/golden/{name}.yaml`) |
 | MLflow store | `mlruns/` (or `$MLFLOW_TRACKING_URI`) |
-| database | an embedded PostgreSQL under `.rag-exp/` (or `$DATABASE_URL`) |
+| database | an embedded PostgreSQL under `.rag-exp/` (or `$DATABASE_URL`), the conversion cache beside it |
+| champion | registered model `rag-retriever-{name}`, alias `champion` (`rag-exp promote`); `experiments/promoted/` |
 
 ## Next steps
 
@@ -110,8 +112,26 @@ def _name(raw: str) -> str:
     return name
 
 
+def corpus_setting(corpus_dir: Path, root: Path) -> tuple[str, str | None]:
+    """``corpus.path`` as the project's config writes it, and a note when a clone may not find it:
+    relative to the project when the corpus lies inside it (``corpus``) or beside it
+    (``../docs``: one repository holding both), absolute only when it can be neither."""
+    if corpus_dir.is_relative_to(root):
+        return corpus_dir.relative_to(root).as_posix() or ".", None
+    if root.parent != root and corpus_dir.is_relative_to(root.parent):
+        rel = Path(os.path.relpath(corpus_dir, root)).as_posix()
+        return rel, (f"the corpus lies beside the project ({rel}), not in it: commit them together (one "
+                     "repository) or a clone of the project alone, such as the nightly workflow's checkout, "
+                     f"has no documents; or move them into {root / 'corpus'}")
+    return str(corpus_dir), (f"corpus path written absolute ({corpus_dir}): it lies neither in nor beside "
+                             f"{root}, so it is written absolute, and a clone elsewhere (the nightly workflow's "
+                             f"runner) will not find it; move or copy the documents into {root / 'corpus'} and set "
+                             "path: corpus in the project's conf/corpus/ file")
+
+
 def cmd_init(args) -> int:
     from .. import __version__
+    from ..corpus.convert_cache import default_cache_dir, seed
     from ..corpus.loader import corpus_files
     from ..golden.golden_file import GoldenFile
 
@@ -130,8 +150,9 @@ def cmd_init(args) -> int:
     if args.corpus and not corpus_dir.is_dir():
         raise UserError(f"--corpus: {args.corpus} is not a folder (looked in {Path.cwd()} and {root})",
                         hint="point it at the folder of your documents")
-    # the config names it relative to the project when it lies inside (the project moves whole)
-    corpus = corpus_dir.relative_to(root).as_posix() if corpus_dir.is_relative_to(root) else str(corpus_dir)
+    corpus_dir = corpus_dir.resolve()
+    corpus, note = corpus_setting(corpus_dir, root)
+    cache_before = default_cache_dir()  # where `rag-exp corpus convert` put its conversions before the project
     corpus_dir.mkdir(parents=True, exist_ok=True)
     golden = root / "experiments" / "golden" / f"{name}.jsonl"
     files = {
@@ -145,7 +166,9 @@ def cmd_init(args) -> int:
             "# this project's default experiment: the packaged one, with this project's corpus and golden set\n"
             "# (rag-exp run composes it; a preset: rag-exp run experiment=NAME, from conf/experiment/ here or\n"
             "# the package)\ndefaults:\n  - config\n"
-            f"  - override corpus: {name}\n  - override golden: {name}\n  - _self_\n",
+            f"  - override corpus: {name}\n  - override golden: {name}\n  - _self_\n\n"
+            f"# the project's name: its champion is registered as rag-retriever-{name} (rag-exp promote)\n"
+            f"hydra:\n  job:\n    name: {name}\n",
         root / ".github" / "workflows" / "nightly.yml": NIGHTLY.format(requirement=f"rag-experiments=={__version__}"),
         root / ".gitignore": GITIGNORE,
         root / "README.md": NEXT_STEPS.format(name=name, corpus=corpus),
@@ -169,6 +192,11 @@ def cmd_init(args) -> int:
         print(f"  wrote {p.relative_to(root)}")
     for p in kept:
         print(f"  kept  {p.relative_to(root)} (exists)")
+    if note:
+        print(f"  note: {note}")
+    copied = seed(corpus_dir, cache_before, default_cache_dir(root))
+    if copied:
+        print(f"  copied {copied} conversion(s) of the corpus from {cache_before} into the project's cache")
     formats = Counter(fmt for _, fmt in corpus_files(corpus_dir) if fmt != "unsupported")
     kinds = ", ".join(f"{n} {fmt}" for fmt, n in sorted(formats.items()))
     print(f"project {name} in {root}: corpus {corpus_dir} ({sum(formats.values())} documents"

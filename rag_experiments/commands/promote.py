@@ -39,7 +39,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--experiment", metavar="NAME", help="choose among this MLflow experiment's runs "
                    "(default: every experiment in the store)")
     p.add_argument("--name", default="default", help="champion name: registered model rag-retriever-NAME "
-                   "(default: default)")
+                   "(default: default; a project made by rag-exp init registers its default champion under "
+                   "the project's name, rag-retriever-PROJECT)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
     p.add_argument("--force", action="store_true", help="promote even when the gate refuses")
     p.add_argument("--dry-run", action="store_true", help="show the decision, change nothing")

@@ -6,9 +6,13 @@ Why keyed by content, not by path or mtime: a copied, renamed or touched file co
 an edited file, a converter upgrade or a change to the conversion rules
 (:func:`~rag_experiments.corpus.convert.conversion_code_digest`) misses and converts again.
 
-Folder: ``$RAG_EXP_CONVERT_CACHE``, else ``.rag-exp/convert-cache`` under ``$RAG_EXP_HOME`` or the
-working folder (where the embedded database and other project state live, git-ignored by
-``rag-exp init``). One JSON file per entry, written to a temporary name and renamed, so two
+Folder: ``$RAG_EXP_CONVERT_CACHE``, else ``.rag-exp/convert-cache`` in the project: ``$RAG_EXP_HOME``,
+else the nearest folder at or above the working folder that holds the project's config
+(``conf/project.yaml``, made by ``rag-exp init``, or ``conf/config.yaml``), else the working folder
+(git-ignored by ``rag-exp init``). So a command run from a sub-folder of the project (its corpus
+folder, say) reads the project's cache, not a new one where the shell happens to be;
+:func:`seed` copies conversions made before the project existed (``rag-exp corpus convert`` then
+``rag-exp init``, the tutorial's order) into it. One JSON file per entry, written to a temporary name and renamed, so two
 processes converting the same file never leave a torn entry; an entry that does not parse, or
 whose recorded key differs, is treated as absent. A failure that depends only on the bytes
 (encrypted, no text layer, corrupt) is cached too, so a re-run does not parse a broken file again.
@@ -28,13 +32,29 @@ from .convert import Converted, conversion_code_digest
 ENV = "RAG_EXP_CONVERT_CACHE"
 
 
-def default_cache_dir() -> Path:
-    # the same rule as rag_experiments.db.connect.state_dir (not imported: the corpus layer sits
-    # left of the database layer and must not import it)
+#: files that make a folder a project root (the project's config; see rag_experiments.hydra_app.config_source)
+PROJECT_MARKERS = ("conf/project.yaml", "conf/config.yaml")
+
+
+def project_home(start: Path | None = None) -> Path:
+    """``$RAG_EXP_HOME``, else the nearest folder at or above ``start`` (the working folder) holding
+    the project's config (:data:`PROJECT_MARKERS`), else ``start`` itself."""
+    home = os.environ.get("RAG_EXP_HOME")
+    if home:
+        return Path(home).expanduser().resolve()
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if any((folder / marker).is_file() for marker in PROJECT_MARKERS):
+            return folder
+    return here
+
+
+def default_cache_dir(start: Path | None = None) -> Path:
+    # not rag_experiments.db.connect.state_dir (the corpus layer sits left of the database layer)
     explicit = os.environ.get(ENV)
     if explicit:
         return Path(explicit).expanduser().resolve()
-    return Path(os.environ.get("RAG_EXP_HOME", os.getcwd())).resolve() / ".rag-exp" / "convert-cache"
+    return project_home(start) / ".rag-exp" / "convert-cache"
 
 
 def entry_key(file_sha256: str, suffix: str, converter: str) -> str:
@@ -88,3 +108,43 @@ class ConversionCache:
             warnings.warn(f"cannot write the conversion cache in {self.folder} ({exc.strerror or exc}); "
                           f"documents are converted again on every load (set {ENV} to a writable folder)",
                           stacklevel=3)
+
+
+class _CopyFrom(ConversionCache):
+    """Answers from ``source`` only, copying each hit into ``target``; a miss is reported as a
+    failure, so reading a corpus through it converts nothing (see :func:`seed`)."""
+
+    MISS = "not in the cache seeded from"
+
+    def __init__(self, source: ConversionCache, target: ConversionCache) -> None:
+        super().__init__(target.folder)
+        self.source, self.target, self.copied = source, target, 0
+
+    def get(self, key: str) -> Converted | str | None:
+        if self.target.get(key) is not None:
+            return self.MISS  # already there: nothing to copy
+        value = self.source.get(key)
+        if value is None:
+            return self.MISS
+        self.target.put(key, value)
+        self.copied += 1
+        return value
+
+    def put(self, key: str, value: Converted | str) -> None:
+        pass
+
+
+def seed(corpus: Path, source: Path, target: Path) -> int:
+    """Copy the conversions of ``corpus``'s files that the cache in ``source`` holds into the cache in
+    ``target`` (both cache folders); converts nothing. Returns how many were copied."""
+    if not source.is_dir() or source.resolve() == target.resolve():
+        return 0
+    from ..errors import UserError
+    from .loader import read_corpus
+
+    cache = _CopyFrom(ConversionCache(source), ConversionCache(target))
+    try:
+        read_corpus(corpus, cache=cache)
+    except UserError:  # no document loaded (nothing converted there yet, or an empty folder)
+        pass
+    return cache.copied

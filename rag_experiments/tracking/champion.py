@@ -19,10 +19,28 @@ PRESET_DROP = ("hydra", "db", "tracking", "run_name", "progress")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
+def project_name() -> str | None:
+    """The project's name as ``rag-exp init`` records it (``hydra.job.name`` in ``conf/project.yaml``
+    of the project root), or None (this repository, a project made before init recorded it)."""
+    path = project_root() / "conf" / "project.yaml"
+    try:
+        import yaml
+
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        name = ((data.get("hydra") or {}).get("job") or {}).get("name")
+    except (OSError, ValueError, AttributeError):  # no project config, or not the mapping init writes
+        return None
+    return str(name) if name and _NAME.match(str(name)) else None
+
+
 def model_name(name: str) -> str:
+    """The registered model of the champion ``name``: ``rag-retriever-<name>``. The ``default``
+    champion of a project made by ``rag-exp init`` is registered under the project's name
+    (``rag-retriever-<project>``); its files keep the default names (``promoted.yaml``,
+    ``default.record.json``), so ``experiment=promoted`` and the nightly gate stay as they are."""
     if not _NAME.match(name):
         raise UserError(f"--name {name!r}: use letters, digits, '_' and '-' (at most 64)")
-    return "rag-retriever-" + name
+    return "rag-retriever-" + ((project_name() or name) if name == "default" else name)
 
 
 def preset_name(name: str) -> str:
