@@ -21,6 +21,14 @@ What a child must not use from its parent, and what it does instead (:func:`afte
 * stdin is ``/dev/null`` (two workers cannot share a prompt; the cost confirmation then fails with
   its "no terminal to ask" error, as in any non-interactive run) and stdout is line-buffered,
   so the lines of two workers never mix within a line.
+
+A launching process killed with SIGKILL runs no ``finally``: nobody stops its workers, collects
+their results or reads their output. A worker notices (:func:`_watch_parent`: Linux's parent-death
+signal, and a check of its parent pid every :data:`PARENT_POLL_S` elsewhere; a result it cannot
+send) and ends at once with one line on stderr, ``sweep parent gone; stopping``, instead of
+finishing its point and dying of ``BrokenPipeError`` tracebacks. A run it had open in MLflow
+stays RUNNING under its owner tags, and the next command that opens the store marks it KILLED,
+as it does the sweep's parent run.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections import deque
@@ -43,6 +52,11 @@ _KEEP: list[Any] = []  # in a child: what it inherited and must neither use nor 
 
 #: how long workers get to exit after SIGTERM before SIGKILL (the parent is stopping)
 TERM_GRACE_S = 5.0
+#: how often a worker checks that its launching process is alive (where no parent-death signal exists)
+PARENT_POLL_S = 0.2
+#: the signal Linux sends a worker when its launching process dies (prctl PR_SET_PDEATHSIG)
+PARENT_DEATH_SIGNAL = signal.SIGUSR2
+_PR_SET_PDEATHSIG = 1
 
 
 def fork_available() -> bool:
@@ -167,10 +181,48 @@ class _Worker:
     status: str = ""
 
 
-def _child(conn: Connection, run_point: Callable[[int], Any]) -> None:
+def _parent_gone(parent: int) -> bool:
+    """The launching process ``parent`` has died (this worker was handed to another parent)."""
+    return os.getppid() != parent
+
+
+def _stop_parent_gone() -> None:
+    """End this worker now, saying so in one line (stderr may be gone too: then silently). No
+    ``finally``, no flush of buffered output: whoever would read it is gone."""
+    with contextlib.suppress(OSError):
+        os.write(2, f"sweep parent gone; stopping (worker pid {os.getpid()})\n".encode())
+    os._exit(1)
+
+
+def _watch_parent(parent: int) -> None:
+    """Stop this worker as soon as ``parent`` dies: Linux signals it (``PR_SET_PDEATHSIG``), and a
+    daemon thread checks the parent pid every :data:`PARENT_POLL_S` (other systems; and a
+    main thread busy in C code runs no signal handler)."""
+    def on_signal(signum, frame):  # noqa: ARG001
+        if _parent_gone(parent):
+            _stop_parent_gone()
+
+    def poll() -> None:
+        while not _parent_gone(parent):
+            time.sleep(PARENT_POLL_S)
+        _stop_parent_gone()
+
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):  # no libc prctl: the thread alone
+            import ctypes
+
+            signal.signal(PARENT_DEATH_SIGNAL, on_signal)
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(PARENT_DEATH_SIGNAL), 0, 0, 0)
+    threading.Thread(target=poll, name="sweep-parent-watch", daemon=True).start()
+    if _parent_gone(parent):  # died before the watch was set up
+        _stop_parent_gone()
+
+
+def _child(conn: Connection, run_point: Callable[[int], Any], parent: int) -> None:
     """A worker's whole life: take offsets until told to stop (None) or the parent is gone."""
     code = 0
     try:
+        _watch_parent(parent)
         after_fork()
         while True:
             try:
@@ -188,12 +240,19 @@ def _child(conn: Connection, run_point: Callable[[int], Any]) -> None:
             except Exception as exc:  # noqa: BLE001
                 error = WorkerError(f"sweep point result could not be sent back: {type(exc).__name__}: {exc}")
                 blob = pickle.dumps(("raised", offset, (error, traceback.format_exc())))
-            conn.send_bytes(blob)
+            try:
+                conn.send_bytes(blob)
+            except OSError:  # BrokenPipeError: nobody to send it to
+                if _parent_gone(parent):
+                    _stop_parent_gone()
+                raise
     except KeyboardInterrupt:
         code = 130
     except SystemExit as exc:  # SIGTERM (install_sigterm_handler): 128 + 15
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - a bug here: say it, exit non-zero, the parent reports the point
+        if _parent_gone(parent):  # e.g. an output nobody reads any more: not a bug to report
+            _stop_parent_gone()
         traceback.print_exc()
         code = 1
     finally:
@@ -287,12 +346,13 @@ def run_in_workers(offsets: Sequence[int], n_workers: int, run_point: Callable[[
             _flush_std()  # or the children would print the parent's buffered output again
             if tokenizers_env is None:
                 os.environ["TOKENIZERS_PARALLELISM"] = "false"
+            launcher = os.getpid()
             pid = os.fork()
             if pid == 0:
                 parent_end.close()
                 for other in workers:
                     other.conn.close()
-                _child(child_end, run_point)  # never returns
+                _child(child_end, run_point, launcher)  # never returns
             if tokenizers_env is None:
                 del os.environ["TOKENIZERS_PARALLELISM"]
             child_end.close()

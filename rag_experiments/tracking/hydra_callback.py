@@ -45,6 +45,20 @@ class MlflowSweepCallback(Callback):
         self.resamples: int | None = None
         self.seed: int | None = None
 
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """A single run: a tracking store that does not answer (a server that is down, a database
+        refusing the password) is one line before the run's work, not after it."""
+        if not config.tracking.enabled:
+            return
+        from .mlflow_run import tracking_uri
+        from .server import check_store
+
+        try:
+            check_store(tracking_uri(config.tracking.uri))
+        except UserError as exc:  # Hydra would turn an exception here into a warning and go on
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(exc.exit_code)
+
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from ..sweep_preflight import check_sweep_or_exit
 

@@ -49,16 +49,14 @@ def setup(uri: str | None, experiment: str) -> str:
     import mlflow
 
     from ..errors import UserError
-    from .server import unreachable_reason
+    from .server import check_store, open_store
 
     # Decide before set_tracking_uri: it exports MLFLOW_TRACKING_URI, which would make every
     # store look user-chosen. Only our own sqlite default gets an explicit artifact folder
     # (mlruns/artifacts); a user's server keeps its own artifact root.
     user_chose = bool(uri or os.environ.get("MLFLOW_TRACKING_URI"))
     resolved = tracking_uri(uri)
-    if why := unreachable_reason(resolved):
-        raise UserError(f"the MLflow tracking server at {resolved} does not answer: {why}",
-                        hint="start it (mlflow server ...) or fix MLFLOW_TRACKING_URI / tracking.uri")
+    check_store(resolved)  # a server that is down, a database refusing the password: one line, at once
     if resolved.startswith(("file:", "/", "./", "../")) and os.environ.get("MLFLOW_ALLOW_FILE_STORE") != "true":
         # MLflow 3.17 refuses its file store with a 30-line traceback, after the run's work is done
         raise UserError(f"tracking.uri: {resolved} is MLflow's file store, which this MLflow refuses "
@@ -69,6 +67,7 @@ def setup(uri: str | None, experiment: str) -> str:
     else:
         location = None
     mlflow.set_tracking_uri(resolved)
+    open_store(resolved, check=False)  # a fresh sqlite store: created and migrated by one process at a time
     _reap(resolved)
     exp = mlflow.get_experiment_by_name(experiment)
     if exp is not None:

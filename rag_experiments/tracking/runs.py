@@ -91,8 +91,10 @@ def client():
     # reading two small JSON files per run needs no progress bar on stderr
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     from .ownership import reap_dead_runs
+    from .server import open_store
 
     uri = tracking_uri()
+    open_store(uri)  # a store refusing the password is one line; a fresh store is created under a lock
     mlflow.set_tracking_uri(uri)
     c = MlflowClient(tracking_uri=uri)
     reap_dead_runs(c, uri)  # every command that reads runs first closes those whose process died
