@@ -50,6 +50,10 @@ class Document:
     # converted documents only; left out of equality and hashing, so a Document compares (and
     # keys) by its text and ids exactly as before, converted or not
     source: SourceFile | None = field(default=None, compare=False, repr=False)
+    # where ``text`` starts in the file as read in text mode (CRLF read as LF): the front matter's
+    # length in characters, 0 without one; what a library's loader that keeps the front matter
+    # counts its offsets from (retrieval.external.offsets=raw). Converted documents: 0
+    text_offset: int = field(default=0, compare=False, repr=False)
 
     @cached_property
     def content_hash(self) -> str:

@@ -89,7 +89,8 @@ def load_document(file: Path, root: Path, corpus: str) -> Document:
             hint="convert it, e.g. iconv -f latin1 -t utf-8",
         ) from None
     check_text(raw, str(file))
-    meta, text = _parse_front_matter(raw.replace("\r\n", "\n"), file)
+    lf = raw.replace("\r\n", "\n")
+    meta, text = _parse_front_matter(lf, file)
     if not text.strip():
         raise CorpusError(f"{file}: document is empty", hint="remove the file or give it content")
     rel = file.relative_to(root).as_posix()
@@ -105,6 +106,7 @@ def load_document(file: Path, root: Path, corpus: str) -> Document:
         doc_type=meta.get("doc_type") or "doc",
         text=text,
         corpus=corpus,
+        text_offset=len(lf) - len(text),
     )
 
 
@@ -364,7 +366,8 @@ def _text_document(data: bytes, rel: str, f: Path, corpus: str) -> tuple[Documen
     text = raw.replace("\r\n", "\n")
     if not text.strip():
         return None, FileResult(rel, "txt", failure="empty file")
-    return (Document(doc_id=rel, source_uri=rel, title=f.stem, doc_type="doc", text=text, corpus=corpus),
+    return (Document(doc_id=rel, source_uri=rel, title=f.stem, doc_type="doc", text=text, corpus=corpus,
+                     text_offset=1 if data.startswith(b"\xef\xbb\xbf") else 0),
             FileResult(rel, "txt", chars=len(text)))
 
 

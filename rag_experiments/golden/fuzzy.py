@@ -33,6 +33,15 @@ ambiguous or a 5-token quote below 0.85); with every labelled passage deleted, 4
 "timing of database I/O" for "timing of WAL I/O"): ``rag-exp golden check`` lists fuzzy anchors
 for review for that reason.
 
+Placing a team's passages (:mod:`rag_experiments.retrieval.placement`) uses the same matcher with
+two options the golden set does not pass (its behaviour is unchanged): no old offset
+(``old_start=None``: no region is tried where the quote used to be, there is none) and a work
+``budget``: the token comparisons it may spend (each longest-match search inside
+``SequenceMatcher`` costs the product of the two token ranges it searches); past it, the search
+stops and the answer is ``none`` ("work bound"). A bound on work, not on a clock, so a loaded machine places the same
+passages as an idle one, and a passage that is in no document costs a bounded time.
+The index holds the document's 3-grams and, for the single-token fallback, its token positions,
+both built once per document (the fallback used to rebuild the latter on every call).
 """
 
 from __future__ import annotations
@@ -92,6 +101,7 @@ class DocIndex:
         self.text = text
         self.tokens, self.starts, self.ends = tokenize(text)
         self._grams: dict[tuple[str, ...], list[int]] | None = None
+        self._unigrams: dict[str, list[int]] | None = None
 
     def grams(self) -> dict[tuple[str, ...], list[int]]:
         """Lower-cased token 3-gram -> token indexes where it starts."""
@@ -103,6 +113,16 @@ class DocIndex:
             self._grams = grams
         return self._grams
 
+    def unigrams(self) -> dict[str, list[int]]:
+        """Lower-cased token -> token indexes where a 3-gram starting with it starts (the positions
+        the single-token fallback votes with), built once."""
+        if self._unigrams is None:
+            uni: dict[str, list[int]] = {}
+            for g, ps in self.grams().items():
+                uni.setdefault(g[0], []).extend(ps)
+            self._unigrams = uni
+        return self._unigrams
+
 
 def _find_all(text: str, quote: str) -> list[int]:
     out, i = [], text.find(quote)
@@ -112,16 +132,14 @@ def _find_all(text: str, quote: str) -> list[int]:
     return out
 
 
-def _seeds(index: DocIndex, qtoks: list[str], old_tok: int) -> list[int]:
+def _seeds(index: DocIndex, qtoks: list[str], old_tok: int | None) -> list[int]:
     """Candidate alignments (token index of the quote's first token), best-voted first."""
     low = [t.lower() for t in qtoks]
     grams = index.grams()
     votes: list[int] = []
     for n in (GRAM, 1):  # 3-grams; for a short quote whose every 3-gram was edited, single tokens
         if n == 1:
-            uni: dict[str, list[int]] = {}
-            for g, ps in grams.items():
-                uni.setdefault(g[0], []).extend(ps)
+            uni = index.unigrams()
         for i in range(len(low) - n + 1):
             hits = grams.get(tuple(low[i:i + n]), []) if n == GRAM else uni.get(low[i], [])
             if 0 < len(hits) <= MAX_GRAM_HITS:
@@ -129,7 +147,7 @@ def _seeds(index: DocIndex, qtoks: list[str], old_tok: int) -> list[int]:
         if votes:
             break
     if not votes:
-        return [old_tok]
+        return [] if old_tok is None else [old_tok]
     votes.sort()
     tol = max(2, int(len(qtoks) * LENGTH_SLACK))
     clusters: list[list[int]] = [[votes[0]]]
@@ -138,9 +156,10 @@ def _seeds(index: DocIndex, qtoks: list[str], old_tok: int) -> list[int]:
             clusters[-1].append(v)
         else:
             clusters.append([v])
-    centres = sorted(((len(c), c[len(c) // 2]) for c in clusters), key=lambda nc: (-nc[0], abs(nc[1] - old_tok), nc[1]))
+    near = 0 if old_tok is None else old_tok
+    centres = sorted(((len(c), c[len(c) // 2]) for c in clusters), key=lambda nc: (-nc[0], abs(nc[1] - near), nc[1]))
     chosen = [c for _, c in centres[:MAX_CLUSTERS]]
-    if all(abs(c - old_tok) > tol for c in chosen):
+    if old_tok is not None and all(abs(c - old_tok) > tol for c in chosen):
         chosen.append(old_tok)  # a passage reworded in place: always try the old offset too
     return chosen
 
@@ -153,11 +172,36 @@ def guard_tokens(quote: str) -> frozenset[str]:
     return frozenset(_CODE.findall(quote)) | frozenset(_IDENT.findall(quote))
 
 
-def fuzzy_find(index: DocIndex, quote: str, old_start: int) -> list[Match]:
+class WorkBound(Exception):
+    """A fuzzy search spent its budget."""
+
+
+class _Budgeted(SequenceMatcher):
+    """A SequenceMatcher that charges each longest-match search (what ``get_matching_blocks`` and
+    ``ratio`` spend their time in) the product of its two ranges, and stops past ``left``."""
+
+    def __init__(self, left: int) -> None:
+        super().__init__(None, autojunk=False)
+        self.left = left
+
+    def find_longest_match(self, alo=0, ahi=None, blo=0, bhi=None):
+        ahi = len(self.a) if ahi is None else ahi
+        bhi = len(self.b) if bhi is None else bhi
+        self.left -= (ahi - alo) * (bhi - blo)
+        if self.left < 0:
+            raise WorkBound
+        return super().find_longest_match(alo, ahi, blo, bhi)
+
+
+def fuzzy_find(index: DocIndex, quote: str, old_start: int | None, budget: int | None = None) -> list[Match]:
     """The most similar window per candidate region, best first (see the module docstring).
 
     Windows start and end on token boundaries; only windows holding every
-    :func:`guard_tokens` identifier of ``quote`` are eligible."""
+    :func:`guard_tokens` identifier of ``quote`` are eligible. ``old_start=None``: no old offset
+    (no region tried there). ``budget``: token comparisons it may spend (see the module
+    docstring), then it raises :class:`WorkBound`."""
+    has_old = old_start is not None
+    old_start = old_start or 0
     qtoks = tokenize(quote)[0]
     n, ntok = len(qtoks), len(index.tokens)
     if not n or not ntok:
@@ -165,9 +209,9 @@ def fuzzy_find(index: DocIndex, quote: str, old_start: int) -> list[Match]:
     slack = max(1, int(n * LENGTH_SLACK))
     min_len, max_len = max(1, n - slack), n + slack
     guard = guard_tokens(quote)
-    old_tok = min(bisect.bisect_left(index.starts, old_start), ntok - 1)
+    old_tok = min(bisect.bisect_left(index.starts, old_start), ntok - 1) if has_old else None
     text, toks = index.text, index.tokens
-    sm = SequenceMatcher(None, autojunk=False)
+    sm = SequenceMatcher(None, autojunk=False) if budget is None else _Budgeted(budget)
     sm.set_seq2(qtoks)
     found: list[Match] = []
     tried: set[tuple[int, int]] = set()
@@ -225,14 +269,18 @@ def _pad(m: Match, text: str, quote: str) -> Match:
     return Match(m.status, s, e, m.similarity, m.note)
 
 
-def locate(index: DocIndex, quote: str, old_start: int, labelled: str, threshold: float) -> Match:
+def locate(index: DocIndex, quote: str, old_start: int | None, labelled: str, threshold: float,
+           budget: int | None = None) -> Match:
     """Where ``quote`` (the effective span's text) is in the document now.
 
     ``labelled`` is the quote as labelled: the similarity of any new window is measured
-    against it, and a window whose text differs from it is ``fuzzy``.
+    against it, and a window whose text differs from it is ``fuzzy``. ``old_start=None``: the
+    quote had no place before; ``budget``: see :func:`fuzzy_find` (spent: ``none``, noted).
     """
     text = index.text
-    if text[old_start:old_start + len(quote)] == quote:
+    has_old = old_start is not None
+    old_start = old_start or 0
+    if has_old and text[old_start:old_start + len(quote)] == quote:
         return _graded(Match("in_place", old_start, old_start + len(quote), 1.0), text, labelled)
     for q in dict.fromkeys((quote, labelled)):  # the current text first, then the labelled one
         hits = _find_all(text, q)
@@ -246,7 +294,10 @@ def locate(index: DocIndex, quote: str, old_start: int, labelled: str, threshold
                 return Match("none", m.start, m.end, m.similarity, f"{m.note}; similarity {m.similarity:.3f} "
                              f"< threshold {threshold}")
             return m
-    found = fuzzy_find(index, labelled, old_start)
+    try:
+        found = fuzzy_find(index, labelled, old_start if has_old else None, budget)
+    except WorkBound:
+        return Match("none", note=f"approximate search stopped at its work bound ({budget:,} token comparisons)")
     if not found:
         return Match("none")
     m = found[0]

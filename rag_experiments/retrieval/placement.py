@@ -3,42 +3,79 @@ whatever their chunking (relevance is span overlap, never a shared chunk id).
 
 Methods, tried in this order, the first that works recorded per hit (:data:`METHODS`):
 
-* ``offsets``: the passage gives ``start``/``end``. They must lie inside the document (else the
-  result is malformed: :class:`ExternalResultError`); when the passage also gives its text, the
-  text at the offsets must equal it (after the normalisation below), else the offsets are not
-  trusted and the text is placed instead;
+* ``offsets``: the passage gives ``start``/``end``. What they count from is
+  ``retrieval.external.offsets`` (:data:`OFFSETS`, ``Placer(docs, offsets=...)``):
+
+  - ``text``: the document's stored text, after its front matter (what every span indexes;
+    :func:`rag_experiments.corpus.loader.load_corpus` gives it);
+  - ``raw``: the file as a library's loader reads it, YAML front matter included (LangChain
+    ``TextLoader`` + ``add_start_index``, LlamaIndex ``SimpleDirectoryReader`` +
+    ``start_char_idx``): shifted by the front matter's length (:attr:`Document.text_offset`,
+    counted in the file read in text mode, CRLF read as LF as Python's ``open`` does). A passage
+    that starts inside the front matter is placed from the text's start (the front matter is
+    no document text); one that lies wholly in it cannot be placed. Converted documents (PDF,
+    HTML, DOCX, PPTX) have no raw-file characters: their offset is 0, raw = text;
+  - ``auto`` (default): when the passage gives its text, the offsets whose window holds that text
+    (stored text first, then raw); without text they are taken as ``text`` (nothing to check
+    them by: a system that counts from the raw file and returns no text must say ``raw``).
+
+  The window must hold the passage's text (after the normalisation below, or once a metadata
+  header is stripped, see below). Offsets that fit neither frame (outside the document, or
+  another text there) never stop the run: the passage is placed by its text, noted, or, when it
+  has none, is ``failed`` (counted and listed; ``max_unplaced`` applies);
 * ``exact``: the text occurs verbatim in the document (first occurrence);
 * ``normalised``: it occurs once both are normalised: runs of whitespace made one space,
   Markdown markup characters (``* ` # > | _ \\``) dropped, letters lower-cased; and when that fails,
   again with up to :data:`MAX_PREFIX_LINES` leading lines dropped (a breadcrumb or title the
   system put in front of its chunk text). Offsets map back to the original text;
 * ``fuzzy``: the golden set's own approximate matcher (:func:`rag_experiments.golden.fuzzy.locate`,
-  token similarity >= 0.85, ambiguous windows refused), for text the system altered more;
+  token similarity >= 0.85, ambiguous windows refused), for text the system altered more; it
+  stops at :data:`FUZZY_BUDGET_MS` a passage (then ``failed``, "time bound");
 * ``document``: a stored run's bare document name (no offsets, no text): the whole document,
   as a document-level run means it;
 * ``failed``: none of these; ``unknown_document``: no corpus document has that source_uri/doc_id.
 
+Metadata headers: a passage whose text starts with blocks that are not document text, of any
+length (YAML front matter ``---`` ... ``---``; runs of ``key: value`` lines, e.g. LlamaIndex's
+``get_content(metadata_mode="all")``, whose default ``metadata_template`` is ``{key}: {value}``,
+``metadata_separator`` a newline and ``text_template`` ``{metadata_str}\n\n{content}``), is tried
+as it is first, then without them (:func:`strip_header`): the placement notes how many lines
+were dropped.
+
 An unplaced passage stays in the ranked list at its rank as a hit no evidence span can overlap
 (a miss that occupies its slot, as it does for the system's users), and is listed in the run's
 ``alignment_failures.json``.
+
+Cost (``python tools/placement_cost.py``: every chunk of the two stacks over the demo corpus,
+p50 / p95 ms a passage): see docs/tutorials/own-retriever.md.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Sequence
 
 from ..golden.fuzzy import FUZZY_THRESHOLD, DocIndex, locate
 from ..types import Document, Hit
-from .passages import ExternalResultError, Passage
+from .passages import Passage
 
 METHODS = ("offsets", "exact", "normalised", "fuzzy", "document", "failed", "unknown_document")
 PLACED = frozenset(("offsets", "exact", "normalised", "fuzzy", "document"))
+OFFSETS = ("auto", "raw", "text")  # what a passage's start/end count from
 MAX_PREFIX_LINES = 3
+FUZZY_BUDGET = 5_000_000  # token comparisons the fuzzy matcher may spend on one passage (golden.fuzzy: work bound)
 MARKUP = frozenset("*`#>|_\\")
 UNPLACED_DOC = "unplaced:"  # doc_id prefix of a hit no span can overlap
+# a metadata line: "key: value" (LlamaIndex writes "key: " for an empty value); the key one to
+# three words (letters, digits, _ . - /); "http://x", "12:30" or "Examples:" are not
+_KEY = r"[^\S\n]*\w[\w.\-/]{0,40}(?: [\w.\-/]{1,40}){0,2}:"
+_KEY_VALUE = re.compile(_KEY + r"[^\S\n].*")
+# inside front matter also: "key:" (a YAML mapping or list follows), list items, comments, indented lines
+_YAML_LINE = re.compile(_KEY + r"[^\S\n]*|[^\S\n]*(?:- .*|#.*)?|[^\S\n]+\S.*")
 
 
 def _normalised(text: str) -> tuple[str, list[int]]:
@@ -65,6 +102,40 @@ def _normalised(text: str) -> tuple[str, list[int]]:
     return "".join(out), where
 
 
+def strip_header(text: str) -> list[int]:
+    """Where ``text``'s leading metadata blocks may end: the line indexes after each header line
+    (the text from there on starts on a non-blank line), fewest lines first; [] when it starts
+    with none. Blocks, any number, any length, blank lines between them: YAML front matter (a
+    ``---`` line, then ``key: value`` / ``key:`` / list / indented / blank lines, then a ``---``
+    line: one block, cut after its closing line only) and runs of ``key: value`` lines
+    (LlamaIndex's ``{key}: {value}`` metadata: a cut after each, as a document line such as
+    "Example: ..." may follow the metadata and look like it)."""
+    lines = text.split("\n")
+    i, n, cuts = 0, len(lines), []
+    while i < n:
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        if line.strip() == "---":
+            j = i + 1
+            while j < n and lines[j].strip() != "---" and (_KEY_VALUE.fullmatch(lines[j]) or _YAML_LINE.fullmatch(lines[j])):
+                j += 1
+            if j >= n or lines[j].strip() != "---":
+                break
+            i = j + 1
+        elif _KEY_VALUE.fullmatch(line):
+            i += 1
+        else:
+            break
+        k = i
+        while k < n and not lines[k].strip():
+            k += 1
+        if k < n:
+            cuts.append(k)
+    return sorted(set(cuts))
+
+
 @dataclass(frozen=True)
 class Placement:
     method: str  # one of METHODS
@@ -75,9 +146,13 @@ class Placement:
 
 
 class Placer:
-    """Places passages in ``docs``; per-document indexes are built on first use and kept."""
+    """Places passages in ``docs``; per-document indexes are built on first use and kept.
+    ``offsets``: what a passage's start/end count from (:data:`OFFSETS`, see the module)."""
 
-    def __init__(self, docs: Sequence[Document]) -> None:
+    def __init__(self, docs: Sequence[Document], offsets: str = "auto") -> None:
+        if offsets not in OFFSETS:
+            raise ValueError(f"offsets must be one of {', '.join(OFFSETS)}, got {offsets!r}")
+        self.offsets = offsets
         self.by_name: dict[str, Document] = {}
         for d in docs:
             self.by_name.setdefault(d.source_uri, d)
@@ -96,50 +171,115 @@ class Placer:
             d = self.by_stem.get(PurePosixPath(name.replace("\\", "/")).stem)
         return d
 
-    def place(self, p: Passage, where: str) -> Placement:
+    def place(self, p: Passage, where: str = "") -> Placement:
+        """Where passage ``p`` is (``where`` names it in notes only: placing never raises)."""
         doc = self.document(p.document)
         if doc is None:
             return Placement("unknown_document", None, note=f"no corpus document {p.document!r}")
+        texts = _candidates(p.text)
         if p.start is not None:
-            if not (0 <= p.start < p.end <= len(doc.text)):
-                raise ExternalResultError(
-                    f"{where}: offsets {p.start}..{p.end} are outside document {doc.source_uri!r} "
-                    f"(0..{len(doc.text)})", hint="offsets index the text of the corpus document after its front matter (rag_experiments.corpus.loader.load_corpus gives it)")
-            if p.text is None or self._same(doc.text[p.start:p.end], p.text):
-                return Placement("offsets", doc, p.start, p.end)
-        elif p.text is None:  # only a stored run's bare docno gets here (read_passage refuses it)
-            return Placement("document", doc, 0, len(doc.text))
-        placed = self._by_text(doc, p.text or "")
-        if p.start is not None and placed.method in PLACED:
+            placed, why = self._by_offsets(doc, p, texts)
+            if placed is not None:
+                return placed
+            if not texts:
+                return Placement("failed", doc, note=why)
+            placed = self._by_text(doc, texts)
             return Placement(placed.method, doc, placed.start, placed.end,
-                             f"offsets {p.start}..{p.end} disagree with the text; placed by text")
-        return placed
+                             f"{why}; " + ("placed by text" if placed.method in PLACED else placed.note)
+                             + (f" ({placed.note})" if placed.method in PLACED and placed.note else ""))
+        if p.text is None:  # only a stored run's bare docno gets here (read_passage refuses it)
+            return Placement("document", doc, 0, len(doc.text))
+        return self._by_text(doc, texts)
 
-    @staticmethod
-    def _same(a: str, b: str) -> bool:
-        return a == b or _normalised(a)[0] == _normalised(b)[0]
+    def _frames(self, doc: Document, has_text: bool) -> list[tuple[str, int]]:
+        """(name, shift): what the offsets may count from, in the order tried."""
+        if self.offsets == "text" or (self.offsets == "auto" and (not has_text or not doc.text_offset)):
+            return [("text", 0)]
+        if self.offsets == "raw":
+            return [("raw", doc.text_offset)]
+        return [("text", 0), ("raw", doc.text_offset)]
 
-    def _by_text(self, doc: Document, text: str) -> Placement:
-        if not text.strip():
+    def _by_offsets(self, doc: Document, p: Passage, texts: list[tuple[str, str]]) -> tuple[Placement | None, str]:
+        n, why, fits = len(doc.text), [], []
+        if not (0 <= p.start < p.end):
+            return None, f"offsets {p.start}..{p.end} are no span"
+        for frame, shift in self._frames(doc, bool(texts)):
+            s, e = p.start - shift, p.end - shift
+            if e <= 0:
+                why.append(f"{frame}: inside the front matter (0..{shift})")
+                continue
+            if s < 0 and frame == "text" or e > n:
+                why.append(f"{frame}: outside the text ({shift}..{shift + n})" if shift
+                           else f"{frame}: outside the document (0..{n})")
+                continue
+            lo = max(0, s)
+            note = f"offsets count from the raw file (front matter: {shift} chars)" if shift else ""
+            if s < 0:
+                note += "; starts in the front matter: placed from the text's start"
+            if not texts:
+                return Placement("offsets", doc, lo, e, note), ""
+            # the text the window must hold: each candidate, and when the window starts in the
+            # front matter, each candidate's tail after it
+            wanted = [t for t, _ in texts] + ([t[len(t) - e:] for t, _ in texts if len(t) >= e] if s < 0 else [])
+            fits.append((frame, Placement("offsets", doc, lo, e, note), doc.text[lo:e], wanted))
+        for frame, placed, window, wanted in fits:  # verbatim first: normalising costs more
+            if window in wanted:
+                return placed, ""
+        for frame, placed, window, wanted in fits:
+            w = _normalised(window)[0]
+            if any(w == _normalised(t)[0] for t in wanted):
+                return placed, ""
+            why.append(f"{frame}: another text there")
+        hint = ""
+        if self.offsets == "auto" and not texts and doc.text_offset and p.end - doc.text_offset <= n:
+            hint = " (counted from the raw file? retrieval.external.offsets=raw)"
+        return None, f"offsets {p.start}..{p.end} of {doc.source_uri!r} do not fit ({'; '.join(why)}){hint}"
+
+    def _by_text(self, doc: Document, texts: list[tuple[str, str]]) -> Placement:
+        if not texts:
             return Placement("failed", doc, note="empty text")
-        i = doc.text.find(text)
-        if i >= 0:
-            return Placement("exact", doc, i, i + len(text))
+        for t, stripped in texts:  # the fewest lines dropped first
+            i = doc.text.find(t)
+            if i >= 0:
+                return Placement("exact", doc, i, i + len(t), stripped)
         norm, where = self._norm.get(doc.doc_id) or self._norm.setdefault(doc.doc_id, _normalised(doc.text))
-        lines = text.split("\n")
-        for drop in range(min(MAX_PREFIX_LINES, len(lines) - 1) + 1):
-            q = _normalised("\n".join(lines[drop:]))[0]
-            if not q:
-                break
-            j = norm.find(q)
-            if j >= 0:
-                note = f"{drop} leading line(s) dropped" if drop else ""
-                return Placement("normalised", doc, where[j], where[j + len(q) - 1] + 1, note)
+        # every text tried is a suffix of the passage from a line start: normalised once, then cut
+        full = texts[0][0]
+        qnorm, qwhere = _normalised(full)
+        starts = [0] + [i + 1 for i, c in enumerate(full) if c == "\n"]
+        tried: set[int] = set()
+        for t, stripped in texts:
+            first = full.count("\n", 0, len(full) - len(t))  # the line this candidate starts on
+            for drop in range(min(MAX_PREFIX_LINES, len(starts) - 1 - first) + 1):
+                line = first + drop
+                if line in tried:
+                    continue
+                tried.add(line)
+                k = bisect.bisect_left(qwhere, starts[line])
+                q = qnorm[k + 1:] if qnorm[k:k + 1] == " " else qnorm[k:]  # == _normalised(suffix)
+                if not q:
+                    break
+                j = norm.find(q)
+                if j >= 0:
+                    note = "; ".join(x for x in (stripped, f"{drop} leading line(s) dropped" if drop else "") if x)
+                    return Placement("normalised", doc, where[j], where[j + len(q) - 1] + 1, note)
+        t, stripped = texts[-1]  # the text without its metadata header, when it had one
         index = self._index.get(doc.doc_id) or self._index.setdefault(doc.doc_id, DocIndex(doc.text))
-        m = locate(index, text.strip(), 0, text.strip(), FUZZY_THRESHOLD)
+        quote = t.strip()
+        m = locate(index, quote, None, quote, FUZZY_THRESHOLD, FUZZY_BUDGET)
+        note = "; ".join(x for x in (stripped, m.note) if x)
         if m.status != "none":
-            return Placement("fuzzy", doc, m.start, m.end, m.note)
-        return Placement("failed", doc, note=m.note or "not found in the document")
+            return Placement("fuzzy", doc, m.start, m.end, note)
+        return Placement("failed", doc, note=note or "not found in the document")
+
+
+def _candidates(text: str | None) -> list[tuple[str, str]]:
+    """The passage's text as given, then without its metadata header lines (fewest dropped
+    first), each with a note."""
+    if text is None or not text.strip():
+        return []
+    lines = text.split("\n")
+    return [(text, "")] + [("\n".join(lines[k:]), f"{k} metadata/header line(s) dropped") for k in strip_header(text)]
 
 
 def placed_hit(p: Passage, placement: Placement, rank: int) -> Hit:
