@@ -142,8 +142,3 @@ def open_store(uri: str, *, check: bool = True) -> None:
             # the first request builds MLflow's store: tables, then every schema migration
             MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
     _opened.add(uri)
-
-
-def forget_opened() -> None:
-    """Tests: open every store again (its lock and check)."""
-    _opened.clear()
