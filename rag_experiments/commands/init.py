@@ -131,7 +131,8 @@ def corpus_setting(corpus_dir: Path, root: Path) -> tuple[str, str | None]:
 
 def cmd_init(args) -> int:
     from .. import __version__
-    from ..corpus.convert_cache import default_cache_dir, seed
+    from ..corpus.convert_cache import default_cache_dir
+    from ..corpus.convert_seed import seed
     from ..corpus.loader import corpus_files
     from ..golden.golden_file import GoldenFile
 

@@ -11,7 +11,7 @@ else the nearest folder at or above the working folder that holds the project's 
 (``conf/project.yaml``, made by ``rag-exp init``, or ``conf/config.yaml``), else the working folder
 (git-ignored by ``rag-exp init``). So a command run from a sub-folder of the project (its corpus
 folder, say) reads the project's cache, not a new one where the shell happens to be;
-:func:`seed` copies conversions made before the project existed (``rag-exp corpus convert`` then
+:func:`.convert_seed.seed` copies conversions made before the project existed (``rag-exp corpus convert`` then
 ``rag-exp init``, the tutorial's order) into it. One JSON file per entry, written to a temporary name and renamed, so two
 processes converting the same file never leave a torn entry; an entry that does not parse, or
 whose recorded key differs, is treated as absent. A failure that depends only on the bytes
@@ -108,43 +108,3 @@ class ConversionCache:
             warnings.warn(f"cannot write the conversion cache in {self.folder} ({exc.strerror or exc}); "
                           f"documents are converted again on every load (set {ENV} to a writable folder)",
                           stacklevel=3)
-
-
-class _CopyFrom(ConversionCache):
-    """Answers from ``source`` only, copying each hit into ``target``; a miss is reported as a
-    failure, so reading a corpus through it converts nothing (see :func:`seed`)."""
-
-    MISS = "not in the cache seeded from"
-
-    def __init__(self, source: ConversionCache, target: ConversionCache) -> None:
-        super().__init__(target.folder)
-        self.source, self.target, self.copied = source, target, 0
-
-    def get(self, key: str) -> Converted | str | None:
-        if self.target.get(key) is not None:
-            return self.MISS  # already there: nothing to copy
-        value = self.source.get(key)
-        if value is None:
-            return self.MISS
-        self.target.put(key, value)
-        self.copied += 1
-        return value
-
-    def put(self, key: str, value: Converted | str) -> None:
-        pass
-
-
-def seed(corpus: Path, source: Path, target: Path) -> int:
-    """Copy the conversions of ``corpus``'s files that the cache in ``source`` holds into the cache in
-    ``target`` (both cache folders); converts nothing. Returns how many were copied."""
-    if not source.is_dir() or source.resolve() == target.resolve():
-        return 0
-    from ..errors import UserError
-    from .loader import read_corpus
-
-    cache = _CopyFrom(ConversionCache(source), ConversionCache(target))
-    try:
-        read_corpus(corpus, cache=cache)
-    except UserError:  # no document loaded (nothing converted there yet, or an empty folder)
-        pass
-    return cache.copied

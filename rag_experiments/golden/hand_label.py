@@ -26,7 +26,7 @@ any other, and a person's (resolution prefers it over a machine judge's; the spo
 validates machine judges, has nothing to check in it).
 
 Near-duplicates (:data:`NEAR_DUPLICATE`): passages of one case whose texts are the same after
-normalisation (whitespace, Markdown markup, case; :func:`rag_experiments.retrieval.placement._normalised`),
+normalisation (whitespace, Markdown markup, case; :func:`rag_experiments.golden.normalise.normalised`),
 or have a token similarity of at least 0.95 (:func:`.fuzzy.similarity`) with the same identifiers
 (:func:`.fuzzy.guard_tokens`), typically a page that repeats another page's text word for word,
 are offered once; the verdict is written for each of them, the copies with ``applied_from: <id of
@@ -56,7 +56,8 @@ from .golden_file import GoldenFile
 from .label import Pair, already_judged, candidate_pairs
 from .records import new_id
 from .resolve import current, load_golden
-from .spotcheck import _ANSWERS, _read_answer
+from .normalise import normalised
+from .spotcheck import ANSWERS, read_answer
 
 NEAR_DUPLICATE = 0.95  # token similarity at or above which two passages of a case are one passage
 CONTEXT_CHARS = 240  # document text shown before and after the passage
@@ -71,9 +72,7 @@ def default_labeller() -> str:
 
 # -- near-duplicates ----------------------------------------------------------------------------
 def _norm(text: str) -> str:
-    from ..retrieval.placement import _normalised
-
-    return _normalised(text)[0]
+    return normalised(text)[0]
 
 
 def near_duplicate(a: str, b: str) -> float | None:
@@ -302,7 +301,7 @@ def run_terminal(plan: HandPlan, *, labeller: str, doc_text: Callable[[str], str
                 body.append(after + ("..." if full and p.hit["end"] + len(after) < len(full) else ""), style="dim")
             console.print(body)
             shown = clock()
-            answer = _read_answer(stdin, console)
+            answer = read_answer(stdin, console)
             if answer == "QUIT":
                 break
             report.offered += 1
@@ -416,7 +415,7 @@ def import_csv(golden_path: str | Path, path: str | Path, docs: Sequence, *, lab
         if pid in seen:
             raise UserError(f"{where}: pair {pid} appears twice in the file", hint="keep one row per pair_id")
         seen.add(pid)
-        answer = _ANSWERS.get(raw.lower()) if raw else "SKIP"
+        answer = ANSWERS.get(raw.lower()) if raw else "SKIP"
         if answer not in (*LABELS, "SKIP"):
             raise UserError(f"{where}: verdict {raw!r} is not YES, PART or NO (y / p / n), or empty to skip",
                             hint="fix that cell and import again; nothing was recorded")

@@ -40,7 +40,7 @@ LABELS = ("YES", "PART", "NO")
 MIN_PAIRS = 30
 MAX_DISAGREEMENT = 0.10
 DEFAULT_SEED = 7
-_ANSWERS = {"y": "YES", "yes": "YES", "p": "PART", "part": "PART", "n": "NO", "no": "NO",
+ANSWERS = {"y": "YES", "yes": "YES", "p": "PART", "part": "PART", "n": "NO", "no": "NO",
             "s": "SKIP", "skip": "SKIP", "q": "QUIT", "quit": "QUIT"}
 
 
@@ -206,14 +206,14 @@ def _one_judge(judge: tuple[str, str] | None, checks: list[dict], spot: Path) ->
 
 
 # -- the interactive flow -----------------------------------------------------------------------
-def _read_answer(stdin: TextIO, console: Any) -> str:
+def read_answer(stdin: TextIO, console: Any) -> str:
     while True:
         console.print("[bold]Verdict?[/] [green]y[/]=YES  [yellow]p[/]=PART  [red]n[/]=NO  s=skip  q=quit: ", end="")
         line = stdin.readline()
         if not line:
             console.print()
             return "QUIT"  # end of input: stop, progress is saved
-        answer = _ANSWERS.get(line.strip().lower())
+        answer = ANSWERS.get(line.strip().lower())
         if answer:
             return answer
         console.print(f"  not understood: {line.strip()!r}", markup=False)
@@ -313,7 +313,7 @@ def import_answers(golden_path: str | Path, answers: str | Path, *, author: str 
         if not raw:
             skipped += 1
             continue
-        verdict = _ANSWERS.get(raw.lower())
+        verdict = ANSWERS.get(raw.lower())
         if verdict == "SKIP":
             skipped += 1
             continue
@@ -356,7 +356,7 @@ def run_spotcheck(golden_path: str | Path, *, n: int = MIN_PAIRS, seed: int = DE
         console.rule(f"pair {done + 1} of {n}")
         console.print(Text("Question: ", style="bold") + Text(queries.get(j.case_id, "?")))
         console.print(Panel(Text(j.span.quote), title=Text(j.span.source_uri), expand=True))
-        answer = _read_answer(stdin, console)
+        answer = read_answer(stdin, console)
         if answer == "QUIT":
             session["quit"] += 1
             break

@@ -60,6 +60,7 @@ from pathlib import PurePosixPath
 from typing import Sequence
 
 from ..golden.fuzzy import FUZZY_THRESHOLD, DocIndex, locate
+from ..golden.normalise import normalised as _normalised  # the one normalisation golden add uses too
 from ..types import Document, Hit
 from .passages import Passage
 
@@ -68,7 +69,6 @@ PLACED = frozenset(("offsets", "exact", "normalised", "fuzzy", "document"))
 OFFSETS = ("auto", "raw", "text")  # what a passage's start/end count from
 MAX_PREFIX_LINES = 3
 FUZZY_BUDGET = 5_000_000  # token comparisons the fuzzy matcher may spend on one passage (golden.fuzzy: work bound)
-MARKUP = frozenset("*`#>|_\\")
 UNPLACED_DOC = "unplaced:"  # doc_id prefix of a hit no span can overlap
 # a metadata line: "key: value" (LlamaIndex writes "key: " for an empty value); the key one to
 # three words (letters, digits, _ . - /); "http://x", "12:30" or "Examples:" are not
@@ -76,30 +76,6 @@ _KEY = r"[^\S\n]*\w[\w.\-/]{0,40}(?: [\w.\-/]{1,40}){0,2}:"
 _KEY_VALUE = re.compile(_KEY + r"[^\S\n].*")
 # inside front matter also: "key:" (a YAML mapping or list follows), list items, comments, indented lines
 _YAML_LINE = re.compile(_KEY + r"[^\S\n]*|[^\S\n]*(?:- .*|#.*)?|[^\S\n]+\S.*")
-
-
-def _normalised(text: str) -> tuple[str, list[int]]:
-    """The normalised text and, for each of its characters, the index of the original character."""
-    out: list[str] = []
-    where: list[int] = []
-    space = True  # drop leading whitespace
-    for i, c in enumerate(text):
-        if c in MARKUP:
-            continue
-        if c.isspace():
-            if not space:
-                out.append(" ")
-                where.append(i)
-            space = True
-            continue
-        low = c.lower()
-        out.append(low if len(low) == 1 else c)
-        where.append(i)
-        space = False
-    if out and out[-1] == " ":
-        out.pop()
-        where.pop()
-    return "".join(out), where
 
 
 def strip_header(text: str) -> list[int]:

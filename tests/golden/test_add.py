@@ -296,7 +296,7 @@ def test_a_quote_in_another_document_is_named_with_the_option_that_takes_it(git_
 
 
 def test_the_quote_normalisation_is_the_one_external_passages_get():
-    """golden.normalise is placement's normalisation (placement keeps its own name for it)."""
+    """golden.normalise is placement's normalisation: one function, not two copies."""
     from rag_experiments.golden.normalise import MARKUP, find_normalised, normalised
     from rag_experiments.retrieval import placement
 
@@ -304,6 +304,7 @@ def test_the_quote_normalisation_is_the_one_external_passages_get():
                DOC_TEXT, GIT_REBASE]
     for text in samples:
         assert normalised(text) == placement._normalised(text)
-    assert MARKUP == placement.MARKUP
+    assert placement._normalised is normalised
+    assert all(c not in normalised("".join(MARKUP) + "x")[0] for c in MARKUP)
     text = "x **--force** y `ORIG_HEAD` z"
     assert [text[a:b] for a, b in find_normalised(text, "--FORCE y orig_head")] == ["--force** y `ORIG_HEAD"]
