@@ -16,7 +16,7 @@ from .errors import UserError
 
 COMMAND_MODULES = [
     "db", "corpus", "benchmarks", "ingest", "golden", "compare", "promote", "gate", "history", "triage", "export",
-    "bench", "search", "serve", "import_run", "run", "init",
+    "bench", "search", "serve", "import_run", "run", "init", "audit_cache",
 ]
 
 

@@ -720,7 +720,7 @@ def metric_families() -> list[MetricFamily]:
                      "around the system's own call (placing passages, caching)."),
         MetricFamily("alignment.<method>", r"alignment\.(?:" + "|".join((*METHODS, "duplicate")) + ")",
                      "a team's system: how many returned passages were placed in the corpus by each method ("
-                     + ", ".join(METHODS) + ", duplicate); failed ones are not scored."),
+                     + ", ".join(METHODS) + ", duplicate); failed ones are not scored, a duplicate keeps its rank and earns nothing."),
         MetricFamily("alignment.missing_queries", r"alignment\.missing_queries",
                      "retrieval=stored: golden cases the run file has no ranked list for (scored 0, as trec_eval)."),
         MetricFamily("embedding.tokens, embedding.requests, embedding.texts_sent",

@@ -225,6 +225,7 @@ def _run_external(settings: Settings, golden: GoldenSet, docs: list, manifest: d
         retriever = ExternalRetriever(system, docs, r.variant, conn if use_cache else None, use_cache,
                                       r.external.max_unplaced)
         cases = golden.scorable
+        retriever.planned_queries = len(cases)  # the run stops once its unplaced share is certain
         t = time.perf_counter()
         outcome = _search_with_progress(retriever, [c.query for c in cases], settings.eval.depth_needed,
                                         settings.progress)

@@ -3,36 +3,49 @@
 target) and ``retrieval=http`` (a search service).
 
 Per query: the system is asked for ``k`` passages (or they come from the cache), each passage is
-read (:mod:`.passages`) and placed in the corpus text (:mod:`.placement`), duplicates of an
-already placed span are dropped (counted), and the result is a :class:`RankedList` of hits in
+read (:mod:`.passages`) and placed in the corpus text (:mod:`.placement`), a repeat of an
+already placed span keeps its rank (counted; evaluation credits only the first), and the result is a :class:`RankedList` of hits in
 the system's own order (ties are its business: nothing is re-sorted). Evaluation, tracking,
 compare, promote and the gate then see what they see for a built-in variant.
 
-Caching: the passages a system returned are stored in ``candidate_cache`` (leg ``external``) by
-the system's identity (target and version: a declared ``retrieval.external.version``, else the
-sha256 of the target module's file, else its package version; for ``http`` the URL), its
-params, the query and k, so re-running and rescoring call nothing. ``retrieval.external.cache=
-false`` for a system that changes under you.
+Caching: the passages a system returned are stored in ``candidate_cache`` (leg ``external``)
+under a key that holds every input that can change them (:attr:`System.key`, then the query and
+k), so re-running and rescoring call nothing:
 
-Failures are loud: a target that cannot be imported or called, an answer that cannot be read,
-an HTTP error after its retries, an exception in the system: one line naming the target (or URL)
-and the query, exit 2, and no run is logged (a FINISHED run with partial numbers would be a
-silently wrong number). Passages that cannot be placed are counted; above
-``retrieval.external.max_unplaced`` of all hits the run stops.
+* a Python target: the target spec, ``retrieval.external.init`` (a class's constructor kwargs),
+  ``retrieval.external.params``, the declared ``retrieval.external.version`` (if any) and the
+  code: the sha256 of the target module's file and of every project-local module it imports,
+  transitively, and the versions of the installed packages it imports
+  (:mod:`.code_identity`); a change in a helper module is a new key;
+* ``http``: the URL, the wire format and ``retrieval.http.params``;
+* the query and k (the depth asked for).
+
+What the code does not show (an index rebuilt on disk, a remote model) is the user's to declare
+with ``retrieval.external.version``, or ``retrieval.external.cache=false`` for a system that
+changes under you. ``rag-exp audit-cache`` lists the runs logged before init was in the key
+whose answers may have come from another init.
+
+Failures are loud: a target that cannot be imported or called, an answer that cannot be read
+(a score of inf or NaN, text JSON or PostgreSQL cannot hold, a passage or an HTTP body above its
+bound), an HTTP error after its retries or past its deadline, an exception in the system: one
+line naming the target (or URL) and the query, exit 2, and no run is logged (a FINISHED run with
+partial numbers would be a silently wrong number). Passages that cannot be placed are counted;
+the run stops as soon as more than ``retrieval.external.max_unplaced`` of all the hits it can
+have are certain to be unplaced (checked after every query's answer).
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import inspect
+import json
 import os
 import statistics
 import sys
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from ..cache_key import cache_key
@@ -43,7 +56,7 @@ from .passages import ExternalResultError, Passage, read_result
 from .placement import METHODS, PLACED, Placer, placed_hit
 
 from .retriever import EXTERNAL_VARIANTS  # noqa: E402,F401 - one definition
-CODE_VERSION = "1"  # bump when what a cached answer means changes
+CODE_VERSION = "2"  # bump when what a cached answer means changes (2: init and the code digests in the key)
 
 
 @dataclass(frozen=True)
@@ -52,9 +65,11 @@ class System:
 
     name: str  # the target spec or URL: what error lines name
     search: Callable[..., Any]
-    identity: dict
+    identity: dict  # everything but params that can change its answers (see the module docstring)
     params: dict
     concurrency: int = 1
+    offsets: str = "auto"  # what passage offsets count from (retrieval.external.offsets)
+    max_passage_chars: int | None = None  # a passage's text longer than this is refused (http)
 
     @property
     def key(self) -> str:
@@ -62,18 +77,6 @@ class System:
 
 
 # -- a Python target ------------------------------------------------------------------------------
-def _module_identity(module) -> str:
-    path = getattr(module, "__file__", None)
-    if path and os.path.isfile(path):
-        with open(path, "rb") as f:
-            return "file-sha256:" + hashlib.sha256(f.read()).hexdigest()
-    top = module.__name__.split(".")[0]
-    try:
-        from importlib.metadata import version
-
-        return f"package:{top}=={version(top)}"
-    except Exception:  # noqa: BLE001 - no file, no distribution: only the name identifies it
-        return f"module:{module.__name__}"
 
 
 _INSTANCES: dict[tuple, Any] = {}  # a class target is constructed once per process and init
@@ -126,14 +129,23 @@ def load_python_target(p: ExternalParams) -> System:
                           hint="the target takes (query: str, k: int, **params)") from None
     except ValueError:  # a builtin without a signature: the first call will tell
         pass
-    identity = {"target": p.target, "version": p.version or _module_identity(module)}
-    return System(p.target, search, identity, dict(p.params))
+    from .code_identity import code_digest
+
+    # init is in the key: a class's constructor kwargs change its answers (issue 49, B1), and so
+    # does any project-local module the target imports (B2)
+    identity = {"target": p.target, "version": p.version, "init": dict(p.init), "code_digest": code_digest(module)}
+    return System(p.target, search, identity, dict(p.params), offsets=p.offsets)
 
 
 # -- an HTTP service ------------------------------------------------------------------------------
 class HttpSearch:
     """POST ``{"query", "k", "params"}`` to the URL; retries connection errors, timeouts, 429 and
-    5xx with exponential backoff; any other failure is one line naming the URL."""
+    5xx with exponential backoff; any other failure is one line naming the URL.
+
+    Every answer is bounded in time and size: one query (its attempts, their backoff and the
+    reading of each body) ends within ``deadline_s``; a body is read streamed and refused past
+    ``max_response_bytes`` (counted after content decoding, so a compressed bomb stops there
+    too); a passage's text longer than ``max_passage_chars`` is refused when the answer is read."""
 
     RETRY_STATUS = frozenset((429, 500, 502, 503, 504))
 
@@ -141,7 +153,8 @@ class HttpSearch:
         import httpx
 
         if not p.url:
-            raise ConfigError("retrieval.http.url: not set", hint="retrieval=http retrieval.http.url=http://host/search")
+            raise ConfigError("retrieval.http.url: not set",
+                              hint="retrieval=http retrieval.http.url=http://host/search")
         headers = {}
         if p.auth_env:
             value = os.environ.get(p.auth_env)
@@ -154,41 +167,94 @@ class HttpSearch:
         self.client = httpx.Client(timeout=p.timeout_s, headers=headers,
                                    limits=httpx.Limits(max_connections=p.concurrency))
 
+    def _past_deadline(self, attempts: int) -> ExternalResultError:
+        p = self.p
+        return ExternalResultError(f"POST {p.url}: no answer within the query's deadline of {p.deadline_s:g} s "
+                                   f"({attempts} attempt(s))",
+                                   hint="is the service up and fast enough? retrieval.http.deadline_s / .timeout_s / "
+                                   ".retries")
+
+    def _post(self, body: dict, deadline: float, attempts: int) -> tuple[int, bytes]:
+        """One attempt: the status and the body, read streamed within the size bound and the deadline."""
+        import httpx
+
+        p = self.p
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise self._past_deadline(attempts)
+        with self.client.stream("POST", p.url, json=body, timeout=httpx.Timeout(min(p.timeout_s, left))) as r:
+            length = r.headers.get("content-length", "")
+            if length.isdigit() and int(length) > p.max_response_bytes:
+                raise ExternalResultError(f"POST {p.url}: the answer is {int(length):,} bytes (HTTP {r.status_code}), "
+                                          f"more than retrieval.http.max_response_bytes={p.max_response_bytes:,}",
+                                          hint="ask for fewer or shorter passages, or raise "
+                                          "retrieval.http.max_response_bytes")
+            timeouts = r.request.extensions.get("timeout")
+            size, chunks = 0, []
+            stream = r.iter_bytes()
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise self._past_deadline(attempts)
+                if isinstance(timeouts, dict):  # each read waits at most until the deadline
+                    timeouts["read"] = min(p.timeout_s, left)
+                chunk = next(stream, None)
+                if chunk is None:
+                    break
+                size += len(chunk)
+                if size > p.max_response_bytes:
+                    raise ExternalResultError(f"POST {p.url}: the answer exceeds retrieval.http.max_response_bytes="
+                                              f"{p.max_response_bytes:,} bytes (HTTP {r.status_code}; reading stopped "
+                                              "there)", hint="ask for fewer or shorter passages, or raise "
+                                              "retrieval.http.max_response_bytes")
+                chunks.append(chunk)
+            return r.status_code, b"".join(chunks)
+
     def __call__(self, query: str, k: int, **params: Any) -> Any:
         import httpx
 
         p = self.p
+        deadline = time.monotonic() + p.deadline_s
         wait = p.backoff_s
         body = ({"inputs": [query], "params": {"k": k, **params}} if p.format == "mlflow"
                 else {"query": query, "k": k, "params": params})
         for attempt in range(p.retries + 1):
             last = attempt == p.retries
             try:
-                r = self.client.post(p.url, json=body)
+                status, data = self._post(body, deadline, attempt + 1)
             except httpx.TransportError as exc:  # connection refused, timeout, reset
+                if time.monotonic() >= deadline:
+                    raise self._past_deadline(attempt + 1) from None
                 if last:
                     raise ExternalResultError(f"POST {p.url}: {type(exc).__name__} after {p.retries + 1} attempt(s)"
                                               f" ({(str(exc).splitlines() or [''])[0]})",
-                                              hint="is the service running? retrieval.http.timeout_s / .retries") from None
+                                              hint="is the service running? retrieval.http.timeout_s / "
+                                              ".retries") from None
             else:
-                if r.status_code < 300:
+                text = data[:200].decode("utf-8", "replace")
+                if status < 300:
                     try:
-                        answer = r.json()
-                        if p.format == "mlflow" and isinstance(answer, dict) and "predictions" in answer:
-                            return answer["predictions"]  # one row a hit: source_uri, start, end, text, score
-                        return answer
-                    except ValueError:
+                        answer = json.loads(data)
+                    except (ValueError, RecursionError):
                         raise ExternalResultError(f"POST {p.url}: the answer is not JSON "
-                                                  f"(HTTP {r.status_code}, {r.text[:80]!r})") from None
-                if r.status_code not in self.RETRY_STATUS or last:
-                    raise ExternalResultError(f"POST {p.url}: HTTP {r.status_code} ({r.text[:120].strip()!r})")
-            time.sleep(wait)
+                                                  f"(HTTP {status}, {text[:80]!r})") from None
+                    if p.format == "mlflow" and isinstance(answer, dict) and "predictions" in answer:
+                        return answer["predictions"]  # one row a hit: source_uri, start, end, text, score
+                    return answer
+                if status not in self.RETRY_STATUS or last:
+                    raise ExternalResultError(f"POST {p.url}: HTTP {status} ({text[:120].strip()!r})")
+            pause = min(wait, deadline - time.monotonic())
+            if pause <= 0 and wait > 0:
+                raise self._past_deadline(attempt + 1)
+            time.sleep(max(pause, 0))
             wait *= 2
         raise AssertionError("unreachable")
 
 
-def load_http_target(p: HttpParams) -> System:
-    return System(p.url or "", HttpSearch(p), {"target": "http", "url": p.url}, dict(p.params), p.concurrency)
+def load_http_target(p: HttpParams, offsets: str = "auto") -> System:
+    # the wire format is in the identity: the same URL asked another way answers another way
+    return System(p.url or "", HttpSearch(p), {"target": "http", "url": p.url, "format": p.format},
+                  dict(p.params), p.concurrency, offsets=offsets, max_passage_chars=p.max_passage_chars)
 
 
 def load_stored_run(p: StoredParams, queries_by_case: dict[str, str]) -> System:
@@ -206,13 +272,13 @@ def load_stored_run(p: StoredParams, queries_by_case: dict[str, str]) -> System:
 def load_system(variant: str, external: ExternalParams, http: HttpParams, stored: StoredParams | None = None,
                 queries_by_case: dict[str, str] | None = None) -> System:
     if variant == "http":
-        return load_http_target(http)
+        return load_http_target(http, external.offsets)
     if variant == "stored":
         if queries_by_case is None:
             raise ConfigError("retrieval=stored: a stored run answers only the golden set's cases it holds; it "
                               "cannot be searched or served", hint="search or serve the system itself "
                               "(retrieval=external or retrieval=http)")
-        return load_stored_run(stored or StoredParams(), queries_by_case)
+        return replace(load_stored_run(stored or StoredParams(), queries_by_case), offsets=external.offsets)
     return load_python_target(external)
 
 
@@ -246,8 +312,12 @@ class ExternalRetriever:
         self.conn = conn
         self.use_cache = use_cache and conn is not None
         self.max_unplaced = max_unplaced
-        self.placer = Placer(docs)
+        self.placer = Placer(docs, offsets=system.offsets)
         self.stats = ExternalStats()
+        # the number of queries the run will ask (set by the caller that knows it): with it the run
+        # stops as soon as the unplaced share is certain to end above max_unplaced
+        self.planned_queries: int | None = None
+        self._queries_placed = 0
         # the per-query lists (unplaced passages, harness time) are a run's record; a served model
         # answers for the life of its process, so it keeps the counts only (bounded)
         self.per_query_records = per_query_records
@@ -269,13 +339,19 @@ class ExternalRetriever:
             return
         from psycopg.types.json import Jsonb
 
-        sid = "external:" + self.system.key[:16]
+        rows = []
+        for key, ps, ms in fresh:
+            value = {"passages": [p.to_json() for p in ps], "ms": ms}
+            try:  # read_result refuses what JSON cannot hold; this is the last guard, never a per-query failure
+                json.dumps(value, allow_nan=False)
+            except ValueError as exc:
+                raise ExternalResultError(f"{self.system.name}: an answer cannot be stored as JSON ({exc})") from None
+            rows.append((key, "external:" + self.system.key[:16], Jsonb(value)))
         with self.conn.transaction():
             with self.conn.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO candidate_cache (cache_key, leg, strategy_id, hits) VALUES (%s, 'external', %s, %s)"
-                    " ON CONFLICT (cache_key) DO NOTHING",
-                    [(key, sid, Jsonb({"passages": [p.to_json() for p in ps], "ms": ms})) for key, ps, ms in fresh])
+                    " ON CONFLICT (cache_key) DO NOTHING", rows)
 
     def _ask(self, i: int, query: str, k: int) -> tuple[list[Passage], float]:
         where = f"{self.system.name}, query #{i + 1} {query[:60]!r}"
@@ -289,33 +365,61 @@ class ExternalRetriever:
                                       f"{(str(exc).splitlines() or [''])[0][:200]}",
                                       hint="rerun with --debug (or HYDRA_FULL_ERROR=1) for its traceback") from exc
         ms = (time.perf_counter() - t0) * 1000
-        return read_result(answer, k, where), ms
+        return read_result(answer, k, where, self.system.max_passage_chars), ms
 
     def search_many(self, queries: Sequence[str], limit: int = 20,
                     on_query: Callable[[int], object] | None = None) -> list[RankedList]:
+        """Answers in query order, each placed as soon as it is in; ``concurrency`` calls are in
+        flight at a time, ahead of the placing. The first failure, in query order, ends the search
+        at once: no further call is made (a service that never answers fails within one deadline,
+        not one deadline per query of the batch), and so does an unplaced share certain to end
+        above ``max_unplaced`` (see :meth:`check_unplaced`)."""
         done = on_query or (lambda n: None)
         self._texts = {}
         keys = [self._key(q, limit) for q in queries]
         found = self._cached(list(dict.fromkeys(keys)))
         todo = [i for i, key in enumerate(keys) if key not in found]
-        answers: dict[int, tuple[list[Passage], float]] = {}
-        if todo:
-            with ThreadPoolExecutor(max_workers=self.system.concurrency) as pool:
-                futures = {i: pool.submit(self._ask, i, queries[i], limit) for i in todo}
-                for i in todo:
-                    answers[i] = futures[i].result()  # the first failure (in query order) ends the run
-            self._store([(keys[i], *answers[i]) for i in todo])
-        self.stats.calls += len(todo)
-        self.stats.cached += len(queries) - len(todo)
+        pool = ThreadPoolExecutor(max_workers=self.system.concurrency) if todo else None
+        futures: dict[int, Future] = {}
+        pending = iter(todo)
+
+        def submit(n: int) -> None:  # keep n more calls in flight (at most `concurrency`, in query order)
+            for j in pending:
+                futures[j] = pool.submit(self._ask, j, queries[j], limit)
+                n -= 1
+                if n <= 0:
+                    return
+
+        if pool is not None:
+            submit(self.system.concurrency)
+        fresh: list[tuple[str, list[Passage], float]] = []
         out = []
-        for i, q in enumerate(queries):
-            passages, ms = answers[i] if i in answers else found[keys[i]]
-            t0 = time.perf_counter()
-            hits = self._place(i, q, passages)
-            if self.per_query_records:
-                self.stats.harness_ms.append((time.perf_counter() - t0) * 1000)
-            out.append(RankedList(q, tuple(hits), ms))
-            done(1)
+        try:
+            for i, q in enumerate(queries):
+                if i in futures:
+                    passages, ms = futures.pop(i).result()  # the first failure (in query order) ends the run
+                    submit(1)  # the next call runs while this answer is placed
+                    fresh.append((keys[i], passages, ms))
+                    self.stats.calls += 1
+                else:
+                    passages, ms = found[keys[i]]
+                    self.stats.cached += 1
+                t0 = time.perf_counter()
+                hits = self._place(i, q, passages)
+                if self.per_query_records:
+                    self.stats.harness_ms.append((time.perf_counter() - t0) * 1000)
+                self._queries_placed += 1
+                out.append(RankedList(q, tuple(hits), ms))
+                done(1)
+                self.check_unplaced(limit)
+        except ExternalResultError:
+            if fresh:  # the answers in so far are good answers: a rerun need not ask for them again
+                self._store(fresh)
+            raise
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+        self._store(fresh)
         return out
 
     def search(self, query: str, limit: int = 20) -> RankedList:
@@ -349,20 +453,52 @@ class ExternalRetriever:
         """The text of hits of the last search (what serving shows beside each hit)."""
         return {c: self._texts.get(c, "") for c in chunk_ids}
 
-    def check_unplaced(self) -> None:
+    def check_unplaced(self, limit: int | None = None) -> None:
         """Stop with one line when too many hits could not be placed: the metrics would then
-        measure the placing, not the system."""
+        measure the placing, not the system. Called with the depth ``limit`` after each query (and
+        with :attr:`planned_queries` known), it stops as soon as the share is certain to end above
+        ``max_unplaced`` whatever the remaining queries bring (each at most ``limit`` hits, all
+        placed); called without, it checks the share of the hits so far (the end of a run)."""
         a = self.stats.alignment
         total = sum(a.get(m, 0) for m in METHODS)
-        unplaced = a.get("failed", 0) + a.get("unknown_document", 0)
-        if total and unplaced / total > self.max_unplaced:
-            first = self.stats.failures[0]
-            raise ExternalResultError(
-                f"{self.system.name}: {unplaced} of {total} passages ({unplaced / total:.0%}) could not be placed in "
-                f"the corpus (at most {self.max_unplaced:.0%}: retrieval.external.max_unplaced); "
-                f"{a.get('unknown_document', 0)} name no corpus document; the first, for {first['query'][:60]!r} "
-                f"at rank {first['rank']}: {first['method']} ({first['note']})",
-                hint="does the system index the same corpus (corpus.path) and name documents by their source_uri?")
+        unplaced = sum(a.get(m, 0) for m in METHODS if m not in PLACED)
+        if not total or not unplaced:
+            return
+        if limit is None:
+            if unplaced / total <= self.max_unplaced:
+                return
+            share = f"{unplaced} of {total} passages ({unplaced / total:.0%}) could not be placed in the corpus"
+        else:
+            if self.planned_queries is None:
+                return
+            most = total + max(self.planned_queries - self._queries_placed, 0) * limit  # the hits the run can have
+            if unplaced / most <= self.max_unplaced:
+                return
+            share = (f"{unplaced} of the {total} passages of the first {self._queries_placed} queries could not be "
+                     f"placed in the corpus: at least {unplaced / most:.0%} of the run's hits, whatever the other "
+                     f"{max(self.planned_queries - self._queries_placed, 0)} queries return")
+        missing_doc = a.get("unknown_document", 0)
+        not_found = unplaced - missing_doc
+        first_doc = next((f for f in self.stats.failures if f["method"] == "unknown_document"), None)
+        first_text = next((f for f in self.stats.failures if f["method"] != "unknown_document"), None)
+        causes = []
+        if not_found:
+            causes.append(f"{not_found} name a corpus document that does not hold them"
+                          + (f" (the first, for {first_text['query'][:60]!r} at rank {first_text['rank']}: "
+                             f"{first_text['method']}, {first_text['note']})" if first_text else ""))
+        if missing_doc:
+            causes.append(f"{missing_doc} name no corpus document"
+                          + (f" (the first: {first_doc['document'][:80]!r})" if first_doc else ""))
+        if missing_doc >= not_found:
+            hint = ("does the system index the same corpus (corpus.path) and name documents by their source_uri "
+                    "(or file name)?")
+        else:
+            hint = ("the documents are found but not the passages in them: does the system put metadata or headers "
+                    "into the text (LlamaIndex metadata_mode='all', front matter), or count offsets from another "
+                    "start (retrieval.external.offsets=raw|text)? Or index another version of the corpus?")
+        raise ExternalResultError(
+            f"{self.system.name}: {share} (at most {self.max_unplaced:.0%}: retrieval.external.max_unplaced); "
+            + "; ".join(causes), hint=hint)
 
     def ann_recall(self, queries) -> float:  # the protocol's; no index of ours to measure
         return float("nan")

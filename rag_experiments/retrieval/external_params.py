@@ -19,6 +19,7 @@ from ..errors import ConfigError
 
 #: "package.module:attribute" (the attribute may be dotted: "pkg.mod:Class.factory")
 TARGET_PATTERN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+OFFSET_MODES = ("auto", "raw", "text")
 
 
 @dataclass(frozen=True)
@@ -26,9 +27,15 @@ class ExternalParams:
     target: str | None = None  # "package.module:attribute": a function f(query, k, **params) or a class with search()
     init: dict[str, Any] = field(default_factory=dict)  # kwargs for a class target, constructed once per process
     params: dict[str, Any] = field(default_factory=dict)  # the system's own knobs: kwargs of every call
-    version: str | None = None  # declared identity of the system (else: the target module's file digest)
+    # declared identity of what the code does not show (an index rebuilt, a model file): part of the
+    # cache key beside the target, init, params and the digests of the project-local modules it imports
+    version: str | None = None
     cache: bool = True  # false for a system that changes under you (every run calls it again)
     max_unplaced: float = 0.1  # share of hits that may fail to be placed in the corpus before the run stops
+    # what a passage's start/end count from: raw (the file as read, YAML front matter included: what
+    # LangChain TextLoader / LlamaIndex SimpleDirectoryReader count), text (the stored text after
+    # the front matter) or auto (checked against the passage's text when it has one)
+    offsets: str = "auto"
 
     def __post_init__(self) -> None:
         if self.target is not None and not TARGET_PATTERN.match(self.target):
@@ -36,6 +43,9 @@ class ExternalParams:
                               hint="e.g. retrieval.external.target=my_rag.search:retrieve")
         if not (0.0 <= self.max_unplaced <= 1.0) or math.isnan(self.max_unplaced):
             raise ConfigError(f"retrieval.external.max_unplaced: must be within 0..1, got {self.max_unplaced}")
+        if self.offsets not in OFFSET_MODES:
+            raise ConfigError(f"retrieval.external.offsets: must be one of {', '.join(OFFSET_MODES)}, "
+                              f"got {self.offsets!r}")
         for name in ("init", "params"):
             bad = [k for k in getattr(self, name) if not str(k).isidentifier()]
             if bad:
@@ -58,6 +68,10 @@ class HttpParams:
     # rag: the body above; mlflow: an MLflow scoring server (`mlflow models serve`, e.g. a champion
     # of this tool): {"inputs": [query], "params": {"k": k, **params}}, its "predictions" rows back
     format: str = "rag"
+    # bounds on what the service may send, so a bad answer fails in one line instead of hanging the run
+    max_passage_chars: int = 200_000  # a passage's text longer than this is refused
+    max_response_bytes: int = 32_000_000  # an answer body larger than this is refused (read streamed)
+    deadline_s: float = 120.0  # seconds one query may take in all, retries and backoff included
 
     def __post_init__(self) -> None:
         if self.format not in ("rag", "mlflow"):
@@ -72,6 +86,13 @@ class HttpParams:
             raise ConfigError(f"retrieval.http.backoff_s: must be >= 0, got {self.backoff_s}")
         if self.concurrency < 1:
             raise ConfigError(f"retrieval.http.concurrency: must be >= 1, got {self.concurrency}")
+        if isinstance(self.max_passage_chars, bool) or not self.max_passage_chars >= 1:
+            raise ConfigError(f"retrieval.http.max_passage_chars: must be >= 1, got {self.max_passage_chars}")
+        if isinstance(self.max_response_bytes, bool) or not self.max_response_bytes >= 1024:
+            raise ConfigError(f"retrieval.http.max_response_bytes: must be >= 1024, got {self.max_response_bytes}")
+        if not self.deadline_s > 0 or math.isinf(self.deadline_s):
+            raise ConfigError(f"retrieval.http.deadline_s: must be a finite number > 0, got {self.deadline_s}",
+                              hint="seconds one query may take in all, its retries included")
         if self.auth_env is not None and not re.match(r"^[A-Za-z_]\w*$", self.auth_env):
             raise ConfigError(f"retrieval.http.auth_env: {self.auth_env!r} is not an environment variable name")
 

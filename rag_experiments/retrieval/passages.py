@@ -14,7 +14,10 @@ A result is a list (or tuple) of passages, best first. A passage is any of:
 
 Duck-typed on purpose: neither library is imported here, so their versions are the team's
 business. Anything else is a :class:`ExternalResultError` naming the target, the query and the
-passage's position: a result we cannot read must never be scored as misses.
+passage's position: a result we cannot read must never be scored as misses. So is a value the
+answer cache (PostgreSQL JSON) cannot hold or that means nothing as a rank: a score of inf, -inf
+or NaN, a NUL character or a lone surrogate in a text, a name or an id, and (when the system
+sets a bound: ``retrieval.http.max_passage_chars``) a passage text longer than the bound.
 """
 
 from __future__ import annotations
@@ -60,7 +63,8 @@ def _get(obj: Any, name: str) -> Any:
 def _offset(value: Any, field: str, where: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or (isinstance(value, float) and not math.isfinite(value)) or value != int(value)):
         raise ExternalResultError(f"{where}: {field} must be an integer character offset, got {value!r}")
     return int(value)
 
@@ -71,15 +75,34 @@ def _score(value: Any, where: str) -> float | None:
     try:
         score = float(value)
     except (TypeError, ValueError):
-        raise ExternalResultError(f"{where}: score must be a number, got {value!r}") from None
-    if math.isnan(score):
-        raise ExternalResultError(f"{where}: score is NaN",
-                                  hint="return no score rather than NaN; the system's order is what is scored")
+        raise ExternalResultError(f"{where}: score must be a number, got {str(value)[:60]!r}") from None
+    except OverflowError:  # an integer beyond any float
+        raise ExternalResultError(f"{where}: score {str(value)[:40]}... is beyond any float",
+                                  hint="return finite scores, or none: the system's order is what is scored") from None
+    if not math.isfinite(score):  # NaN, inf, -inf: no JSON (the answer cache) holds them, no rank means them
+        raise ExternalResultError(f"{where}: score is {'NaN' if math.isnan(score) else score}",
+                                  hint="return finite scores, or none: the system's order is what is scored")
     return score
 
 
-def read_passage(obj: Any, where: str) -> Passage:
-    """``obj`` as a :class:`Passage`; ExternalResultError naming ``where`` when it is not one."""
+def _text(value: str, field: str, where: str) -> str:
+    """``value`` if PostgreSQL's JSON (the answer cache) can hold it and it is Unicode text."""
+    if "\x00" in value:
+        raise ExternalResultError(f"{where}: {field} holds a NUL character (\\u0000) at {value.index(chr(0))}, "
+                                  "which no text column or JSON value in PostgreSQL can hold",
+                                  hint="strip NUL characters from the system's text")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ExternalResultError(f"{where}: {field} holds {value[exc.start:exc.end]!r} at {exc.start}, a lone "
+                                  "surrogate (not Unicode text: bytes decoded with errors='surrogateescape'?)",
+                                  hint="decode the documents as UTF-8 with errors='replace'") from None
+    return value
+
+
+def read_passage(obj: Any, where: str, max_chars: int | None = None) -> Passage:
+    """``obj`` as a :class:`Passage`; ExternalResultError naming ``where`` when it is not one (or
+    when its text is longer than ``max_chars``)."""
     if isinstance(obj, Passage):  # a stored run's, already read
         return obj
     score = None
@@ -105,6 +128,10 @@ def read_passage(obj: Any, where: str) -> Passage:
         text = obj.get_content()
     if text is not None and not isinstance(text, str):
         raise ExternalResultError(f"{where}: text must be a string, got {type(text).__name__}")
+    if text is not None and max_chars is not None and len(text) > max_chars:
+        raise ExternalResultError(f"{where}: the passage text is {len(text):,} characters, more than "
+                                  f"retrieval.http.max_passage_chars={max_chars:,}",
+                                  hint="return passages, not whole files (or raise retrieval.http.max_passage_chars)")
     start = _get(obj, "start")
     start = start if start is not None else _get(obj, "start_char_idx")
     start = start if start is not None else meta.get("start_index")
@@ -121,12 +148,15 @@ def read_passage(obj: Any, where: str) -> Passage:
         score = _get(obj, "score")
         score = score if score is not None else meta.get("score")
     pid = _get(obj, "id") or _get(obj, "chunk_id") or _get(obj, "id_") or _get(obj, "node_id")
-    return Passage(document, start, end, text, _score(score, where), None if pid is None else str(pid))
+    pid = None if pid is None else _text(str(pid), "id", where)
+    return Passage(_text(document, "the document name", where), start, end,
+                   None if text is None else _text(text, "text", where), _score(score, where), pid)
 
 
-def read_result(result: Any, k: int, where: str) -> list[Passage]:
+def read_result(result: Any, k: int, where: str, max_chars: int | None = None) -> list[Passage]:
     """The ranked passages of one answer. More than ``k`` is an error (a system that ignores ``k``
-    would be measured on a different cutoff than it is asked for)."""
+    would be measured on a different cutoff than it is asked for); so is a passage text longer
+    than ``max_chars`` (when given)."""
     if isinstance(result, Mapping):  # {"passages": [...]} and friends
         found = next((result[key] for key in ("passages", "results", "hits", "documents") if key in result), None)
         if found is None:
@@ -139,4 +169,4 @@ def read_result(result: Any, k: int, where: str) -> list[Passage]:
     if len(items) > k:
         raise ExternalResultError(f"{where}: {len(items)} passages returned for k={k}",
                                   hint="return at most k passages, best first")
-    return [read_passage(p, f"{where}, passage {i}") for i, p in enumerate(items, start=1)]
+    return [read_passage(p, f"{where}, passage {i}", max_chars) for i, p in enumerate(items, start=1)]

@@ -127,3 +127,40 @@ def collector_watch(query: str, k: int) -> list[dict]:
 
     COLLECTOR_STATES.append(gc.isenabled())
     return oracle(query, k)
+
+
+class Toy:
+    """A class target whose init changes its answers: ``good=True`` returns each case's evidence
+    first, ``good=False`` only fillers (issue 49, B1: init must be part of the cache key)."""
+
+    def __init__(self, good: bool = False) -> None:
+        self.good = good
+
+    def search(self, query: str, k: int) -> list[dict]:
+        CALLS["n"] += 1
+        return oracle(query, k) if self.good else _filler(k)
+
+
+def elsewhere_counted(query: str, k: int) -> list[dict]:
+    """``elsewhere``, counting its calls (the unplaced stop must not wait for every query)."""
+    CALLS["n"] += 1
+    return elsewhere(query, k)
+
+
+def not_in_text(query: str, k: int) -> list[dict]:
+    """Passages that name a corpus document but whose text is nowhere in it."""
+    CALLS["n"] += 1
+    doc = _filler(1)[0]["source_uri"]
+    return [{"source_uri": doc, "text": f"zq{i} xv{i} nothing of this is in any document {i}"} for i in range(k)]
+
+
+def inf_score(query: str, k: int) -> list[dict]:
+    return [{**_filler(1)[0], "score": float("inf")}]
+
+
+def nul_text(query: str, k: int) -> list[dict]:
+    return [{"source_uri": _filler(1)[0]["source_uri"], "text": "SQLSTATE\x00 codes"}]
+
+
+def surrogate_text(query: str, k: int) -> list[dict]:
+    return [{"source_uri": _filler(1)[0]["source_uri"], "text": "SQLSTATE \udcff codes"}]

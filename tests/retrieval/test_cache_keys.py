@@ -261,3 +261,57 @@ def test_a_rebuilt_hnsw_index_is_another_vector_list(fresh_db_url, mini_docs, em
         exact = [Retriever(conn, info, embedder, RetrievalParams(vector=VectorSearchParams("exact"))).leg_key("vector", "q")
                  for info in (first, again, back)]
         assert len(set(exact)) == 1 and exact[0] not in (v1, v2)
+
+
+# -- a team's own retriever (issue 49, B1 and B2) ---------------------------------------------------
+def _target_package(tmp_path, monkeypatch, name):
+    """A project-local package: search.py (the target) imports helpers.py, lazily lore.py."""
+    pkg = tmp_path / name
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helpers.py").write_text("WEIGHT = 1\n")
+    (pkg / "lore.py").write_text("X = 1\n")
+    (pkg / "unrelated.py").write_text("Y = 1\n")
+    (pkg / "search.py").write_text(
+        "import json\nimport yaml\nfrom .helpers import WEIGHT\n\n\n"
+        "class Toy:\n    def __init__(self, good=False):\n        self.good = good\n\n"
+        "    def search(self, query, k):\n        from . import lore  # a lazy import counts too\n"
+        "        return []\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return pkg
+
+
+def _system_key(name, **kw):
+    from rag_experiments.retrieval.external import load_python_target
+    from rag_experiments.retrieval.external_params import ExternalParams
+
+    return load_python_target(ExternalParams(target=f"{name}.search:Toy", **kw)).key
+
+
+def test_a_class_targets_init_is_part_of_its_answers_key(tmp_path, monkeypatch):
+    _target_package(tmp_path, monkeypatch, "b1_pkg")
+    assert _system_key("b1_pkg", init={"good": False}) != _system_key("b1_pkg", init={"good": True})
+    assert _system_key("b1_pkg", init={"good": True}) == _system_key("b1_pkg", init={"good": True})
+    assert _system_key("b1_pkg", version="index-2") != _system_key("b1_pkg", version="index-3")
+
+
+def test_a_change_in_a_module_the_target_imports_is_a_new_key(tmp_path, monkeypatch):
+    import os
+
+    from rag_experiments.retrieval.code_identity import code_identity
+
+    pkg = _target_package(tmp_path, monkeypatch, "b2_pkg")
+    before = _system_key("b2_pkg")
+    identity = code_identity(__import__("b2_pkg.search", fromlist=["Toy"]))
+    assert {"b2_pkg.search", "b2_pkg.helpers", "b2_pkg.lore", "b2_pkg"} <= set(identity)
+    assert identity["yaml"].startswith("package:PyYAML==")  # an installed package: its version
+    assert "json" not in identity and "b2_pkg.unrelated" not in identity  # the stdlib; a module not imported
+    (pkg / "unrelated.py").write_text("Y = 2\n")
+    assert _system_key("b2_pkg") == before
+    for helper in ("helpers.py", "lore.py"):
+        path = pkg / helper
+        path.write_text(path.read_text() + "# changed\n")
+        os.utime(path, ns=(1, 1))  # a new mtime even on a coarse clock
+        after = _system_key("b2_pkg")
+        assert after != before, helper  # the old key held search.py's digest only
+        before = after

@@ -96,15 +96,36 @@ def test_a_duplicated_span_is_reported_and_scored_once(golden_env):
     ("too_many", "21 passages returned for k=20"),
     ("not_a_list", "the answer must be a list of passages, got int"),
     ("nan_score", "score is NaN"),
-    ("outside", "offsets 0..10000000 are outside document"),
+    ("inf_score", "score is inf"),  # was: PostgreSQL refused the cached JSON, 10 of 10 queries "failed"
+    ("nul_text", "text holds a NUL character"),
+    ("surrogate_text", "text holds '\\udcff' at 9, a lone surrogate"),
+    ("outside", "offsets 0..10000000"),
     ("no_document", "the passage names no document"),
-    ("elsewhere", "200 of 200 passages (100%) could not be placed in the corpus"),
+    ("elsewhere", "40 of the 40 passages of the first 2 queries could not be placed in the corpus"),
 ])
 def test_bad_systems_end_in_one_line_naming_the_target(golden_env, target, message):
     with pytest.raises(UserError) as exc:
         run_experiment(settings(golden_env, target, "retrieval.external.cache=false"))
     assert message in exc.value.message and f"{TARGETS}:{target}" in exc.value.message
     assert "\n" not in exc.value.message
+
+
+@pytest.mark.parametrize("target, cause, hint", [
+    ("elsewhere_counted", "40 name no corpus document (the first: 'other/0.html')", "the same corpus"),
+    ("not_in_text", "40 name a corpus document that does not hold them", "metadata or headers"),
+])
+def test_a_run_above_max_unplaced_stops_once_the_share_is_certain_and_names_the_cause(golden_env, target, cause,
+                                                                                        hint):
+    """Issue 49 (B5): 10 queries x 20 hits, at most 10% unplaced: after 2 queries with 40 unplaced
+    hits the run cannot end below 40/200 = 20%; it stopped only after all 10, and its one line
+    blamed document naming whatever the cause ("0 name no corpus document")."""
+    external_targets.CALLS["n"] = 0
+    with pytest.raises(UserError) as exc:
+        run_experiment(settings(golden_env, target, "retrieval.external.cache=false"))
+    assert "40 of the 40 passages of the first 2 queries could not be placed" in exc.value.message
+    assert cause in exc.value.message and hint in exc.value.hint and "\n" not in exc.value.message
+    # one call at a time (concurrency 1): the 2 placed and at most the next, in flight when the run stopped
+    assert external_targets.CALLS["n"] <= 3
 
 
 def test_a_target_that_cannot_be_imported_is_a_config_error(golden_env):
@@ -142,6 +163,24 @@ def test_a_sweep_over_the_systems_own_params_logs_each_point(golden_env, tmp_pat
     assert by_rank["2"].data.metrics["mrr_at_10"] == pytest.approx(0.5)
     assert by_rank["9"].data.metrics["recall_at_5"] == 0.0 and by_rank["9"].data.metrics["alignment.offsets"] == 200
     assert all(r.info.status == "FINISHED" for r in runs)
+
+
+def test_a_sweep_over_a_class_targets_init_scores_each_point_with_its_own_answers(golden_env, tmp_path):
+    """Issue 49 B1: init was not in the answer cache key, so the second point of an init sweep was
+    scored on the first point's answers (r@5 0.0 for both). Real Hydra, real cache, real store."""
+    from mlflow.tracking import MlflowClient
+
+    done = _run_py(tmp_path, golden_env, f"retrieval.external.target={TARGETS}:Toy",
+                   "+retrieval.external.init.good=false,true", multirun=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    client = MlflowClient(f"sqlite:///{golden_env.parent / 'mlruns' / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("rag-experiments")
+    runs = client.search_runs([exp.experiment_id], "tags.variant = 'external'")
+    by_good = {r.data.params["retrieval.external.init.good"]: r for r in runs}
+    assert set(by_good) == {"False", "True"}
+    assert by_good["False"].data.metrics["recall_at_5"] == 0.0
+    assert by_good["True"].data.metrics["recall_at_5"] == 1.0  # 0.0 on the old key: the other point's answers
+    assert by_good["False"].data.tags["strategy"] != by_good["True"].data.tags["strategy"]
 
 
 def test_a_failing_system_logs_no_finished_run_and_prints_one_line(golden_env, tmp_path):

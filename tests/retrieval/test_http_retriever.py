@@ -41,6 +41,41 @@ class Handler(BaseHTTPRequestHandler):
             import time
 
             time.sleep(2)
+        if self.path in ("/inf", "/inf-literal"):  # Python's json writes Infinity; 1e999 reads as inf too
+            bad = json.dumps({"passages": [{**external_targets._filler(1)[0], "score": float("inf")}]})
+            return self._send(200, (bad if self.path == "/inf" else bad.replace("Infinity", "1e999")).encode())
+        if self.path == "/huge":  # one passage of 300,000 characters
+            doc = external_targets._filler(1)[0]["source_uri"]
+            return self._send(200, json.dumps({"passages": [{"source_uri": doc, "text": "x" * 300_000}]}).encode())
+        if self.path == "/nolength":  # 100 kB with no Content-Length: read until the connection closes
+            self.close_connection = True
+            try:
+                self.send_response(200)
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(json.dumps({"passages": [], "pad": " " * 100_000}).encode())
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            return
+        if self.path == "/hang":  # accepts the request, never answers
+            import time
+
+            time.sleep(30)
+            return
+        if self.path == "/trickle":  # a header promising 1 MB, then a byte every 0.2 s
+            import time
+
+            try:
+                self.send_response(200)
+                self.send_header("Content-Length", "1000000")
+                self.end_headers()
+                for _ in range(150):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            return
         passages = external_targets.oracle(body["query"], body["k"], **body["params"])
         self._send(200, json.dumps({"passages": passages}).encode())
 
@@ -144,3 +179,57 @@ def test_the_example_service_in_its_own_process_scores_as_the_target_in_process(
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(10)
+
+
+# -- bounded answers (issue 49, P1) ---------------------------------------------------------------------
+@pytest.mark.parametrize("path", ["/inf", "/inf-literal"])
+def test_an_infinite_score_is_one_line_naming_the_url_and_the_value(golden_env, server, path):
+    """Was: PostgreSQL refused the cached JSON (invalid input syntax for type json), each query
+    "failed" on its own and the hint said to retire a case."""
+    with pytest.raises(UserError) as exc:
+        run_experiment(http_settings(golden_env, f"{server}{path}", "retrieval.use_cache=true"))
+    assert f"{server}{path}" in exc.value.message and "score is inf" in exc.value.message
+    assert "\n" not in exc.value.message and "retire" not in str(exc.value)
+
+
+def test_a_huge_passage_is_refused_in_one_line(golden_env, server):
+    with pytest.raises(UserError) as exc:
+        run_experiment(http_settings(golden_env, f"{server}/huge"))
+    assert f"{server}/huge" in exc.value.message and "passage 1" in exc.value.message
+    assert "300,000 characters, more than retrieval.http.max_passage_chars=200,000" in exc.value.message
+
+
+def test_an_answer_above_max_response_bytes_is_refused_while_it_is_read(golden_env, server):
+    with pytest.raises(UserError) as exc:
+        run_experiment(http_settings(golden_env, f"{server}/nolength", "retrieval.http.max_response_bytes=1024"))
+    assert f"POST {server}/nolength: the answer exceeds retrieval.http.max_response_bytes=1,024 bytes" in \
+        exc.value.message
+    with pytest.raises(UserError, match=r"the answer is 1,000,000 bytes \(HTTP 200\), more than"):  # said upfront
+        run_experiment(http_settings(golden_env, f"{server}/trickle", "retrieval.http.max_response_bytes=100000"))
+
+
+@pytest.mark.parametrize("path", ["/hang", "/trickle"])
+def test_a_service_that_never_finishes_fails_within_the_query_deadline(golden_env, server, path):
+    """Was: timeout_s=3 retries=1 took 92 s (the pool waited for every query of the batch), and a
+    service trickling a byte per read timeout never timed out at all."""
+    import time
+
+    t0 = time.monotonic()
+    with pytest.raises(UserError) as exc:
+        run_experiment(http_settings(golden_env, f"{server}{path}", "retrieval.http.timeout_s=3",
+                                     "retrieval.http.retries=1", "retrieval.http.deadline_s=1.5"))
+    assert f"POST {server}{path}: no answer within the query's deadline of 1.5 s" in exc.value.message
+    assert "query #1 " in exc.value.message and "\n" not in exc.value.message
+    assert time.monotonic() - t0 < 20  # a sanity bound only
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("max_passage_chars", "0", "must be >= 1, got 0"),
+    ("max_response_bytes", "10", "must be >= 1024, got 10"),
+    ("deadline_s", "0", "must be a finite number > 0, got 0"),
+])
+def test_bounds_are_checked_before_any_request(golden_env, key, value, message):
+    from rag_experiments.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"retrieval.http.{key}: {message}"):
+        http_settings(golden_env, "http://127.0.0.1:9/x", f"retrieval.http.{key}={value}")
