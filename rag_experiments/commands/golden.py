@@ -302,16 +302,15 @@ def register(subparsers: Any) -> None:
     sp.add_argument("--reason", help="with --ref: why, kept in the anchor record")
     sp.set_defaults(func=cmd_reanchor)
 
-    # subcommands that live in modules of their own (each has register(sub, golden_arg, corpus_arg)):
-    # a new one is one file plus its name here, not another few hundred lines in this module
+    # subcommands that live in modules of their own, rag_experiments/commands/golden_<name>.py, each
+    # with register(sub, golden_arg, corpus_arg): a new one is one file, not more lines here
     import importlib
+    import pkgutil
 
-    for name in EXTRA_SUBCOMMANDS:
-        importlib.import_module(f"{__package__}.{name}").register(sub, golden_arg, corpus_arg)
-
-
-#: modules under rag_experiments/commands that add a `rag-exp golden ...` subcommand
-EXTRA_SUBCOMMANDS: list[str] = []
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]),
+                       key=lambda i: i.name):
+        if info.name.startswith("golden_"):
+            importlib.import_module(f"{__package__}.{info.name}").register(sub, golden_arg, corpus_arg)
 
 
 # -- helpers -----------------------------------------------------------------------------------
