@@ -107,6 +107,7 @@ def parse_yaml_comments(text: str, prefix: str = "") -> YamlDoc:
     stack: list[tuple[int, str]] = []
     pending: list[str] = []
     seen_key = False
+    in_bullet = False  # the header's last line is a "* item" (its indented lines continue it)
     for line in text.splitlines():
         stripped = line.strip()
         if not stripped:
@@ -120,10 +121,17 @@ def parse_yaml_comments(text: str, prefix: str = "") -> YamlDoc:
             if body.startswith("@package"):
                 continue
             if not seen_key:
-                if len(raw) - len(raw.lstrip()) >= 2:  # "#   python run.py ...": an example command
+                indented = len(raw) - len(raw.lstrip()) >= 2
+                if indented and header and in_bullet:  # "#   ..." continuing a "# * ..." item
+                    header[-1] += " " + body
+                elif indented and examples and examples[-1].endswith("\\"):  # a command's next line
+                    examples[-1] = examples[-1][:-1].rstrip() + " " + body
+                elif indented:  # "#   python run.py ...": an example command
                     examples.append(body)
                 else:
-                    header.append(body)
+                    after_items = in_bullet
+                    in_bullet = body.startswith(("* ", "- "))
+                    header.append(("\n" if after_items and not in_bullet else "") + body)
             else:
                 pending.append(body)
             continue
@@ -146,7 +154,12 @@ def parse_yaml_comments(text: str, prefix: str = "") -> YamlDoc:
         values = _flatten(yaml.safe_load(text) or {}, prefix)
     except yaml.YAMLError:
         values = {}
-    return YamlDoc(" ".join(header).strip(), keys, values, tuple(examples))
+    # a "* item" of the header starts a line of its own ("\n* "), the rest is one paragraph
+    joined = ""
+    for line in header:
+        item = line.startswith(("* ", "- ", "\n"))
+        joined += ("\n" if item else " ") + line.lstrip("\n") if joined else line
+    return YamlDoc(joined.strip(), keys, values, tuple(examples))
 
 
 def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -486,21 +499,87 @@ def _yaml_value(v: Any) -> str:
 
 
 def _code(text: str) -> str:
+    """A Markdown code span (outside tables: a ``|`` in it needs no escape)."""
     text = str(text)
     fence = "``" if "`" in text else "`"
     pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}".replace("|", "\\|")
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _cell_code(text: str) -> str:
+    """A code span inside a table cell. A ``|`` in it would end the cell on GitHub, and ``\\|``
+    shows as a backslash on the site (Python-Markdown), so such a span is written as HTML with
+    the pipe as ``&#124;``: both render ``|``."""
+    text = str(text)
+    if "|" not in text:
+        return _code(text)
+    import html
+
+    return "<code>" + html.escape(text, quote=False).replace("|", "&#124;") + "</code>"
 
 
 def _md(text: str) -> str:
-    """Plain text for a Markdown paragraph or table cell: no HTML outside code spans, no table breaks."""
+    """Plain text for a Markdown paragraph: no HTML outside code spans."""
     parts = re.split(r"(`[^`]*`)", str(text))
-    return "".join(p if p.startswith("`") else p.replace("<", "&lt;").replace(">", "&gt;")
-                   for p in parts).replace("|", "\\|")
+    return "".join(p if p.startswith("`") else p.replace("<", "&lt;").replace(">", "&gt;") for p in parts)
 
 
-def _anchor(path: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", path.lower()).strip("-")
+def _cell(text: str) -> str:
+    """Plain text for a table cell: no HTML outside code spans, no table breaks, one line
+    (a line break of the text is ``<br>``)."""
+    parts = re.split(r"(`[^`]*`)", str(text))
+    out = "".join(_cell_code(p.strip("`")) if p.startswith("`") and "|" in p
+                  else p if p.startswith("`")
+                  else p.replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|") for p in parts)
+    return out.replace("\n", "<br>")
+
+
+def _prose(text: str) -> list[str]:
+    """An argparse description or epilog (RawDescriptionHelpFormatter text) as Markdown lines: its
+    indented lines (usage examples, commands to type) a ``text`` block each run of them, the
+    rest paragraphs, so examples keep their lines and a ``>>`` stays ``>>``."""
+    out: list[str] = []
+    para: list[str] = []
+    code: list[str] = []
+
+    def flush() -> None:
+        if para:
+            out.extend([_md(" ".join(para)), ""])
+            para.clear()
+        if code:
+            import textwrap
+
+            out.extend(["```text", *textwrap.dedent("\n".join(code)).splitlines(), "```", ""])
+            code.clear()
+
+    for line in str(text).splitlines():
+        if not line.strip():
+            if code:  # a blank line inside the examples keeps them one block
+                code.append("")
+                continue
+            flush()
+        elif line.startswith(("  ", "\t")):
+            if para:
+                flush()
+            code.append(line.rstrip())
+        else:
+            if code:
+                while code and not code[-1]:
+                    code.pop()
+                flush()
+            para.append(line.strip())
+    while code and not code[-1]:
+        code.pop()
+    flush()
+    return out
+
+
+def _anchor(heading: str) -> str:
+    """The id a heading gets, both on the site (Python-Markdown's toc slugify) and on GitHub, for
+    the headings written here (ASCII, no repeated hyphens): ``rag-exp golden add`` ->
+    ``rag-exp-golden-add``, ``fusion.rrf_k`` -> ``fusionrrf_k``."""
+    text = re.sub(r"[^\w\s-]", "", heading.replace("`", "")).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
 
 
 def config_markdown() -> str:
@@ -513,12 +592,14 @@ def config_markdown() -> str:
               "Choose an option with `group=option` (`python run.py retrieval=vector`); sweep several "
               "with `-m group=a,b`. A project's own `conf/` (what `rag-exp init` writes) can add options.", ""]
     defaults = default_options()
-    for group in dict.fromkeys(o.group for o in options):
-        lines += [f"### `{group}`", "", "| option | what it is |", "| --- | --- |"]
+    groups = list(dict.fromkeys(o.group for o in options))
+    lines += ["Groups: " + ", ".join(f"[{_code(g)}](#{_anchor(g + ' options')})" for g in groups) + ".", ""]
+    for group in groups:
+        lines += [f"### `{group}` options", "", "| option | what it is |", "| --- | --- |"]
         for o in (o for o in options if o.group == group):
             mark = " (default)" if defaults.get(group) == o.name else ""
-            examples = "".join(f"<br>{_code(e)}" for e in o.doc.examples)
-            lines.append(f"| {_code(o.name)}{mark} | {_md(o.doc.header)}{examples} |")
+            examples = "".join(f"<br>{_cell_code(e)}" for e in o.doc.examples)
+            lines.append(f"| {_cell_code(o.name)}{mark} | {_cell(o.doc.header)}{examples} |")
         lines.append("")
     lines += ["## Every key", "",
               "Every key below is a field of a frozen params dataclass (the tree is "
@@ -527,16 +608,27 @@ def config_markdown() -> str:
               "check listed under a key is the one its dataclass runs (quoted from the code by setting "
               "the key to a bad value).", ""]
     top_doc = {f.name: f for f in dataclasses.fields(Settings)}
-    for group in dict.fromkeys(k.group for k in keys):
-        title = group or "top-level keys"
-        lines += [f"### {_code(title) if group else title}", ""]
+    key_groups = list(dict.fromkeys(k.group for k in keys))
+
+    def title(group: str) -> str:
+        return f"{_code(group)} keys" if group else "top-level keys"
+
+    # a table of contents per group: every key one click away
+    lines += ["| group | its keys |", "| --- | --- |"]
+    for group in key_groups:
+        links = ", ".join(f"[{_cell_code(k.path.removeprefix(group + '.'))}](#{_anchor(k.path)})"
+                          for k in keys if k.group == group)
+        lines.append(f"| [{_cell_code(group) if group else 'top level'}](#{_anchor(title(group))}) | {links} |")
+    lines.append("")
+    for group in key_groups:
+        lines += [f"### {title(group)}", ""]
         if group and group in top_doc:
             owner_hint = typing.get_type_hints(Settings)[group]
             summary = (inspect.getdoc(owner_hint) or "").split("\n\n")[0]
             if summary and not summary.startswith(owner_hint.__name__ + "("):
                 lines += [_md(_roles(" ".join(summary.split()))), ""]
         for k in (k for k in keys if k.group == group):
-            lines += [f"#### {_code(k.path)} {{ #{_anchor(k.path)} }}", "", _md(k.doc) or "(undocumented)", ""]
+            lines += [f"#### {_code(k.path)}", "", _md(k.doc) or "(undocumented)", ""]
             lines.append(f"- type: {_code(k.type)}; default: {_code(_yaml_value(k.default))}")
             if k.free_mapping:
                 lines.append("- a free mapping: any key below it is accepted (a team's own knobs)")
@@ -630,18 +722,18 @@ def cli_markdown() -> str:
     root = cmds[0]
     lines += ["## Commands", "", "| command | what it does |", "| --- | --- |"]
     for c in cmds[1:]:
-        lines.append(f"| [{_code(c.name)}](#{_anchor(c.name)}) | {_md(c.help or c.description.split('. ')[0])} |")
+        lines.append(f"| [{_cell_code(c.name)}](#{_anchor(c.name)}) | {_cell(c.help or c.description.split('. ')[0])} |")
     lines.append("")
     for c in cmds:
         depth = "##" if c is root else "###"
-        lines += [f"{depth} {_code(c.name)} {{ #{_anchor(c.name)} }}", ""]
+        lines += [f"{depth} {_code(c.name)}", ""]
         if c.help and c.help != c.description:
             lines += [_md(c.help[0].upper() + c.help[1:]) + ("" if c.help.endswith(".") else "."), ""]
         if c.description:
-            lines += [_md(c.description), ""]
+            lines += _prose(c.description)
         lines += ["```text", c.usage, "```", ""]
         if c.epilog:
-            lines += [_md(c.epilog), ""]
+            lines += _prose(c.epilog)
         if c.subcommands:
             lines += ["Subcommands: " + ", ".join(f"[{_code(s)}](#{_anchor(c.name + ' ' + s)})"
                                                   for s in c.subcommands) + ".", ""]
@@ -649,10 +741,10 @@ def cli_markdown() -> str:
             lines += ["| option | what it does | default | choices |", "| --- | --- | --- | --- |"]
             for flags, text, default, choices in c.options:
                 d = ("required" if default == "(required)" else
-                     _code(_yaml_value(list(default) if isinstance(default, tuple) else default))
+                     _cell_code(_yaml_value(list(default) if isinstance(default, tuple) else default))
                      if default is not None else "")
-                ch = ", ".join(_code(str(x)) for x in choices) if choices else ""
-                lines.append(f"| {_code(flags)} | {_md(text)} | {d} | {ch} |")
+                ch = ", ".join(_cell_code(str(x)) for x in choices) if choices else ""
+                lines.append(f"| {_cell_code(flags)} | {_cell(text)} | {d} | {ch} |")
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -813,8 +905,8 @@ def metrics_markdown() -> str:
     for where, title in titles.items():
         lines += [f"## {title}", "", "| name | what it is |", "| --- | --- |"]
         for f in (f for f in fams if f.where == where):
-            names = ", ".join(_code(p.strip()) for p in f.pattern.split(", "))
-            lines.append(f"| {names} | {_md(f.text)} |")
+            names = ", ".join(_cell_code(p.strip()) for p in f.pattern.split(", "))
+            lines.append(f"| {names} | {_cell(f.text)} |")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -825,3 +917,62 @@ GENERATORS = {"config": config_markdown, "cli": cli_markdown, "metrics": metrics
 def render(name: str) -> str:
     """The generated Markdown of one reference page (config, cli, metrics)."""
     return GENERATORS[name]()
+
+
+#: the committed pages, each holding its generated part between these markers (so the page reads
+#: on GitHub too); the site's hook (docs/hooks/reference.py) puts a fresh rendering there
+PAGES = {"config": "docs/reference/config.md", "cli": "docs/reference/cli.md", "metrics": "docs/reference/metrics.md"}
+REGION = re.compile(r"<!--\s*generated:\s*(?P<name>[\w-]+)\s*-->\n?(?:(?P<body>.*?)<!--\s*end generated:\s*(?P=name)\s*-->\n?)?",
+                    re.DOTALL)
+
+
+def fill(markdown: str, markers: bool = True, where: str = "") -> str:
+    """``markdown`` with each generated region (or a bare ``<!-- generated: NAME -->``) holding a
+    fresh rendering; ``markers=False`` drops the markers (the site's HTML has no comments)."""
+
+    def one(m: re.Match) -> str:
+        name = m.group("name")
+        if name not in GENERATORS:
+            raise KeyError(f"{where or 'page'}: no generator {name!r} (known: {', '.join(GENERATORS)})")
+        body = render(name)
+        if not markers:
+            return body
+        return (f"<!-- generated: {name} -->\n<!-- (written by python -m rag_experiments.docs_reference --write:"
+                f" do not edit by hand) -->\n\n{body}\n<!-- end generated: {name} -->\n")
+
+    return REGION.sub(one, markdown)
+
+
+def stale_pages(root: Path | None = None) -> list[str]:
+    """The committed reference pages whose generated part differs from the code's rendering."""
+    root = root or Path(__file__).resolve().parents[1]
+    return [rel for rel in PAGES.values() if fill((root / rel).read_text(), where=rel) != (root / rel).read_text()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m rag_experiments.docs_reference --write`` regenerates the committed reference
+    pages; ``--check`` exits 1 naming the ones that drifted from the code."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m rag_experiments.docs_reference", description=main.__doc__)
+    ap.add_argument("--write", action="store_true", help="regenerate docs/reference/{config,cli,metrics}.md")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a committed page differs from the code")
+    args = ap.parse_args(argv)
+    root = Path(__file__).resolve().parents[1]
+    if args.write:
+        for rel in PAGES.values():
+            path = root / rel
+            text = path.read_text()
+            new = fill(text, where=rel)
+            if new != text:
+                path.write_text(new)
+                print(f"wrote {rel}")
+        return 0
+    stale = stale_pages(root)
+    for rel in stale:
+        print(f"{rel}: differs from the code; run python -m rag_experiments.docs_reference --write")
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

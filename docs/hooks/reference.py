@@ -1,20 +1,20 @@
 """MkDocs hook: fills the reference pages from the code when the site is built.
 
-``docs/reference/config.md``, ``cli.md`` and ``metrics.md`` are short committed stubs holding a
-marker such as ``<!-- generated: config -->``; at build time the marker is replaced by the
-Markdown of :func:`rag_experiments.docs_reference.render` (the params dataclasses and the
-packaged YAML, the ``rag-exp`` argument parser, the metric families), so the pages cannot drift
-from the code. A marker naming no generator fails the build.
+``docs/reference/config.md``, ``cli.md`` and ``metrics.md`` hold their generated part between
+``<!-- generated: NAME -->`` and ``<!-- end generated: NAME -->`` (committed, so the pages read on
+GitHub; ``python -m rag_experiments.docs_reference --write`` refreshes them and
+tests/docs/test_reference.py fails when they drift). At build time the region is replaced by a
+fresh rendering of :func:`rag_experiments.docs_reference.render` (the params dataclasses and the
+packaged YAML, the ``rag-exp`` argument parser, the metric families), so the site cannot drift
+from the code either. A marker naming no generator fails the build.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-MARKER = re.compile(r"<!--\s*generated:\s*(?P<name>[\w-]+)\s*-->")
 
 
 def _reference():
@@ -26,19 +26,15 @@ def _reference():
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    if "<!--" not in markdown or not MARKER.search(markdown):
+    if "<!--" not in markdown or "generated:" not in markdown:
         return markdown
     ref = _reference()
+    try:
+        return ref.fill(markdown, markers=False, where=page.file.src_uri)
+    except KeyError as exc:
+        from mkdocs.exceptions import PluginError
 
-    def fill(m: re.Match) -> str:
-        name = m.group("name")
-        if name not in ref.GENERATORS:
-            from mkdocs.exceptions import PluginError
-
-            raise PluginError(f"{page.file.src_uri}: no generator {name!r} (known: {', '.join(ref.GENERATORS)})")
-        return ref.render(name)
-
-    return MARKER.sub(fill, markdown)
+        raise PluginError(str(exc.args[0])) from None
 
 
 def on_serve(server, config, builder):

@@ -128,6 +128,33 @@ def test_every_metric_a_real_run_logs_is_documented(project, mini_golden):
 
 def test_the_pages_render():
     config, cli, metrics = D.render("config"), D.render("cli"), D.render("metrics")
-    assert "#### `fusion.rrf_k` { #fusion-rrf_k }" in config or "#### `fusion.rrf_k` { #fusion-rrf-k }" in config
-    assert "### `rag-exp golden add`" in cli and "`--debug`" in cli
+    assert "#### `fusion.rrf_k`\n" in config and "[`rrf_k`](#fusionrrf_k)" in config  # a contents table per group
+    assert "### `rag-exp golden add`\n" in cli and "`--debug`" in cli
     assert "`recall_at_<k>`" in metrics and "`ann_recall_at_depth`" in metrics
+    # GitHub-readable: no attr_list ids, no backslash inside a code span of a table cell
+    assert "{ #" not in config + cli + metrics
+    assert "\\|`" not in config + cli and "<code>str &#124; None</code>" not in config
+
+
+def test_the_committed_reference_pages_are_what_the_code_generates():
+    """docs/reference/{config,cli,metrics}.md hold the generated text (they read on GitHub); a change
+    to a YAML comment, a help= or a params dataclass without re-running the generator fails here."""
+    stale = D.stale_pages()
+    assert not stale, f"{stale} differ from the code: run python -m rag_experiments.docs_reference --write"
+
+
+def test_the_generated_markdown_keeps_examples_pipes_and_items_apart():
+    """issue 48 item 8, on the Markdown: the gate's examples are a block of lines, a pipe in a
+    table's code span is an entity (GitHub and Python-Markdown both show |), the launcher's
+    header items are lines of their own and its continuation lines are not shown as commands."""
+    cli = D.render("cli")
+    gate = cli[cli.index("### `rag-exp gate`"):]
+    assert "```text\nrag-exp gate --run-now" in gate and "\nrag-exp gate --run RUN_ID\n" in gate
+    compare = cli[cli.index("### `rag-exp compare`"):]
+    assert '--markdown >> "$GITHUB_STEP_SUMMARY"' in compare and "&gt;&gt;" not in compare
+    assert "<code>--corpus demo&#124;FOLDER</code>" in cli
+    launcher = next(o for o in D.group_options() if o.group == "hydra/launcher" and o.name == "basic")
+    assert launcher.doc.examples == ()
+    assert "\n* n_jobs:" in launcher.doc.header and "cost confirmation), the others" in launcher.doc.header
+    beir = next(o for o in D.group_options() if o.group == "experiment" and o.name == "beir")
+    assert any(e.startswith("python run.py experiment=beir") and e.endswith("golden.jsonl") for e in beir.doc.examples)
