@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: setup setup-test run test bench demo-vectors bench-scale ui serve clean-db scale-demo docs
+.PHONY: setup setup-test run test bench demo-vectors bench-scale ui serve clean-db scale-demo docs docs-numbers
 
 # The installer is uv (from PyPI, into the venv): the same pins and the same resolution as pip, in a
 # fraction of pip's ~4.5 min for the test extras on this kind of machine. As pip does, it copies
@@ -94,6 +94,11 @@ DOCS_PORT ?= 8000
 docs: setup $(BIN)/uv
 	@$(BIN)/python -c "import mkdocs, material" 2>/dev/null || $(UV_INSTALL) -e '.[docs]'
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:$(DOCS_PORT)
+
+# the demo's headline numbers the README and docs quote: a fresh run (own database, ~1-2 min on 2
+# cores) rewrites docs/_data/demo_numbers.json, then every quoted row (tools/demo_numbers.py)
+docs-numbers: setup
+	$(BIN)/python tools/demo_numbers.py --measure --write-pages
 
 clean-db:
 	-$(BIN)/rag-exp db stop

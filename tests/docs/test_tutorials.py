@@ -261,6 +261,23 @@ def test_the_demo_and_the_nightly_gate_tutorials_run(demo_session):
     print("seconds per page:", {k: round(v, 1) for k, v in demo_session.seconds.items()})
 
 
+def test_the_demo_numbers_the_docs_quote_are_what_a_fresh_run_prints(demo_session):
+    """docs/_data/demo_numbers.json (the rows the README and docs quote, tests/docs/test_demo_numbers.py)
+    is what the demo tutorial's first ``python run.py`` printed here, on a fresh database and store:
+    a change that moves the demo's numbers fails until the file and the pages follow
+    (``make docs-numbers``)."""
+    from tests.docs.test_demo_numbers import demo_numbers
+
+    D = demo_numbers()
+    first = next(out for b, out in demo_session.outputs if b.page == "demo.md" and "run.py" in b.text)
+    printed, data = D.parse_summary(first), D.load()
+    assert f"golden {data['golden']} ({data['cases']} cases)" in first, "the golden set changed: make docs-numbers"
+    differ = {seg: (row, printed.get(seg)) for seg, row in data["rows"].items()
+              if printed.get(seg) is None or D.differences(printed[seg], row)}
+    assert not differ, ("docs/_data/demo_numbers.json is not what a fresh run prints (segment: (file, run)); "
+                        f"run make docs-numbers: {differ}")
+
+
 def test_the_own_documents_and_own_retriever_tutorials_run(own_session):
     ran = {b.page for b, _ in own_session.outputs}
     assert ran == set(SCENARIOS["own"])
