@@ -117,6 +117,10 @@ def register(subparsers: Any) -> None:
     sp.add_argument("-n", "--n", type=int, default=150, help="chunks to sample (default: 150)")
     sp.add_argument("--seed", type=int, default=13, help="sampling seed (default: 13)")
     sp.add_argument("--dry-run", action="store_true", help="show the sample and the estimate, call nothing")
+    sp.add_argument("--leakage-bar", action="append", default=[], metavar="KIND=VALUE",
+                    help="content-word overlap with the evidence above which a question is rewritten once in a "
+                    "user's words (second prompt), then dropped if still above; repeatable; VALUE a share 0..1 or "
+                    "off (default: paraphrase=0.5, exact=0.75, the identifier's own words not counted)")
     llm_args(sp)
     overrides_arg(sp)
     sp.set_defaults(func=cmd_generate)
@@ -427,9 +431,10 @@ def _counter_line(counter: dict) -> str:
 
 # -- commands ----------------------------------------------------------------------------------
 def cmd_generate(args: argparse.Namespace) -> int:
-    from ..golden.generate import plan_generation, run_generation
+    from ..golden.generate import leakage_lines, parse_bars, plan_generation, run_generation
 
     _check_llm_args(args)
+    bars = parse_bars(args.leakage_bar)
     console = _console()
     price = _resolve_llm(args)
     session = _open_session(args.overrides)
@@ -438,19 +443,29 @@ def cmd_generate(args: argparse.Namespace) -> int:
     finally:
         session.close()
     plan = plan_generation(chunks, args.golden, n=args.n, seed=args.seed, model=args.model, batch=args.batch,
-                           retry_failed=args.retry_malformed, price=price, provider=args.provider)
+                           retry_failed=args.retry_malformed, price=price, provider=args.provider, bars=bars)
     s = plan.sample
     _say(console, f"{len(chunks)} chunks; skipped as boilerplate: {_counter_line(s.skipped)}")
     _say(console, f"sampled {len(s.chunks)} over {len(s.strata)} strata (doc type x tokens): "
                   + ", ".join(f"{d}/{b} {t}/{e}" for (d, b), (e, t) in s.strata.items()))
     _say(console, f"already done (checkpoint {plan.checkpoint_path}): {plan.already_done}; "
                   f"in open batches: {plan.in_open_batches}; to send: {len(plan.pending)}")
+    _say(console, "leakage bar (content-word overlap with the evidence; over it: one rewrite, then dropped): "
+                  + (", ".join(f"{k} {v:g}" for k, v in sorted(plan.bars.items())) or "off")
+                  + (f"; rewrites left from earlier runs: {plan.rewrites_pending}" if plan.rewrites_pending else ""))
+    if plan.rewrite_estimate is not None and plan.pending:
+        _say(console, f"  rewrites at most (every question over its bar): {plan.rewrite_estimate.describe()}")
     report = _run_llm_job(args, console, plan, run_generation, "generating", price)
     if isinstance(report, int):
         return report
     _say(console, f"Chunks answered: {report.processed}, API errors (retried on rerun): {report.api_errors}; "
                   f"cases appended: {report.cases_appended} (+{report.cases_reconciled} from the checkpoint), "
                   f"already present: {report.cases_already_present}")
+    if report.leakage:
+        _say(console, f"Leakage bar, per kind (all generation of this golden set; rewrites this run: "
+                      f"{report.rewrites_processed}):")
+        for line in leakage_lines(report.leakage):
+            _say(console, "  " + line, soft_wrap=True)
     return _finish_llm_job(args, console, report, "Validation")
 
 
@@ -474,7 +489,7 @@ def _run_llm_job(args: argparse.Namespace, console, plan, runner, verb: str, pri
                           hint="pass --price IN,OUT in USD per million input,output tokens (--price 0,0 for a model "
                           "on your own server); nothing was sent")
     client = None
-    if plan.pending or plan.in_open_batches:
+    if plan.pending or plan.in_open_batches or getattr(plan, "rewrites_pending", 0):  # left by a confirmed run
         if plan.pending and not _confirm(console, plan.estimate, args.yes):
             return 1
         client = _client(args)
@@ -820,13 +835,13 @@ def _quality(console: Any, golden, args: argparse.Namespace) -> None:
     from rich.table import Table
 
     from ..corpus.loader import load_corpus
-    from ..golden.quality import PARAPHRASE_OVERLAP_WARN, quality_report
+    from ..golden.quality import PARAPHRASE_OVERLAP_WARN, quality_report, reference_groups
 
     try:
         docs = load_corpus(args.corpus) if getattr(args, "corpus", None) else []
     except UserError:
         docs = []  # the corpus is not here: the report without the corpus's coverage
-    r = quality_report(golden.scorable, docs)
+    r = quality_report(golden.scorable, docs, reference=reference_groups(golden.records))
     t = Table(title="question quality: content-word overlap with the evidence passage")
     for c in ("kind", "cases", "mean overlap", "note"):
         t.add_column(c)
@@ -834,6 +849,11 @@ def _quality(console: Any, golden, args: argparse.Namespace) -> None:
         note = (f"> {PARAPHRASE_OVERLAP_WARN}: copies its passage" if kind == "paraphrase"
                 and value > PARAPHRASE_OVERLAP_WARN else "shares the identifier by design" if kind == "exact" else "")
         t.add_row(kind, str(r.n_by_kind[kind]), f"{value:.2f}", note)
+    if r.reference:  # generated against hand-written / real questions (rag_experiments.golden.quality)
+        for group, label in (("generated", "generated (llm / agent)"), ("reference", "hand-written reference")):
+            g = r.reference[group]
+            t.add_row(label, str(g["n"]), f"{g['mean_overlap']:.2f}", "a person's or a real user's question"
+                      if group == "reference" else "all kinds")
     _say(console, t)
     if docs:
         t = Table(title="coverage: cases by doc type against the corpus")

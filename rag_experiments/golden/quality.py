@@ -8,6 +8,13 @@
   generated set and 0.385 on a reviewed hand-written one, at overlaps 0.55 and 0.11
   (lossless-claude/lcm#358). Warning: paraphrase mean above :data:`PARAPHRASE_OVERLAP_WARN`
   (0.5). Exact-identifier questions are expected to share the identifier, so they get no warning.
+* **Against a hand-written reference** (:func:`reference_groups`, when the set holds both): the mean
+  overlap of the *generated* cases (``provenance.method`` ``llm`` or ``agent``: written by a
+  model) beside that of the *reference* cases (``provenance.method`` ``human``: written by a person
+  with ``golden add``; or kind ``production``: a real user's query, e.g. imported from a query log,
+  measured against the passages judged relevant for it). Warning: generated mean above the
+  reference's by more than :data:`REFERENCE_GAP_WARN` (0.2): the generated questions are easier to
+  find by their words than the real ones (0.55 against 0.11 in lossless-claude/lcm#358).
 * **Near-duplicate questions**: pairs whose content-word sets have Jaccard similarity of at least
   :data:`DUPLICATE_JACCARD` (0.8). Each pair counts one paraphrase twice.
 * **Coverage**: cases per document type against the corpus's share of each type (a type with
@@ -36,6 +43,8 @@ both each few more most other some such own same up down out off again further o
 _WORD = re.compile(r"\w+")
 
 PARAPHRASE_OVERLAP_WARN = 0.5
+REFERENCE_GAP_WARN = 0.2
+GENERATED_METHODS = ("llm", "agent")
 DUPLICATE_JACCARD = 0.8
 CASES_PER_DOC_SHARE = 0.05  # a document holding the evidence of more than 5% of the cases (and > 5 cases)
 CASES_PER_DOC_MIN = 5
@@ -64,13 +73,15 @@ class QualityReport:
     max_cases_per_doc: int
     docs_over_limit: list[tuple[str, int]]
     warnings: list[str] = field(default_factory=list)
+    # generated vs hand-written: {"who", "generated": {n, mean_overlap}, "reference": {...}}; None: not both
+    reference: dict | None = None
 
     def to_json(self) -> dict:
         return {"n_cases": self.n_cases, "overlap_by_kind": self.overlap_by_kind, "n_by_kind": self.n_by_kind,
                 "near_duplicates": [list(p) for p in self.near_duplicates],
                 "cases_by_doc_type": self.cases_by_doc_type, "corpus_docs_by_doc_type": self.corpus_docs_by_doc_type,
                 "max_cases_per_doc": self.max_cases_per_doc, "docs_over_limit": [list(d) for d in self.docs_over_limit],
-                "warnings": self.warnings}
+                "warnings": self.warnings, "reference": self.reference}
 
 
 _MEMO: dict = {}
@@ -83,8 +94,28 @@ def quality_of(golden, docs: Sequence) -> QualityReport:
     if key not in _MEMO:
         if len(_MEMO) > 16:
             _MEMO.clear()
-        _MEMO[key] = quality_report(golden.scorable, docs)
+        _MEMO[key] = quality_report(golden.scorable, docs, reference=reference_groups(golden.records))
     return _MEMO[key]
+
+
+REFERENCE_WHO = ("written by a person (provenance.method human) or a real user's query (kind production), "
+                 "against cases written by a model (provenance.method llm or agent)")
+
+
+def reference_groups(records: Sequence) -> dict[str, str]:
+    """case id -> ``reference`` (``provenance.method`` human, or kind ``production``) or
+    ``generated`` (method ``llm`` / ``agent``); other cases (benchmark imports...) are in neither."""
+    out = {}
+    for r in records:
+        raw = getattr(r, "raw", None) or {}
+        if raw.get("type") != "case":
+            continue
+        method = (raw.get("provenance") or {}).get("method")
+        if method == "human" or raw.get("kind") == "production":
+            out[raw["id"]] = "reference"
+        elif method in GENERATED_METHODS:
+            out[raw["id"]] = "generated"
+    return out
 
 
 def near_duplicates(words: list[tuple[str, set[str]]], threshold: float) -> list[tuple[str, str, float]]:
@@ -117,9 +148,11 @@ def near_duplicates(words: list[tuple[str, set[str]]], threshold: float) -> list
     return [(words[i][0], words[j][0], round(jac, 3)) for i, j, jac in found]
 
 
-def quality_report(cases: Sequence, docs: Sequence = ()) -> QualityReport:
-    """``cases``: the golden set's scorable cases (EvalCase); ``docs``: the corpus documents."""
+def quality_report(cases: Sequence, docs: Sequence = (), reference: dict[str, str] | None = None) -> QualityReport:
+    """``cases``: the golden set's scorable cases (EvalCase); ``docs``: the corpus documents;
+    ``reference``: :func:`reference_groups` of the records (None: no comparison)."""
     per_kind: dict[str, list[float]] = {}
+    per_group: dict[str, list[float]] = {"generated": [], "reference": []}
     words: list[tuple[str, set[str]]] = []
     per_doc: Counter = Counter()
     for c in cases:
@@ -128,6 +161,9 @@ def quality_report(cases: Sequence, docs: Sequence = ()) -> QualityReport:
             value = overlap(c.query, " ".join(e.span.quote for e in own))
             if value is not None:
                 per_kind.setdefault(c.kind, []).append(value)
+                group = (reference or {}).get(c.case_id)
+                if group:
+                    per_group[group].append(value)
             per_doc[own[0].span.doc_id] += 1
         words.append((c.case_id, content_words(c.query)))
     dups = near_duplicates(words, DUPLICATE_JACCARD)
@@ -139,7 +175,10 @@ def quality_report(cases: Sequence, docs: Sequence = ()) -> QualityReport:
         n_cases=len(cases), overlap_by_kind={k: round(fmean(v), 3) for k, v in sorted(per_kind.items())},
         n_by_kind={k: len(v) for k, v in sorted(per_kind.items())}, near_duplicates=dups,
         cases_by_doc_type=by_type, corpus_docs_by_doc_type=corpus_types,
-        max_cases_per_doc=max(per_doc.values(), default=0), docs_over_limit=over)
+        max_cases_per_doc=max(per_doc.values(), default=0), docs_over_limit=over,
+        reference={"who": REFERENCE_WHO, **{g: {"n": len(v), "mean_overlap": round(fmean(v), 3)}
+                                            for g, v in per_group.items()}}
+        if all(per_group.values()) else None)
     report.warnings.extend(_warnings(report))
     return report
 
@@ -152,6 +191,13 @@ def _warnings(r: QualityReport) -> list[str]:
                    f"{PARAPHRASE_OVERLAP_WARN} (scores will be inflated); rewrite the worst in your own words "
                    "and retire the originals (rag-exp golden add / golden retire), or regenerate with a prompt "
                    "that forbids the passage's wording")
+    if r.reference:
+        gen, ref = r.reference["generated"]["mean_overlap"], r.reference["reference"]["mean_overlap"]
+        if gen - ref > REFERENCE_GAP_WARN:
+            out.append(f"generated questions share {gen:.2f} of their content words with their evidence, the "
+                       f"hand-written reference {ref:.2f} ({r.reference['reference']['n']} cases): generated "
+                       "scores will run above what real questions get; regenerate with a lower "
+                       "--leakage-bar or add real queries (rag-exp golden add / golden import-queries)")
     if r.near_duplicates:
         out.append(f"{len(r.near_duplicates)} near-duplicate question pair(s) (content-word Jaccard >= "
                    f"{DUPLICATE_JACCARD}), e.g. {r.near_duplicates[0][0]} ~ {r.near_duplicates[0][1]}: retire one "
