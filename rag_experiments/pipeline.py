@@ -119,11 +119,20 @@ def log_result(result: ExperimentResult, cfg: DictConfig, run_name: str, validat
     if s.retrieval.variant in ("vector", "hybrid", "hybrid_rerank"):  # the built-in variants with a vector leg
         # exact or HNSW, and under auto why: an HNSW run's numbers move with the index build
         extra["retrieval.vector.search"] = s.retrieval.vector.describe(result.strategy.n_chunks)
-    return log_experiment(
+    run_id = log_experiment(
         result, config_dict, run_name=run_name, plots=plots,
         log_per_case=s.tracking.log_per_case,
         judge_validation=validation, ci=ci, extra_tags=extra,
     )
+    # people's labels on a random sample of cases (golden spotcheck --cases): judge-corrected metrics
+    from .evaluation.judge_corrected import judge_corrected
+    from .tracking.judge_corrected_log import log_judge_corrected
+
+    corrected = judge_corrected(result.golden, result.results, s.eval, result.eval.per_case)
+    log_judge_corrected(run_id, corrected)
+    if corrected is not None and not _in_multirun():
+        print("\n".join(corrected.lines()))
+    return run_id
 
 
 def _mirror_champion_record() -> None:

@@ -18,6 +18,17 @@ A judge (model or name + prompt version) counts as validated when at least :data
 (:func:`judge_validation`) only when *every* machine judge with live labels in it is: labels
 from an unchecked judge are not made trustworthy by another judge's good record. The top-level
 numbers describe the current judge (the one with the most live labels); ``judges`` lists each.
+
+**The case sample** (``--cases N``), for judge-corrected metrics (:mod:`rag_experiments.stats.ppi`).
+recall, RR and nDCG are functions of all the labels of a case, so a correction needs people's
+verdicts on *every* machine-judged pair of a random sample of cases, not on random pairs.
+``--cases N`` walks the live cases in a seeded order (``sha256("<seed>|case|<case id>")``, seed
+:data:`CASE_SEED`, independent of ``--seed``) and asks for each case's machine pairs that have
+no verdict yet (skipped ones again). The sample (:func:`case_sample`) is the longest prefix of that
+order whose cases are complete: a prefix of a random order is a simple random sample whatever its
+length, and verdicts given in the pair order count too. A case without machine labels is complete
+as it is (its correction is 0). A case with a new machine judgement is incomplete until that pair
+is checked, so the prefix stops there until it is.
 """
 
 from __future__ import annotations
@@ -26,13 +37,15 @@ import getpass
 import hashlib
 import json
 import os
+import math
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import UserError
-from .records import MACHINE_JUDGES, Judgement, Record, new_id, now_iso
+from .records import MACHINE_JUDGES, VERDICTS, Judgement, Record, new_id, now_iso
 from .resolve import current, load_golden
 from .golden_file import GoldenFile
 
@@ -40,6 +53,8 @@ LABELS = ("YES", "PART", "NO")
 MIN_PAIRS = 30
 MAX_DISAGREEMENT = 0.10
 DEFAULT_SEED = 7
+CASE_SEED = 7  # the case order of the case sample (fixed: every run reads the same sample)
+MIN_CASE_SAMPLE = 30  # = rag_experiments.stats.ppi.MIN_CASES: fewer sampled cases give no corrected interval
 ANSWERS = {"y": "YES", "yes": "YES", "p": "PART", "part": "PART", "n": "NO", "no": "NO",
             "s": "SKIP", "skip": "SKIP", "q": "QUIT", "quit": "QUIT"}
 
@@ -169,6 +184,94 @@ def order_pairs(judgements: list[Judgement], seed: int) -> list[Judgement]:
     return sorted(judgements, key=lambda j: hashlib.sha256(f"{seed}|{j.id}".encode()).hexdigest())
 
 
+def order_cases(case_ids, seed: int = CASE_SEED) -> list[str]:
+    """The case sample's order: by ``sha256("<seed>|case|<case id>")`` (stable as cases are added)."""
+    return sorted(case_ids, key=lambda c: hashlib.sha256(f"{seed}|case|{c}".encode()).hexdigest())
+
+
+@dataclass(frozen=True)
+class CaseSample:
+    """People's verdicts on every machine-judged pair of a random sample of cases."""
+
+    cases: tuple[str, ...]  # the sampled cases, in case order
+    grades: dict[str, int]  # judgement id -> people's grade (YES 2, PART 1, NO 0), sampled cases only
+    pairs: int  # machine pairs in the sampled cases
+    n_all: int  # live cases
+    machine_pairs: int  # machine pairs in all live cases
+    next_case: str | None = None  # the first case of the order that is not complete: the sample stops there
+    next_missing: int = 0  # its machine pairs without a verdict
+
+    @property
+    def pairs_per_case(self) -> float:
+        return self.machine_pairs / self.n_all if self.n_all else 0.0
+
+    def to_json(self) -> dict:
+        n, big_n = len(self.cases), self.n_all
+        out = {"cases": n, "of_cases": big_n, "pairs": self.pairs, "machine_pairs": self.machine_pairs,
+               "case_seed": CASE_SEED, "next_case": self.next_case, "next_missing": self.next_missing}
+        half = halve_judge_part(n, big_n)
+        if half is not None:
+            out.update({"cases_to_halve": half, "more_cases_to_halve": half - n,
+                        "more_pairs_to_halve": math.ceil((half - n) * self.pairs_per_case)})
+        return out
+
+
+def halve_judge_part(n: int, n_all: int) -> int | None:
+    """Sampled cases that would halve the judge part of a corrected interval: its variance is
+    ``(1/n - 1/N) var(H - M)``, so halving the width quarters ``1/n - 1/N``:
+    ``n' = 1 / ((1/n - 1/N) / 4 + 1/N)`` (about 4n while n is small against N; at most N)."""
+    if n < 1 or n >= n_all:
+        return None
+    return min(n_all, math.ceil(1 / ((1 / n - 1 / n_all) / 4 + 1 / n_all) - 1e-9))
+
+
+def human_verdicts(checks: list[dict]) -> dict[str, str]:
+    """judgement id -> the person's last YES / PART / NO (skips are no verdict)."""
+    out: dict[str, str] = {}
+    for s in checks:
+        if s.get("human_verdict") in LABELS:
+            out[s["judgement_id"]] = s["human_verdict"]
+    return out
+
+
+def case_sample(records: list[Record] | tuple[Record, ...], checks: list[dict], seed: int = CASE_SEED) -> CaseSample:
+    """The longest prefix of the seeded case order whose every machine pair has a human verdict."""
+    now = current(records)
+    live = [r.id for r in now.cases if r.id not in now.retired]
+    by_case: dict[str, list[Judgement]] = {}
+    for j in machine_judged_pairs(now.records):
+        by_case.setdefault(j.case_id, []).append(j)
+    verdicts = human_verdicts(checks)
+    cases, grades, pairs, stop, missing = [], {}, 0, None, 0
+    for cid in order_cases(live, seed):
+        js = by_case.get(cid, [])
+        unchecked = [j for j in js if j.id not in verdicts]
+        if unchecked:
+            stop, missing = cid, len(unchecked)
+            break
+        cases.append(cid)
+        grades.update({j.id: VERDICTS[verdicts[j.id]] for j in js})
+        pairs += len(js)
+    return CaseSample(tuple(cases), grades, pairs, len(live), sum(len(v) for v in by_case.values()), stop, missing)
+
+
+def case_todo(records, checks: list[dict], n_cases: int, pair_seed: int = DEFAULT_SEED) -> tuple[list[Judgement], int]:
+    """(the machine pairs without a verdict of the first ``n_cases`` cases of the case order, case
+    by case, each case's pairs in the pair order; how many of those cases are complete)."""
+    now = current(records)
+    live = [r.id for r in now.cases if r.id not in now.retired]
+    by_case: dict[str, list[Judgement]] = {}
+    for j in machine_judged_pairs(now.records):
+        by_case.setdefault(j.case_id, []).append(j)
+    verdicts = human_verdicts(checks)
+    todo, complete = [], 0
+    for cid in order_cases(live)[:n_cases]:
+        missing = [j for j in order_pairs(by_case.get(cid, []), pair_seed) if j.id not in verdicts]
+        complete += not missing
+        todo += missing
+    return todo, complete
+
+
 def judge_validation(golden_path: str | Path, spot_path: str | Path | None = None) -> dict:
     """Judge-validation status for a run to record: ``validated`` (every machine judge with live
     labels has >= 30 spot-checked pairs and disagreement <= 10%), ``judges`` (each one's numbers),
@@ -184,6 +287,7 @@ def judge_validation(golden_path: str | Path, spot_path: str | Path | None = Non
     result["validated"] = bool(per_judge) and all(v["validated"] for v in per_judge)
     result["judges"] = [{k: v[k] for k in ("judge_model", "judge_prompt_version", "n", "agreement", "validated")}
                         for v in per_judge]
+    result["case_sample"] = case_sample(records, all_checks).to_json()
     return result
 
 
@@ -219,9 +323,10 @@ def read_answer(stdin: TextIO, console: Any) -> str:
         console.print(f"  not understood: {line.strip()!r}", markup=False)
 
 
-def _record(j: Judgement, answer: str, author: str, golden_path: str | Path) -> dict:
+def _record(j: Judgement, answer: str, author: str, golden_path: str | Path, design: dict | None = None) -> dict:
     model, pv = _judge_id(j)
-    return {
+    extra = {"design": design} if design else {}
+    return {**extra,
         "type": "spotcheck", "id": new_id("s", j.id, author, now_iso()), "judgement_id": j.id,
         "case_id": j.case_id, "span": {k: j.span.to_json()[k] for k in ("doc_id", "source_uri", "start", "end")},
         "human_verdict": answer, "llm_verdict": j.verdict,
@@ -230,31 +335,40 @@ def _record(j: Judgement, answer: str, author: str, golden_path: str | Path) -> 
     }
 
 
-def _unchecked(golden_path: str | Path, spot: Path, seed: int) -> tuple[dict[str, str], int, list[Judgement]]:
+def _unchecked(golden_path: str | Path, spot: Path, seed: int,
+               cases: int | None = None) -> tuple[dict[str, str], int, list[Judgement]]:
     """(question per case id, pairs already answered YES/PART/NO, the pairs not yet shown, in
-    the seeded order): what the interactive check and the CSV export both work through."""
+    the seeded order): what the interactive check and the CSV export both work through. With
+    ``cases``: the machine pairs without a verdict of the first ``cases`` cases of the case order
+    (:func:`case_todo`), and the number of those cases already complete."""
     now = current(GoldenFile(golden_path).read_records())
     existing = read_spotchecks(spot)
+    questions = {r.id: r.query for r in now.cases}
+    if cases is not None:
+        todo, complete = case_todo(now.records, existing, cases, seed)
+        return questions, complete, todo
     seen = {s["judgement_id"] for s in existing}
     have = len({s["judgement_id"] for s in existing if s.get("human_verdict") in LABELS})
     todo = [j for j in order_pairs(machine_judged_pairs(now.records), seed) if j.id not in seen]
-    return {r.id: r.query for r in now.cases}, have, todo
+    return questions, have, todo
 
 
 EXPORT_COLUMNS = ("judgement_id", "question", "source_uri", "passage", "verdict")
 
 
 def export_pairs(golden_path: str | Path, out: str | Path, *, n: int = MIN_PAIRS, seed: int = DEFAULT_SEED,
-                 spot_path: str | Path | None = None) -> int:
+                 spot_path: str | Path | None = None, cases: int | None = None) -> int:
     """The next unchecked pairs, in the order the interactive check shows them, as a CSV to
     answer offline (a spreadsheet, a reviewer without the tool): judgement id, question, source
     and passage, and an empty ``verdict`` column (YES / PART / NO, or empty to skip). The
-    machine's verdict is not in it: the check stays blind. Returns how many rows were written."""
+    machine's verdict is not in it: the check stays blind. With ``cases``: every unchecked machine
+    pair of the first ``cases`` cases of the case sample's order. Returns how many rows were written."""
     import csv
 
     spot = Path(spot_path) if spot_path else spotcheck_path(golden_path)
-    queries, have, todo = _unchecked(golden_path, spot, seed)
-    todo = todo[:max(0, n - have)]
+    queries, have, todo = _unchecked(golden_path, spot, seed, cases)
+    if cases is None:
+        todo = todo[:max(0, n - have)]
     out = Path(out)
     if out.exists():
         raise UserError(f"{out}: exists; not overwritten (it may hold answers)", hint="name a new file")
@@ -332,10 +446,11 @@ def import_answers(golden_path: str | Path, answers: str | Path, *, author: str 
 
 def run_spotcheck(golden_path: str | Path, *, n: int = MIN_PAIRS, seed: int = DEFAULT_SEED,
                   author: str | None = None, stdin: TextIO | None = None, console: Any = None,
-                  spot_path: str | Path | None = None) -> dict:
+                  spot_path: str | Path | None = None, cases: int | None = None) -> dict:
     """Ask for human verdicts until ``n`` pairs have one (skips do not count), or quit / EOF.
-    Works with piped stdin. Returns :func:`judge_validation` plus ``asked`` / ``answered`` /
-    ``skipped`` counts for this session."""
+    With ``cases``: until every machine pair of the first ``cases`` cases of the case order has
+    one (the case sample for judge-corrected metrics). Works with piped stdin. Returns
+    :func:`judge_validation` plus ``asked`` / ``answered`` / ``skipped`` counts for this session."""
     from rich.console import Console
     from rich.panel import Panel
     from rich.text import Text
@@ -344,16 +459,24 @@ def run_spotcheck(golden_path: str | Path, *, n: int = MIN_PAIRS, seed: int = DE
     console = console or Console(highlight=False)
     author = author or os.environ.get("USER") or getpass.getuser()
     spot = Path(spot_path) if spot_path else spotcheck_path(golden_path)
-    queries, have, todo = _unchecked(golden_path, spot, seed)
+    queries, have, todo = _unchecked(golden_path, spot, seed, cases)
     session = Counter()
-    need = max(0, n - have)
-    console.print(f"Spot-check of the machine judge(s): {have} of {n} pairs checked, {len(todo)} unchecked pairs left; "
-                  f"verdicts go to {spot}", markup=False)
+    need = max(0, n - have) if cases is None else len(todo)
+    design = None if cases is None else {"sample": "cases", "case_seed": CASE_SEED}
+    if cases is None:
+        console.print(f"Spot-check of the machine judge(s): {have} of {n} pairs checked, {len(todo)} unchecked pairs "
+                      f"left; verdicts go to {spot}", markup=False)
+    else:
+        console.print(f"Case sample for judge-corrected metrics: {have} of the first {cases} cases complete, "
+                      f"{len(todo)} machine pair(s) of the others to check (every pair of a case: a skipped pair "
+                      f"is asked again next time); verdicts go to {spot}", markup=False)
+    order = {cid: i for i, cid in enumerate(dict.fromkeys(j.case_id for j in todo))}
     for j in todo:
         if session["answered"] >= need:
             break
         done = have + session["answered"]
-        console.rule(f"pair {done + 1} of {n}")
+        console.rule(f"pair {done + 1} of {n}" if cases is None else
+                     f"case {have + order[j.case_id] + 1} of {cases}: pair {session['asked'] + 1} of {len(todo)}")
         console.print(Text("Question: ", style="bold") + Text(queries.get(j.case_id, "?")))
         console.print(Panel(Text(j.span.quote), title=Text(j.span.source_uri), expand=True))
         answer = read_answer(stdin, console)
@@ -362,7 +485,7 @@ def run_spotcheck(golden_path: str | Path, *, n: int = MIN_PAIRS, seed: int = DE
             break
         session["asked"] += 1
         session["answered" if answer != "SKIP" else "skipped"] += 1
-        append_spotcheck(spot, _record(j, answer, author, golden_path))
+        append_spotcheck(spot, _record(j, answer, author, golden_path, design))
     result = judge_validation(golden_path, spot)
     result.update({"asked": session["asked"], "answered": session["answered"], "skipped": session["skipped"]})
     print_report(result, console)
@@ -398,3 +521,23 @@ def print_report(result: dict, console: Any) -> None:
                   f"prevalence of YES {pct(result.get('prevalence_yes'))}")
     if result.get("class_warning"):
         console.print(f"[yellow]WARNING: {escape(result['class_warning'])}[/]")
+    print_case_sample(result.get("case_sample"), console)
+
+
+def print_case_sample(cs: dict | None, console: Any) -> None:
+    """The case sample behind judge-corrected metrics, and how many more labels halve its part."""
+    if not cs or not cs.get("machine_pairs"):
+        return
+    n, big_n = cs["cases"], cs["of_cases"]
+    line = (f"Case sample (judge-corrected metrics): {n} of {big_n} cases have every machine pair checked, in "
+            f"case order ({cs['pairs']} pairs)")
+    if cs.get("next_case"):
+        line += f"; it stops at case {cs['next_case']} ({cs['next_missing']} pair(s) unchecked)"
+    console.print(line, markup=False)
+    if n < MIN_CASE_SAMPLE:
+        console.print(f"  runs log a judge-corrected estimate from {MIN_CASE_SAMPLE} cases: "
+                      f"rag-exp golden spotcheck --cases {max(MIN_CASE_SAMPLE, n + 1)}", markup=False)
+    if cs.get("cases_to_halve") is not None:
+        console.print(f"  to halve the judge's part of the corrected intervals: {cs['more_cases_to_halve']} more cases "
+                      f"(~{cs['more_pairs_to_halve']} more pairs at {cs['machine_pairs'] / big_n:.1f} machine pairs "
+                      f"per case): rag-exp golden spotcheck --cases {cs['cases_to_halve']}", markup=False)
