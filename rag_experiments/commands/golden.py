@@ -177,6 +177,9 @@ def register(subparsers: Any) -> None:
     sp.add_argument("-n", "--n", type=int, default=30, help="pairs to check in total (default: 30)")
     sp.add_argument("--seed", type=int, default=7, help="pair-order seed (default: 7)")
     sp.add_argument("--author", help="who answers (default: $USER)")
+    sp.add_argument("--cases", type=int, metavar="N", default=None,
+                    help="check every machine pair of the first N cases of a seeded case order instead (the case "
+                    "sample that runs' judge-corrected metrics need: from 30 cases; -n is then unused)")
     mode = sp.add_mutually_exclusive_group()
     mode.add_argument("--report", action="store_true", help="only print the agreement report")
     mode.add_argument("--export", type=Path, metavar="CSV",
@@ -621,11 +624,13 @@ def cmd_spotcheck(args: argparse.Namespace) -> int:
     from ..golden.spotcheck import export_pairs, import_answers, judge_validation, print_report, run_spotcheck
 
     console = _console()
+    if args.cases is not None and args.cases < 1:
+        raise UserError(f"--cases must be >= 1, got {args.cases}")
     if args.report:
         print_report(judge_validation(args.golden), console)
         return 0
     if args.export is not None:
-        n = export_pairs(args.golden, args.export, n=args.n, seed=args.seed)
+        n = export_pairs(args.golden, args.export, n=args.n, seed=args.seed, cases=args.cases)
         print(f"wrote {n} pair(s) to {args.export}: fill in the verdict column (YES / PART / NO, empty to skip), "
               f"then: rag-exp golden spotcheck --answers {args.export}")
         return 0
@@ -635,7 +640,7 @@ def cmd_spotcheck(args: argparse.Namespace) -> int:
               f"{result['already']} already checked")
         print_report(result, console)
         return 0
-    run_spotcheck(args.golden, n=args.n, seed=args.seed, author=args.author, console=console)
+    run_spotcheck(args.golden, n=args.n, seed=args.seed, author=args.author, console=console, cases=args.cases)
     return 0
 
 

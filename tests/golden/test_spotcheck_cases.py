@@ -202,3 +202,16 @@ def test_the_paired_difference_is_corrected_per_case(golden):
     assert d.uncorrected == pytest.approx(0.0)
     assert d.estimate == pytest.approx(1 / 3)
     assert corrected_delta(pa, pb, ja, None, "mrr_at_10") is None
+
+
+def test_cli_spotcheck_cases_reads_piped_stdin_and_refuses_a_bad_count(golden, monkeypatch, capsys):
+    from rag_experiments import cli
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\nn\n" * 2))
+    assert cli.main(["golden", "spotcheck", "--golden", str(golden), "--cases", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "Case sample (judge-corrected metrics): 2 of 40 cases" in out
+    assert len(sc.read_spotchecks(sc.spotcheck_path(golden))) == 4
+    assert cli.main(["golden", "spotcheck", "--golden", str(golden), "--cases", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --cases must be >= 1, got 0"]
