@@ -34,9 +34,7 @@ def _judge() -> dict:
     return {"kind": "llm", "model": "m", "prompt_version": "judge-v1"}
 
 
-@pytest.fixture
-def golden(tmp_path):
-    path = tmp_path / "experiments" / "golden" / "g.jsonl"
+def build_golden(path):
     records = []
     for c in range(N):
         cid = new_id("c", c)
@@ -51,11 +49,16 @@ def golden(tmp_path):
     return path
 
 
+@pytest.fixture
+def golden(tmp_path):
+    return build_golden(tmp_path / "experiments" / "golden" / "g.jsonl")
+
+
 def _hit(start: int, rank: int) -> Hit:
     return Hit(f"ch{start}", "d1", "mini/d1.html", "config", start, start + 50, 1.0 / rank, rank)
 
 
-def _results(golden_set, order=(1, 2, 0)) -> dict[str, RankedList]:
+def results_of(golden_set, order=(1, 2, 0)) -> dict[str, RankedList]:
     """Per case: A, B, E (offsets 100, 200, 0 in the case's block) in ``order``, then 3 unjudged hits."""
     out = {}
     for c, case in enumerate(sorted(golden_set.cases, key=lambda k: int(k.query.split()[1].rstrip("?")))):
@@ -69,7 +72,7 @@ def _people(c: int, h: int) -> str:
     return "NO" if (h == 2 or c % 2 == 0) else "YES"
 
 
-def _check(golden, cases: list[int]) -> None:
+def check_cases(golden, cases: list[int]) -> None:
     spot = sc.spotcheck_path(golden)
     for c in cases:
         for h in (1, 2):
@@ -90,7 +93,7 @@ def test_the_sample_is_the_complete_prefix_of_the_case_order(golden):
     idx = _index(golden)
     order = [idx[c] for c in sc.order_cases(idx)]
     assert sorted(order) == list(range(N)) and order != list(range(N))  # seeded, not file order
-    _check(golden, order[:5] + order[6:9])  # the 6th case of the order is not checked
+    check_cases(golden, order[:5] + order[6:9])  # the 6th case of the order is not checked
     records = GoldenFile(golden).read_records()
     s = sc.case_sample(records, sc.read_spotchecks(sc.spotcheck_path(golden)))
     assert [idx[c] for c in s.cases] == order[:5]  # stops at the first incomplete case
@@ -121,7 +124,7 @@ def test_spotcheck_cases_asks_every_pair_of_a_case_and_a_skipped_pair_again(gold
 
 def test_report_says_how_many_more_cases_halve_the_judge_part(golden):
     idx = _index(golden)
-    _check(golden, [idx[c] for c in sc.order_cases(idx)][:30])
+    check_cases(golden, [idx[c] for c in sc.order_cases(idx)][:30])
     v = sc.judge_validation(golden)
     cs = v["case_sample"]
     # (1/n' - 1/40) = (1/30 - 1/40) / 4 -> n' = 1 / (0.0020833 + 0.025) = 36.9 -> 37
@@ -141,9 +144,9 @@ def test_export_with_cases_writes_every_unchecked_pair_of_those_cases(golden, tm
 
 
 def test_with_every_case_checked_the_corrected_metric_is_the_people_metric(golden):
-    _check(golden, list(range(N)))
+    check_cases(golden, list(range(N)))
     g = load_golden(golden)
-    results = _results(g)
+    results = results_of(g)
     params = EvalParams()
     machine = evaluate(g, results, params)
     assert machine.metrics["mrr_at_10"] == pytest.approx(1.0)
@@ -168,12 +171,12 @@ def test_with_every_case_checked_the_corrected_metric_is_the_people_metric(golde
 def test_a_sample_below_the_minimum_gives_no_corrected_metric(golden):
     idx = _index(golden)
     order = [idx[c] for c in sc.order_cases(idx)]
-    _check(golden, order[:29])
+    check_cases(golden, order[:29])
     g = load_golden(golden)
-    results = _results(g)
+    results = results_of(g)
     per_case = evaluate(g, results).per_case
     assert judge_corrected(g, results, EvalParams(), per_case) is None
-    _check(golden, order[29:30])
+    check_cases(golden, order[29:30])
     jc = judge_corrected(load_golden(golden), results, EvalParams(), per_case)
     assert jc is not None and len(jc.cases) == 30
     # the sample's people-label RR: 1/3 on even cases, 1 on odd ones
@@ -191,9 +194,9 @@ def test_human_case_replaces_only_the_machine_verdicts_it_is_given(golden):
 
 
 def test_the_paired_difference_is_corrected_per_case(golden):
-    _check(golden, list(range(N)))
+    check_cases(golden, list(range(N)))
     g = load_golden(golden)
-    a_res, b_res = _results(g), _results(g, order=(0, 1, 2))  # b ranks the evidence first
+    a_res, b_res = results_of(g), results_of(g, order=(0, 1, 2))  # b ranks the evidence first
     pa, pb = evaluate(g, a_res).per_case, evaluate(g, b_res).per_case
     ja = judge_corrected(g, a_res, EvalParams(), pa).to_json()
     jb = judge_corrected(g, b_res, EvalParams(), pb).to_json()
