@@ -201,6 +201,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
         if chk.p is not None:
             tags[f"gate_p.{chk.key}"] = f"{chk.p:.6f}"
             tags[f"gate_delta.{chk.key}"] = f"{chk.delta:+.6f}"
+            if chk.power is not None and chk.power.mde is not None and chk.p >= args.alpha:
+                tags[f"gate_mde.{chk.key}"] = f"{chk.power.mde:.6f}"  # the smallest |Δ| these cases could detect
+            if chk.noise:
+                tags[f"gate_noise.{chk.key}"] = chk.noise
     for k, v in tags.items():
         c.set_tag(current.id, k, v)
 

@@ -31,6 +31,7 @@ from ..errors import UserError
 from ..evaluation.metric_key import MetricKey, Segment, metric_title
 from ..stats.bootstrap import bootstrap_interval
 from ..stats.paired import WinTieLoss, holm, paired_permutation_test, win_tie_loss
+from ..stats.power import PowerEstimate, estimate
 from .runs import RunView
 
 #: params that never explain a difference in results (where and how a run was logged)
@@ -53,6 +54,8 @@ class Cell:
     p: float | None = None  # raw paired-test p-value
     p_adj: float | None = None  # Holm-adjusted across the runs in this column
     n_paired: int = 0
+    # what these paired cases could detect (stats.power): the MDE and the cases the observed delta needs
+    power: PowerEstimate | None = None
 
 
 @dataclass(frozen=True)
@@ -364,7 +367,7 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
         pairing = None
         for c in columns:
             value, interval = value_and_interval(r, c.key, seed=seed)
-            delta = p = None
+            delta = p = power = None
             n = 0
             if r is not base and value is not None:
                 bval = base_values[c.key.mlflow_name]
@@ -376,7 +379,8 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
                     if n:
                         delta = float(b.mean() - a.mean())
                         p = paired_permutation_test(a, b, n_resamples=n_resamples, seed=seed)
-            raw[c.key.mlflow_name].append(Cell(value, interval, delta, p, None, n))
+                        power = estimate(a, b, alpha)
+            raw[c.key.mlflow_name].append(Cell(value, interval, delta, p, None, n, power))
     # Holm across the runs compared with the baseline, separately for each column
     for name, cells in raw.items():
         adj = holm([math.nan if cell.p is None else cell.p for cell in cells[1:]])

@@ -40,6 +40,22 @@ def delta_text(cell, alpha: float) -> tuple[str, int]:
     return f"Δ{fmt(cell.delta, True)} {_fmt_p(cell.p_adj)}{'*' if sig else ''}", direction
 
 
+def power_text(cell, alpha: float, sep: str = " ") -> str:
+    """A non-significant delta's 'MDE 0.047 n≈1,900': the smallest difference these paired cases could
+    detect (α, power 0.8) and the cases that would detect the observed Δ (:mod:`..stats.power`);
+    '' when the delta is significant or was not tested."""
+    est = getattr(cell, "power", None)
+    if est is None or cell.p_adj is None or cell.p_adj < alpha:
+        return ""
+    if est.mde is None:
+        return "MDE n/a"
+    return f"MDE {est.mde:.3f}" + (f"{sep}n≈{_count(est.n_for_delta)}" if est.n_for_delta is not None else "")
+
+
+def _count(n: int) -> str:
+    return f"{n:,}" if n < 100_000 else f"{n:.0e}".replace("e+0", "e")
+
+
 def best_cells(cmp) -> set[tuple[int, str]]:
     """(row index, column) of each quality column's highest value (every row that has it); the
     label-coverage columns (judged@k) have no best."""
@@ -63,7 +79,9 @@ def legend(cmp) -> str:
     return (f"bold value: the column's best; value [95% bootstrap interval]; "
             f"Δ = run − baseline ({base.label}) over cases paired by case_id; "
             f"p = two-sided paired randomization test, Holm-corrected across the {k} run(s) compared in each "
-            f"column; * p < {cmp.alpha:g}; W/T/L = cases won/tied/lost on {metric_title(cmp.primary)}; "
+            f"column; * p < {cmp.alpha:g}; a Δ that is not significant shows MDE, the smallest |Δ| these "
+            f"paired cases could detect (α {cmp.alpha:g}, power 0.8), and n≈, the cases that would detect the "
+            f"Δ observed; W/T/L = cases won/tied/lost on {metric_title(cmp.primary)}; "
             f"segment columns show {metric_title(cmp.primary)}.")
 
 
@@ -126,6 +144,9 @@ def rich_table(cmp, keys: Sequence[str], wide: bool, label_w: int, first: bool, 
                 text, direction = delta_text(cell, cmp.alpha)
                 if text:
                     t.append("\n" + text.replace(" ", sep, 1), style={1: "bold green", -1: "bold red"}.get(direction, "dim"))
+                power = "" if c.key.metric == "judged" else power_text(cell, cmp.alpha, sep)
+                if power:
+                    t.append("\n" + power, style="dim")
             cells.append(t)
         if "W/T/L" in keys:
             cells.append(Text("" if row.wtl is None else str(row.wtl)))
@@ -163,6 +184,9 @@ def markdown_table(cmp, rows: Sequence | None = None) -> str:
                 if dt:
                     dt = _md_escape(dt)
                     text += f" · {f'**{dt}**' if direction else dt}"
+                power = "" if c.key.metric == "judged" else power_text(cell, cmp.alpha, ", ")
+                if power:
+                    text += f" ({power} for Δ)" if "n≈" in power else f" ({power})"
             cells.append(text)
         n = row.n_cases
         lines.append("| " + " | ".join([label, "" if n is None else str(n), *cells,
@@ -205,15 +229,30 @@ def print_comparison(cmp, markdown: bool = False, console: Any = None) -> None:
 
 
 # -- promotion decisions --------------------------------------------------------------------------
-CHECK_HEAD = ["check", "champion", "candidate", "Δ", "p (paired)", "W/T/L", "cases", "result"]
+MDE_LEGEND = ("MDE = the smallest |Δ| these paired cases could detect (power 0.8), shown when Δ is not "
+              "significant; n≈ = the cases that would detect the Δ observed")
+
+CHECK_HEAD = ["check", "champion", "candidate", "Δ", "p (paired)", "W/T/L", "cases", "MDE (n for Δ)", "result"]
 
 
-def check_cells(chk) -> list[str]:
+def check_cells(chk, alpha: float = 0.05) -> list[str]:
+    notes = [n for n in (chk.note, getattr(chk, "noise", None)) if n]
     return [chk.title, fmt(chk.champion), fmt(chk.candidate),
             fmt(chk.delta, True),
             "—" if chk.p is None else p_text(chk.p),
-            "—" if chk.wtl is None else str(chk.wtl), str(chk.n),
-            ("ok" if chk.passed else "FAIL") + (f" ({chk.note})" if chk.note else "")]
+            "—" if chk.wtl is None else str(chk.wtl), str(chk.n), check_power(chk, alpha),
+            ("ok" if chk.passed else "FAIL") + (f" ({'; '.join(notes)})" if notes else "")]
+
+
+def check_power(chk, alpha: float) -> str:
+    """A non-significant check's 'MDE 0.047 (n≈1,900)': the smallest |Δ| its paired cases could detect
+    at α with power 0.8, and the cases that would detect the Δ observed; '—' when significant."""
+    est = getattr(chk, "power", None)
+    if est is None or chk.p is None or chk.p < alpha:
+        return "—"
+    if est.mde is None:
+        return "n/a (no case differs)" if est.differing == 0 else f"n/a ({est.n} cases)"
+    return f"{est.mde:.3f}" + (f" (n≈{_count(est.n_for_delta)})" if est.n_for_delta is not None else "")
 
 
 def decision_table(decision, title: str, candidate_label: str = "candidate"):
@@ -225,22 +264,25 @@ def decision_table(decision, title: str, candidate_label: str = "candidate"):
     from rich.text import Text
 
     table = Table(caption=f"two-sided paired randomization test over cases, alpha {decision.alpha:g}; "
-                  f"W/T/L = cases the {candidate_label} won/tied/lost", caption_justify="left")
+                  f"W/T/L = cases the {candidate_label} won/tied/lost; {MDE_LEGEND}", caption_justify="left")
     for h in CHECK_HEAD:
         table.add_column(h.replace("candidate", candidate_label),
                          justify="left" if h in ("check", "result") else "right")
     for chk in decision.checks:
-        cells = check_cells(chk)
+        cells = check_cells(chk, decision.alpha)
         style = "green" if chk.passed else "bold red"
         table.add_row(*cells[:-1], f"[{style}]{cells[-1]}[/{style}]")
-    return Group(Text(title, style="bold"), table)
+    notes = [Text(f"note: {n}", style="yellow") for n in getattr(decision, "notes", [])]
+    return Group(Text(title, style="bold"), table, *notes)
 
 
 def decision_markdown(decision, candidate_label: str = "candidate") -> str:
     head = [h.replace("candidate", candidate_label) for h in CHECK_HEAD]
-    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * 6 + "---|"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 2) + "---|"]
     for chk in decision.checks:
-        cells = check_cells(chk)
+        cells = check_cells(chk, decision.alpha)
         cells[-1] = ("✅ " if chk.passed else "❌ **") + cells[-1] + ("" if chk.passed else "**")
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    lines += ["", f"_{MDE_LEGEND}_"]
+    lines += [f"- {n}" for n in getattr(decision, "notes", [])]
     return "\n".join(lines) + "\n"

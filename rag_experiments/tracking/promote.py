@@ -42,6 +42,7 @@ from ..config import project_root
 from ..errors import UserError
 from ..evaluation.metric_key import MEASURES, MetricKey, Segment
 from ..stats.paired import WinTieLoss, paired_permutation_test, win_tie_loss
+from ..stats.power import PowerEstimate, estimate
 from .champion import (ALIAS, PRESET_DROP, PROMOTED_DIR, Champion, model_name, preset_config, preset_name,
                        read_record, record_path)
 from .compare import paired_values
@@ -66,6 +67,8 @@ class Check:
     wtl: WinTieLoss | None
     passed: bool
     note: str = ""
+    power: PowerEstimate | None = None  # what these paired cases could detect (stats.power)
+    noise: str | None = None  # 'within the HNSW noise floor ...' (tracking.noise_floor), when it is
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,9 @@ class Decision:
     gap: Any = None
     compared: tuple[RunView, RunView] | None = None
     unlike: Any = None  # tracking.versioned.Unlike: the two runs do not pair (level, golden chain); no table
+    # what the reader should know beside the verdict: a difference within the HNSW noise floor, or an
+    # HNSW run without a measured floor (tracking.noise_floor)
+    notes: list[str] = field(default_factory=list)
 
 
 # -- the champion ---------------------------------------------------------------------------------
@@ -199,7 +205,8 @@ def paired_check(champion: RunView, candidate: RunView, metric: str, segment: Se
     passed = (significant and delta > 0) if mode == "beat" else not (significant and delta < 0)
     a_val = float(a.mean()) if a_val is None else a_val
     b_val = float(b.mean()) if b_val is None else b_val
-    return Check(key, title, a_val, b_val, delta, p, len(a), win_tie_loss(a, b), passed)
+    return Check(key, title, a_val, b_val, delta, p, len(a), win_tie_loss(a, b), passed,
+                 power=estimate(a, b, alpha))
 
 
 def digest_warnings(champion: RunView, candidate: RunView) -> list[str]:
@@ -264,6 +271,7 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
     checks = [paired_check(champ_run, cand_run, metric, None, alpha, mode, n_resamples, seed)]
     if seg is not None:
         checks.append(paired_check(champ_run, cand_run, metric, seg, alpha, "no_loss", n_resamples, seed))
+    checks, notes = noise_notes(checks, champ_run, cand_run)
     reasons = []
     if mode == "beat":  # promote: a candidate judged on other labels than the champion is not comparable yet
         reasons += coverage_reasons(champ_run, cand_run, alpha, n_resamples, seed)
@@ -274,11 +282,33 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
             reasons.append(f"{chk.title}: {chk.note}")
         elif mode == "beat" and chk.key == metric:
             reasons.append(f"{chk.title}: not significantly better than the champion "
-                           f"(Δ{chk.delta:+.3f}, p={chk.p:.3f}, alpha {alpha:g})")
+                           f"(Δ{chk.delta:+.3f}, p={chk.p:.3f}, alpha {alpha:g})"
+                           + (f"; {chk.power.sentence()}" if chk.power is not None else "")
+                           + (f"; {chk.noise}" if chk.noise else ""))
         else:
-            reasons.append(f"{chk.title}: significantly worse than the champion (Δ{chk.delta:+.3f}, p={chk.p:.3f})")
+            reasons.append(f"{chk.title}: significantly worse than the champion (Δ{chk.delta:+.3f}, p={chk.p:.3f})"
+                           + (f"; but {chk.noise}" if chk.noise else ""))
     return Decision(candidate, champion, metric, alpha, checks, not reasons, reasons, warnings, gap,
-                    (champ_run, cand_run) if gap is not None else None)
+                    (champ_run, cand_run) if gap is not None else None, notes=notes)
+
+
+def noise_notes(checks: list[Check], champion: RunView, candidate: RunView) -> tuple[list[Check], list[str]]:
+    """The checks with ``noise`` set where their Δ is within the HNSW noise floor, and the notes to
+    print: one per such check, or one saying an HNSW run has no measured floor. Exact runs: none."""
+    from .noise_floor import floor_for, within_line
+
+    floor, note = floor_for([champion, candidate])
+    notes = [note] if note else []
+    if floor is None:
+        return checks, notes
+    out = []
+    for chk in checks:
+        line = within_line(chk.key, chk.title, chk.delta, floor)
+        if line:
+            notes.append(line)
+            chk = replace(chk, noise="within the HNSW noise floor")
+        out.append(chk)
+    return out, notes
 
 
 def coverage_reasons(champion: RunView, candidate: RunView, alpha: float, n_resamples: int = 10000,
