@@ -812,6 +812,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     table("cases by kind", Counter(r.kind for r in live), "kind")
     table("cases by doc type", Counter(r.doc_type for r in live), "doc type")
     table("judgements by verdict", Counter(r.verdict for r in judgements), "verdict")
+    _unanswered(console, golden)
     def who(j: dict) -> str:  # as the spot-check names a judge: <provider>:<model> unless Anthropic's
         provider = j.get("provider")
         model = j.get("model")
@@ -833,6 +834,26 @@ def cmd_stats(args: argparse.Namespace) -> int:
         if v.get("class_warning"):
             _say(console, f"WARNING: {v['class_warning']}")
     return 0
+
+
+def _unanswered(console: Any, golden) -> None:
+    """Production queries recorded without evidence (golden import-queries): answered / unanswerable /
+    unlabelled, per stratum; the share of labelled ones no passage answers."""
+    from rich.table import Table
+
+    from ..golden.import_queries import unanswered_share
+
+    rows = unanswered_share(golden)
+    if not rows:
+        return
+    t = Table(title="real queries (import-queries): does the corpus answer them?")
+    for c in ("stratum", "answered", "unanswerable (judged, none relevant)", "not labelled yet", "unanswerable share"):
+        t.add_column(c)
+    for group in ["all"] + sorted(g for g in rows if g != "all"):
+        r = rows[group]
+        share = "n/a" if r["share"] is None else f"{r['share']:.0%}"
+        t.add_row(group, str(r["answered"]), str(r["unanswerable"]), str(r["unlabelled"]), share)
+    _say(console, t)
 
 
 def _quality(console: Any, golden, args: argparse.Namespace) -> None:

@@ -3,7 +3,11 @@
 Aggregates are means over scorable cases (cases with at least one non-stale relevant span).
 Segments: by query ``kind`` (logged as ``recall_at_5.exact``) and by ``doc_type`` (logged as
 ``recall_at_5.doc_type.config``). Cases whose every relevant span is stale are reported in
-``excluded`` and never counted as misses.
+``excluded`` and never counted as misses. A production query recorded without evidence (``rag-exp
+golden import-queries``) is scored once a judgement finds a relevant passage for it; until then it is
+``unanswered`` (reported, not scored: recall of a query with nothing relevant is undefined, and
+trec_eval drops such topics too). An imported query's traffic stratum joins its kind in the
+segment (``recall_at_5.production-head``).
 
 The per-case table (``per_case.json`` of a run) holds, besides the metrics, each case's credited
 ``gains`` by rank and ``duplicate_ranks``: the ranks at which the system repeated a passage it had
@@ -86,6 +90,7 @@ class EvalResult:
     n_cases: int
     excluded: tuple[str, ...] = ()  # case ids whose relevant evidence is all stale
     headline: tuple[str, ...] = field(default_factory=tuple)
+    unanswered: tuple[str, ...] = ()  # production queries without evidence and no relevant passage judged
 
 
 def score_case(case: EvalCase, ranked: RankedList, p: EvalParams) -> dict:
@@ -93,7 +98,7 @@ def score_case(case: EvalCase, ranked: RankedList, p: EvalParams) -> dict:
     c = credit(case, hits, p.min_coverage)
     grades = [e.grade for e in case.relevant]
     row: dict = {
-        "case_id": case.case_id, "query": case.query, "kind": case.kind, "doc_type": case.doc_type,
+        "case_id": case.case_id, "query": case.query, "kind": case.segment_kind, "doc_type": case.doc_type,
         "n_relevant": len(grades),
         "first_relevant_rank": M.first_relevant_rank(c.gains),
     }
@@ -146,13 +151,16 @@ def evaluate(golden: GoldenSet, results: Mapping[str, RankedList], p: EvalParams
              failed: tuple[str, ...] = ()) -> EvalResult:
     """``failed``: case ids whose query could not be searched; excluded (never scored as misses)
     and reported by the caller."""
-    rows, excluded = [], []
+    rows, excluded, unanswered = [], [], []
     skip = set(failed)
     for case in golden.cases:
         if case.case_id in skip:
             continue
         if case.all_stale:
             excluded.append(case.case_id)
+            continue
+        if case.unanswered:
+            unanswered.append(case.case_id)
             continue
         if not case.relevant:
             raise ConfigError(f"golden set {golden.path}: case {case.case_id} has no relevant evidence")
@@ -166,4 +174,4 @@ def evaluate(golden: GoldenSet, results: Mapping[str, RankedList], p: EvalParams
     if len(per_case):
         metrics["latency_ms_p50"] = float(per_case["latency_ms"].quantile(0.5))
         metrics["latency_ms_p95"] = float(per_case["latency_ms"].quantile(0.95))
-    return EvalResult(per_case, metrics, len(rows), tuple(excluded), tuple(names))
+    return EvalResult(per_case, metrics, len(rows), tuple(excluded), tuple(names), tuple(unanswered))

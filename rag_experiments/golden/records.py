@@ -11,7 +11,10 @@ Record types (fields beyond the common ones):
     ``query``, ``kind`` (``paraphrase`` | ``exact`` | ``production`` | ``benchmark`` | ...),
     ``doc_type``, ``evidence`` (list of spans, each with ``grade``), ``provenance``
     (``method``: llm | human | agent | import; ``provider``, ``model``, ``prompt_version``,
-    ``author``...), optional ``identifier`` (the exact identifier an ``exact`` question carries).
+    ``author``...), optional ``identifier`` (the exact identifier an ``exact`` question carries),
+    optional ``stratum`` (``head`` | ``torso`` | ``tail``: the traffic stratum of a query imported from
+    a log, :mod:`.import_queries`). Only a ``production`` case may have no evidence (a real query
+    awaiting labels: ``rag-exp golden import-queries``); every other case needs a span.
 ``judgement``
     ``case_id``, ``span``, ``verdict`` (YES | PART | NO), ``judge`` (``kind``: llm | human |
     agent; ``model`` or ``name``; ``prompt_version``; for ``llm`` the ``provider``: anthropic |
@@ -189,8 +192,11 @@ def parse_record(rec: Any, where: str) -> Record:
         prov = _need(rec, "provenance", dict, where)
         _need(prov, "method", str, f"{where}: provenance")
         evidence = _need(rec, "evidence", list, where)
-        if not evidence:
-            raise GoldenSetError(f"{where}: case {rec['id']} has no evidence; every case needs at least one span")
+        if not evidence and kind != "production":
+            raise GoldenSetError(f"{where}: case {rec['id']} has no evidence; every case needs at least one span "
+                                 "(only a production query may await its labels)")
+        if "stratum" in rec and (not isinstance(rec["stratum"], str) or not rec["stratum"].strip()):
+            raise GoldenSetError(f"{where}: field 'stratum' must be a non-empty string, got {rec['stratum']!r}")
         spans = []
         for i, ev in enumerate(evidence):
             span = parse_span(ev, f"{where}: evidence[{i}]")

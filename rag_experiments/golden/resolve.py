@@ -138,6 +138,20 @@ class EvalCase:
     evidence: tuple[Evidence, ...]  # everything judged for this case, any grade, any status
     identifier: str | None = None
     judge_kinds: frozenset[str] = field(default_factory=frozenset)
+    stratum: str | None = None  # a query log's traffic stratum (head | torso | tail): golden import-queries
+    without_evidence: bool = False  # a production query recorded without evidence (labelled by pooling)
+
+    @property
+    def segment_kind(self) -> str:
+        """The kind segments use: ``production-head`` for a query log's head stratum, else the kind
+        (a dash, not a colon: MLflow on Windows refuses ``:`` in metric names)."""
+        return f"{self.kind}-{self.stratum}" if self.stratum else self.kind
+
+    @property
+    def unanswered(self) -> bool:
+        """Recorded without evidence and no passage judged relevant yet (unlabelled, or every judged
+        passage NO): kept in the set, not scored, counted (:func:`..import_queries.unanswered_share`)."""
+        return self.without_evidence and not self.relevant
 
     @property
     def relevant(self) -> tuple[Evidence, ...]:
@@ -191,7 +205,8 @@ def resolve(records: Iterable[Record], path: Path, digest: str, head: str = "") 
     for r in now.cases:
         if r.id in now.retired:
             continue
-        by_key = {sr.original.key: Evidence(sr.scored, sr.grade, sr.ref, sr.status) for sr in evidence[r.id]}
+        by_key = {sr.original.key: Evidence(sr.scored, sr.grade, sr.ref, sr.status)
+                  for sr in evidence.get(r.id, ())}  # a production query may come without evidence
         kinds = set()
         for key, j in sorted(judgements.get(r.id, {}).items()):
             kinds.add(j.judge_kind)
@@ -204,6 +219,7 @@ def resolve(records: Iterable[Record], path: Path, digest: str, head: str = "") 
         cases.append(EvalCase(
             case_id=r.id, query=r.query, kind=r.kind, doc_type=r.doc_type,
             evidence=tuple(by_key.values()), identifier=r.identifier, judge_kinds=frozenset(kinds),
+            stratum=r.raw.get("stratum"), without_evidence=not r.evidence,
         ))
     return GoldenSet(path=path, digest=digest, cases=tuple(cases), records=now.records, head=head)
 
