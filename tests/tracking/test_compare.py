@@ -194,26 +194,21 @@ def test_compare_fits_narrow_terminals_without_cutting(three_runs, width):
 def test_a_row_that_is_not_significant_says_what_the_cases_could_detect(make_run, capsys):
     """Issue 45, item 2: 'not significant' says the smallest difference these cases could detect
     (α 0.05, power 0.8) and how many cases would detect the Δ observed."""
-    from rag_experiments.stats.power import mde, n_needed
-
     base = _values(0.4, 1)
     other = base.copy()
     other[np.flatnonzero(base == 0)[:3]] = 1.0  # wins 3 cases, loses 1: Δ +2/40, far from significant
     other[np.flatnonzero(base == 1)[0]] = 0.0
     ids = [make_run(per_case_frame(v), name=n) for v, n in ((base, "base"), (other, "other"))]
     cmp = build_comparison([get_run(i) for i in ids], metrics=["recall_at_5", "ndcg_at_10"], primary="recall_at_5")
-    cell = cmp.rows[1].cells["recall_at_5"]
-    assert cell.p_adj > 0.05 and cell.delta == pytest.approx(2 / 40)
     # d: three +1, one -1, 36 zeros: sd = sqrt((3 (0.95)^2 + (1.05)^2 + 36 (0.05)^2) / 39) = 0.316228;
-    # a sign test (every difference ±1): MDE = 2.801585 * 0.316228 / sqrt(40) + 1 / 40 = 0.165079
-    d = other - base
-    assert d.std(ddof=1) == pytest.approx(0.316228, abs=1e-6)
-    assert cell.power.mde == pytest.approx(mde(0.316228, 40) + 1 / 40, abs=1e-5)
-    assert cell.power.mde == pytest.approx(0.165079, abs=1e-5)
-    n_obs = n_needed(d.std(ddof=1), 2 / 40, step=1.0)
-    assert cell.power.n_for_delta == n_obs
+    # a sign test (every difference ±1, step 1): MDE = 2.801585 * 0.316228 / sqrt(40) + 1 / 40 = 0.165079;
+    # cases for Δ 0.05: sqrt(n) = (0.885940 + sqrt(0.885940^2 + 4 * 0.05)) / 0.1 = 18.7836, n = 352.8 -> 353
     md = markdown_table(cmp)
-    assert f"(MDE 0.165, n≈{n_obs:,} for Δ)" in md and "smallest \\|Δ\\| these paired cases could detect" in md
+    assert "(MDE 0.165, n≈353 for Δ)" in md and "smallest \\|Δ\\| these paired cases could detect" in md
     assert cli("compare", *ids, "--metrics", "recall_at_5") == 0
     out = capsys.readouterr().out
-    assert "MDE 0.165" in out and f"n≈{n_obs:,}" in out
+    assert "MDE 0.165" in out and "n≈353" in out
+    cell = cmp.rows[1].cells["recall_at_5"]
+    assert cell.p_adj > 0.05 and cell.delta == pytest.approx(2 / 40)
+    assert (other - base).std(ddof=1) == pytest.approx(0.316228, abs=1e-6)
+    assert cell.power.mde == pytest.approx(0.165079, abs=1e-5) and cell.power.n_for_delta == 353
