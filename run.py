@@ -10,6 +10,11 @@
 import sys
 
 from rag_experiments.hydra_app import main
+from rag_experiments.startup import before_exit, tune_for_command_line
 
 if __name__ == "__main__":
-    main(sys.argv[1:], prog=sys.argv[0])
+    tune_for_command_line()
+    try:
+        main(sys.argv[1:], prog=sys.argv[0])
+    finally:
+        before_exit()

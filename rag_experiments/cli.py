@@ -41,6 +41,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the console script (tests call main(argv) in their own process)
+        from .startup import before_exit, tune_for_command_line
+
+        tune_for_command_line()
+        try:
+            return _main(None)
+        finally:
+            before_exit()
+    return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     from .redaction import redact_process_output, redact_text, register_argv
 
     register_argv(sys.argv[1:] if argv is None else argv)
