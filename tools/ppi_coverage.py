@@ -210,6 +210,21 @@ def main(argv: list[str] | None = None) -> int:
         f"{n} bm25 {info['truth'][0, i]:.3f} tfidf {info['truth'][1, i]:.3f} delta {info['truth_delta'][i]:+.3f}"
         for i, n in enumerate(names)))
     print()
+    print("Summary: coverage of the 95% intervals over the 12 rows of each group (4 metrics x BM25, TF-IDF and "
+          "their difference), min / mean")
+    print()
+    print("| judge TPR/TNR | human labels | corrected (PPI) | PPI++ | uncorrected | mean width corrected / uncorrected |")
+    print("|---|---|---:|---:|---:|---:|")
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["tpr"], r["tnr"], r["pairs"], r["cases"]), []).append(r)
+    for (tpr, tnr, pairs, cases), rs in sorted(groups.items(), key=lambda kv: (-kv[0][0], kv[0][2])):
+        def mm(k):
+            return f"{min(r[k] for r in rs):.1%} / {np.mean([r[k] for r in rs]):.1%}"
+        below = " (below the minimum: no interval logged)" if cases < MIN_CASES else ""
+        print(f"| {tpr:.2f}/{tnr:.2f} | {pairs} pairs = {cases} cases{below} | {mm('ppi')} | {mm('ppi++')} "
+              f"| {mm('uncorrected')} | {np.mean([r['w_ppi'] for r in rs]):.3f} / {np.mean([r['w_unc'] for r in rs]):.3f} |")
+    print()
     print("| judge TPR/TNR | human labels | metric | run | PPI coverage (runs use it) | PPI++ coverage "
           "| uncorrected coverage | width PPI / PPI++ / uncorrected | machine bias |")
     print("|---|---|---|---|---:|---:|---:|---:|---:|")

@@ -272,6 +272,9 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
     if seg is not None:
         checks.append(paired_check(champ_run, cand_run, metric, seg, alpha, "no_loss", n_resamples, seed))
     checks, notes = noise_notes(checks, champ_run, cand_run)
+    from .judge_corrected_log import judge_corrected_lines  # shown, not decided on: people's labels on a case sample
+
+    notes += judge_corrected_lines([champ_run, cand_run], ["champion", "candidate"], [metric])
     reasons = []
     if mode == "beat":  # promote: a candidate judged on other labels than the champion is not comparable yet
         reasons += coverage_reasons(champ_run, cand_run, alpha, n_resamples, seed)

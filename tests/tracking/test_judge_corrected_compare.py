@@ -66,3 +66,26 @@ def test_no_corrected_metrics_no_lines_and_a_baseline_without_them_is_said(store
 @pytest.fixture(autouse=True)
 def _no_ci_noise(monkeypatch):
     monkeypatch.delenv("RAG_EXP_RESAMPLES", raising=False)
+
+
+def test_compare_promote_and_the_gate_print_the_corrected_difference(store, make_run):
+    from rag_experiments.tracking.champion import Champion
+    from rag_experiments.tracking.compare import build_comparison
+    from rag_experiments.tracking.promote import decide
+
+    tmp, _ = store
+    golden = build_golden(tmp / "experiments" / "golden" / "g.jsonl")
+    check_cases(golden, list(range(N)))
+    g = load_golden(golden)
+    a = _logged_run(make_run, golden, results_of(g), "baseline")
+    b = _logged_run(make_run, golden, results_of(g, order=(0, 1, 2)), "candidate")
+    champ, cand = runs_by_ids([a, b])
+    want = "Δ+0.333 [+0.225, +0.441] * (machine labels Δ+0.000, 40 people-checked cases)"
+    cmp = build_comparison([champ, cand], metrics=["mrr_at_10"], segments=[], primary="mrr_at_10",
+                           labels=["baseline", "candidate"])
+    assert any(want in n and n.startswith("judge-corrected candidate") for n in cmp.notes)
+    assert "Δ+0.333 [+0.225, +0.441] \\* (machine labels" in cmp.to_markdown()  # Markdown escapes the star
+    for mode in ("beat", "no_loss"):  # promote, the nightly gate
+        decision = decide(Champion(champ, None, "registry", "mrr_at_10"), cand, "mrr_at_10", mode=mode,
+                          guard_segment="", n_resamples=200)
+        assert any(want in n and n.startswith("judge-corrected candidate") for n in decision.notes), mode
