@@ -878,7 +878,7 @@ def _quality(console: Any, golden, args: argparse.Namespace) -> None:
     if r.reference:  # generated against hand-written / real questions (rag_experiments.golden.quality)
         for group, label in (("generated", "generated (llm / agent)"), ("reference", "hand-written reference")):
             g = r.reference[group]
-            t.add_row(label, str(g["n"]), f"{g['mean_overlap']:.2f}", "a person's or a real user's question"
+            t.add_row(label, str(g["n"]), f"{g['mean_overlap']:.2f}", "written by a person (golden add)"
                       if group == "reference" else "all kinds")
     _say(console, t)
     if docs:

@@ -228,12 +228,23 @@ def test_quality_report_compares_with_hand_written_questions(tmp_path):
     report = quality_report(golden.scorable, reference=gen_reference(golden))
     ref = report.reference
     assert ref["generated"] == {"n": 2, "mean_overlap": 0.917} and ref["reference"] == {"n": 2, "mean_overlap": 0.1}
-    assert ref["who"].startswith("written by a person")
+    assert ref["who"].startswith("cases written by a person")
     assert any("hand-written" in w for w in report.warnings)
+    # a query imported from a log is not a reference (its relevant passages come from a pool)
+    imported = {"c1": "generated", "c2": "generated"}
+    assert gen_reference_of([{"type": "case", "id": "q1", "kind": "production", "provenance": {"method": "import"}},
+                             {"type": "case", "id": "c1", "kind": "paraphrase", "provenance": {"method": "agent"}},
+                             {"type": "case", "id": "c2", "kind": "exact", "provenance": {"method": "llm"}}]) == imported
     # without hand-written cases there is nothing to compare with
     alone = quality_report([c for c in golden.scorable if c.case_id.startswith("c")],
                            reference=gen_reference(golden))
     assert alone.reference is None
+
+
+def gen_reference_of(raws: list[dict]) -> dict[str, str]:
+    from rag_experiments.golden.quality import reference_groups
+
+    return reference_groups([types.SimpleNamespace(raw=r) for r in raws])
 
 
 def gen_reference(golden) -> dict[str, str]:
