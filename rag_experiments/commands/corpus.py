@@ -30,9 +30,14 @@ def register(sub) -> None:
         "(mammoth), PPTX (python-pptx) and HTML (the import-html rules) converted, each conversion cached by "
         "file content in .rag-exp/convert-cache (or $RAG_EXP_CONVERT_CACHE), so a re-run converts nothing. "
         "Prints per format: files, documents, characters, seconds, cache hits, failures and the converter; "
-        "then each file that could not be loaded, with its reason. Example: rag-exp corpus convert docs/")
+        "then each file that could not be loaded, with its reason, and each document whose text looks wrong "
+        "(a warning): garbled text (words glued or split by the converter: 'aDocument', 'Dele gation'; or "
+        "hardly any known words), and tables of contents or indexes (boilerplate: dot leaders, page numbers; "
+        "for a PDF, which pages). Known words: those in 2+ files of the folder, plus /usr/share/dict/words when "
+        "installed (Debian: wamerican). Example: rag-exp corpus convert docs/")
     cv.add_argument("path", nargs="?", default="demo", help="corpus folder ('demo' = shipped corpus)")
-    cv.add_argument("--strict", action="store_true", help="exit 1 when any file could not be loaded")
+    cv.add_argument("--strict", action="store_true",
+                    help="exit 1 when any file could not be loaded or has a warning (garbled text, boilerplate)")
     cv.set_defaults(func=_convert)
 
     def corpus_opt(sp) -> None:
@@ -88,16 +93,25 @@ def _convert(args) -> int:
     import sys
 
     from ..corpus.loader import corpus_manifest, read_corpus
+    from ..corpus.quality import assess
 
     loaded = read_corpus(args.path, progress=sys.stderr.isatty())
     report = loaded.report
+    quality = assess(loaded.docs)
+    flagged = [(q.doc_id, w) for q in quality.flagged for w in q.warnings()]
     print(report.formats_table())
+    vocab = "words in 2+ files" + (f" and {quality.dictionary}" if quality.dictionary else
+                                   " (no dictionary at /usr/share/dict/words: apt install wamerican adds one)")
     print(f"\n{len(loaded.docs)} documents, corpus digest {corpus_manifest(loaded.docs)['digest'][:16]}; "
           f"{report.converted} files run through a converter now, "
-          f"{sum(1 for r in report.files if r.cached)} answered from the conversion cache")
+          f"{sum(1 for r in report.files if r.cached)} answered from the conversion cache; "
+          f"{len(flagged)} warning(s) from the text checks (known words: {vocab})")
     for r in report.failures:
         print(f"  skipped {r.path}: {r.failure}")
-    return 1 if args.strict and report.failures else 0
+    word = "failed" if args.strict else "warning"
+    for path, w in flagged:
+        print(f"  {word} {path}: {w}")
+    return 1 if args.strict and (report.failures or flagged) else 0
 
 
 def _piped(command, args) -> int:
