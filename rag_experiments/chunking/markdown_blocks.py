@@ -1,4 +1,11 @@
-"""Split Markdown into blocks with exact char spans: headings, code fences, tables, paragraphs.
+"""Split Markdown into blocks with exact char spans: headings, code fences, tables, paragraphs,
+and definition-list terms.
+
+A *term* is a paragraph of one line that is bold as a whole (``**AUTO_CD** (-J)`` is not;
+``**`shared_buffers` (`integer`)**`` is): the form :mod:`rag_experiments.corpus.html_import` gives
+each ``<dt>`` of an HTML definition list (a man page's option list, a configuration parameter),
+the blocks after it being the ``<dd>``. A bold line standing alone as a pseudo-heading is read the
+same way, which is what the chunker wants too: it belongs with what follows it.
 
 Hand-written rather than a Markdown library because we need exact source offsets for every
 block and a guarantee that fences and tables are atomic; parsers such as markdown-it give
@@ -12,11 +19,13 @@ from dataclasses import dataclass
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")  # fences may be indented inside list items
+# one line, bold as a whole: "**term**", no other "**" inside, at most 300 characters
+_TERM = re.compile(r"^\*\*(?=\S)(?:(?!\*\*).){1,296}(?<=\S)\*\*$")
 
 
 @dataclass(frozen=True)
 class Block:
-    kind: str  # heading | code | table | para
+    kind: str  # heading | code | table | term | para
     start: int
     end: int  # exclusive; excludes the trailing newline
     level: int = 0  # heading level
@@ -69,7 +78,8 @@ def parse_blocks(text: str) -> list[Block]:
             if not nxt.strip() or _FENCE.match(nxt) or _HEADING.match(nxt) or nxt.lstrip().startswith("|"):
                 break
             j += 1
-        blocks.append(Block("para", s, lines[j][1]))
+        kind = "term" if j == i and _TERM.match(line) else "para"
+        blocks.append(Block(kind, s, lines[j][1]))
         i = j + 1
     return blocks
 

@@ -12,6 +12,17 @@
 
 ``breadcrumbs`` prepends ``Page > Section > Subsection`` (the headings enclosing the chunk's
 start) to the indexed/embedded text of every strategy.
+
+Definition lists (``heading`` and ``paragraph``): a *term* block (a line bold as a whole, the
+form the HTML converter gives a ``<dt>``: a man page's option, a configuration parameter; see
+:mod:`.markdown_blocks`) and the blocks after it up to the next term or heading (its definition)
+are one *item*. A term is never split from its definition: it is glued to the definition's first
+piece, as a heading is to its first block. An item that fits in ``max_tokens`` is never split:
+when it does not fit in what is left of the current chunk, it starts the next one. An item longer
+than ``max_tokens`` is split inside the definition like any long block (at sentence ends, code
+lines or table rows), and every later piece carries the term (``**-v**``) in front of its
+*indexed* text, as a split table carries its header row: a chunk from the middle of an option's
+description still says which option it describes. ``fixed`` windows ignore structure, terms too.
 """
 
 from __future__ import annotations
@@ -38,7 +49,7 @@ class _Piece:
 
 # Bump when a change to this module changes the chunks it makes for the same input: the
 # version is part of every strategy id, so old strategies are never mistaken for new ones.
-CHUNKER_VERSION = 1
+CHUNKER_VERSION = 2  # 2: definition-list items kept whole
 
 
 def strategy_key(corpus: str, params: ChunkingParams, model_id: str) -> str:
@@ -116,11 +127,73 @@ def _block_pieces(text: str, block: Block, max_tokens: int, tok: TokenCounter) -
 
 
 # -- packing ------------------------------------------------------------------------------------
-def _pack(groups: Sequence[Sequence[_Piece]], max_tokens: int) -> list[tuple[int, int, int, str]]:
-    """Pack groups (sections) of pieces into (start, end, tokens, prefix) chunks.
+def _sections(blocks: list[Block]) -> list[list[Block]]:
+    sections: list[list[Block]] = [[]]
+    for b in blocks:
+        if b.kind == "heading" and sections[-1]:
+            sections.append([])
+        sections[-1].append(b)
+    return [s for s in sections if s]
 
-    A group starts a new chunk when it does not fit whole into the current one.
-    """
+
+def _glued(text: str, lead: list[_Piece], block: Block, max_tokens: int, tok: TokenCounter) -> list[_Piece]:
+    """``block``'s pieces with the ``lead`` pieces (a heading, terms) glued to the first one: a
+    chunk holding only a title or an option name answers nothing. The first block gets the budget
+    left after the lead."""
+    if not lead:
+        return _block_pieces(text, block, max_tokens, tok)
+    head = sum(p.tokens for p in lead)
+    rest = _block_pieces(text, block, max(1, max_tokens - head), tok)
+    if not rest:
+        return lead
+    return [_Piece(lead[0].start, rest[0].end, head + rest[0].tokens, lead[0].prefix), *rest[1:]]
+
+
+def _units(text: str, blocks: Sequence[Block], max_tokens: int, tok: TokenCounter,
+           lead_heading: bool) -> list[list[list[_Piece]]]:
+    """The blocks as packing units, per block: a definition item (terms + definition) is one unit
+    whose later pieces carry the terms as a prefix; each piece of any other block is a unit of its
+    own. With ``lead_heading``, a first heading block is glued to what follows it."""
+    units: list[list[list[_Piece]]] = []
+    i, n = 0, len(blocks)
+    while i < n:
+        lead: list[_Piece] = []
+        if i == 0 and lead_heading and blocks[0].kind == "heading" and n > 1:
+            lead.append(_Piece(blocks[0].start, blocks[0].end, tok.count_tokens(text[blocks[0].start:blocks[0].end])))
+            i = 1
+        j = i
+        while j < n and blocks[j].kind == "term":
+            j += 1
+        terms = [_Piece(b.start, b.end, tok.count_tokens(text[b.start:b.end])) for b in blocks[i:j]]
+        lead_tokens = sum(p.tokens for p in lead + terms)
+        if (j == i or j == n or blocks[j].kind == "heading" or lead_tokens >= max_tokens
+                or (len(terms) > 1 and lead_tokens > max_tokens // 2)):
+            # no term here, or terms with no definition after them: plain blocks (a lead heading
+            # is glued to the first of them, as it always was). A run of terms that would leave a
+            # definition less than half a chunk (a synopsis spread over ten <dt> lines) sheds its
+            # first term as a plain block until the rest leaves room: the last terms, those next
+            # to the definition, stay with it
+            b = blocks[i]
+            pieces = _glued(text, lead, b, max_tokens, tok)
+            units.append([[p] for p in pieces])
+            i += 1
+            continue
+        label = "\n".join(text[b.start:b.end] for b in blocks[i:j]) + "\n\n"
+        k = j + 1
+        while k < n and blocks[k].kind not in ("term", "heading"):
+            k += 1
+        item = _glued(text, lead + terms, blocks[j], max_tokens, tok)
+        for b in blocks[j + 1:k]:
+            item.extend(_block_pieces(text, b, max_tokens, tok))
+        units.append([[item[0], *(_Piece(p.start, p.end, p.tokens, prefix=p.prefix or label) for p in item[1:])]])
+        i = k
+    return units
+
+
+def _pack_units(groups: Sequence[Sequence[Sequence[_Piece]]], max_tokens: int) -> list[tuple[int, int, int, str]]:
+    """Pack groups (sections) of units of pieces into (start, end, tokens, prefix) chunks: a group,
+    else a unit, starts a new chunk when it does not fit whole into the current one but would fit
+    into an empty one; pieces fill chunks greedily."""
     chunks: list[tuple[int, int, int, str]] = []
     cur: list[_Piece] = []
     cur_tokens = 0
@@ -132,25 +205,20 @@ def _pack(groups: Sequence[Sequence[_Piece]], max_tokens: int) -> list[tuple[int
         cur, cur_tokens = [], 0
 
     for group in groups:
-        total = sum(p.tokens for p in group)
+        total = sum(p.tokens for unit in group for p in unit)
         if cur and cur_tokens + total > max_tokens:
             flush()
-        for piece in group:
-            if cur and cur_tokens + piece.tokens > max_tokens:
+        for unit in group:
+            size = sum(p.tokens for p in unit)
+            if cur and len(unit) > 1 and cur_tokens + size > max_tokens >= size:
                 flush()
-            cur.append(piece)
-            cur_tokens += piece.tokens
+            for piece in unit:
+                if cur and cur_tokens + piece.tokens > max_tokens:
+                    flush()
+                cur.append(piece)
+                cur_tokens += piece.tokens
     flush()
     return chunks
-
-
-def _sections(blocks: list[Block]) -> list[list[Block]]:
-    sections: list[list[Block]] = [[]]
-    for b in blocks:
-        if b.kind == "heading" and sections[-1]:
-            sections.append([])
-        sections[-1].append(b)
-    return [s for s in sections if s]
 
 
 def _spans(doc: Document, params: ChunkingParams, tok: TokenCounter, blocks: list[Block]):
@@ -159,25 +227,13 @@ def _spans(doc: Document, params: ChunkingParams, tok: TokenCounter, blocks: lis
         return [(p.start, p.end, p.tokens, "") for p in _token_windows(
             text, 0, len(text), params.max_tokens, tok, stride=params.max_tokens - params.overlap)]
     if params.name == "heading":
-        groups = []
-        for sec in _sections(blocks):
-            pieces: list[_Piece] = []
-            for i, b in enumerate(sec):
-                if i == 1 and sec[0].kind == "heading" and len(pieces) == 1:
-                    # Glue a heading to what follows it (a chunk holding only a title answers
-                    # nothing): the first block gets the budget left after the heading.
-                    head = pieces.pop()
-                    budget = max(1, params.max_tokens - head.tokens)
-                    rest = _block_pieces(text, b, budget, tok)
-                    pieces.append(_Piece(head.start, rest[0].end, head.tokens + rest[0].tokens))
-                    pieces.extend(rest[1:])
-                else:
-                    pieces.extend(_block_pieces(text, b, params.max_tokens, tok))
-            groups.append(pieces)
-        return _pack(groups, params.max_tokens)
-    # paragraph: every block its own group, headings included as plain blocks
-    groups = [_block_pieces(text, b, params.max_tokens, tok) for b in blocks]
-    return _pack(groups, params.max_tokens)
+        groups = [[u for per_block in _units(text, sec, params.max_tokens, tok, lead_heading=True) for u in per_block]
+                  for sec in _sections(blocks)]
+        return _pack_units(groups, params.max_tokens)
+    # paragraph: every block its own group, headings included as plain blocks; a definition item
+    # (terms and their definition) is one group
+    groups = _units(text, blocks, params.max_tokens, tok, lead_heading=False)
+    return _pack_units(groups, params.max_tokens)
 
 
 def breadcrumb(doc: Document, blocks: list[Block], offset: int) -> str:

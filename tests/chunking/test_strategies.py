@@ -15,6 +15,8 @@ PARAMS = [ChunkingParams("heading", 40), ChunkingParams("heading", 200), Chunkin
 md_line = st.one_of(
     st.builds(lambda lvl, t: "#" * lvl + " " + t, st.integers(1, 4), st.text("abc work_mem 23505", min_size=1, max_size=20)),
     st.just("```"), st.just("| a | b |"), st.just(""), st.just("  ```"),
+    # definition-list terms (a bold line), long ones included: glued to what follows when there is room
+    st.builds(lambda t: f"**{t}**", st.text("abc work_mem -x ", min_size=1, max_size=120).map(str.strip).filter(bool)),
     st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r"), max_size=120),
 )
 
