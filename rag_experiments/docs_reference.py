@@ -800,6 +800,14 @@ def metric_families() -> list[MetricFamily]:
                      "the 95% bootstrap interval (`eval.bootstrap_samples` resamples of the cases, seed "
                      "`eval.seed`) of the objective; of every measure and segment with "
                      "`tracking.log_intervals=true` (always in the intervals.json artifact)."),
+        MetricFamily("judge_corrected_<measure>, judge_corrected_<measure>.ci_low, judge_corrected_<measure>.ci_high",
+                     rf"judge_corrected_{measure}(?:\.ci_(?:low|high))?",
+                     "the headline measure corrected for the machine judges' errors by people's verdicts on every "
+                     "machine-judged pair of a random sample of cases (`rag-exp golden spotcheck --cases N`, from 30 "
+                     "cases), with its 95% interval (prediction-powered inference over cases); logged only when such "
+                     "a sample exists; the sampled cases' values under people's labels are in judge_corrected.json."),
+        MetricFamily("judge_corrected.cases", r"judge_corrected\.cases",
+                     "the people-checked cases of that sample the run scored."),
     ]
     for name in RESULT_EXTRAS:
         fam.append(MetricFamily(name, re.escape(name), RESULT_TEXT.get(name, "")))

@@ -72,6 +72,10 @@ def test_a_run_logs_the_judge_corrected_metrics_beside_its_own(project, mini_gol
         assert m[f"judge_corrected_{name}"] == pytest.approx(truth[name], abs=1e-9), name
         assert m[f"judge_corrected_{name}.ci_low"] <= truth[name] <= m[f"judge_corrected_{name}.ci_high"]
     assert m["judge_corrected.cases"] == 10
+    from rag_experiments import docs_reference as D
+
+    undocumented = [n for n in m if n.startswith("judge_corrected") and D.metric_family(n) is None]
+    assert not undocumented, undocumented  # docs/reference/metrics.md names them
     art = read_judge_corrected(run_id)
     assert len(art["cases"]) == 10 and set(art["human_per_case"]) == set(art["cases"])
     assert art["estimates"]["mrr_at_10"]["uncorrected"] == pytest.approx(m["mrr_at_10"])
