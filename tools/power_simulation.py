@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         scenarios.append(("vector -> hybrid, recall_at_5", _pool(vec, hyb, "recall_at_5")))
         scenarios.append(("vector -> hybrid, ndcg_at_10", _pool(vec, hyb, "ndcg_at_10")))
         scenarios.append(("vector -> hybrid, hit_at_5", _pool(vec, hyb, "hit_at_5")))
-        scenarios.append(("hybrid -> copy +20/-13 cases, recall_at_5", _injected(hyb, "recall_at_5", 20, 13, args.seed)))
+        scenarios.append(("hybrid -> copy +20/-5 cases, recall_at_5", _injected(hyb, "recall_at_5", 20, 5, args.seed)))
         if ids["hybrid_rerank"]:
             rr = _per_case(ids["hybrid_rerank"])
             scenarios.append(("hybrid -> hybrid_rerank, ndcg_at_10", _pool(hyb, rr, "ndcg_at_10")))

@@ -86,7 +86,7 @@ def rows(base, other, metrics: list[str], delta: float, alpha: float, power: flo
             est = estimate(a, b, alpha, power)
             out.append({"metric": m, "segment": "all" if seg is None else seg.value, "n": est.n,
                         "delta": est.delta, "sd": est.sd, "differing": est.differing, "mde": est.mde,
-                        "power_at_delta": predicted_power(delta, est.sd, est.n, alpha) if est.differing else None,
+                        "power_at_delta": predicted_power(delta, est.sd, est.n, alpha, est.step) if est.differing else None,
                         "n_for_delta": est.n_for(delta), "n_for_observed": est.n_for_delta})
     return out
 

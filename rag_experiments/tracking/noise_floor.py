@@ -174,8 +174,8 @@ def floor_for(runs: Sequence, root: Path | None = None) -> tuple[NoiseFloor | No
 
 def within_line(key: str, title: str, delta: float | None, floor: NoiseFloor | None) -> str | None:
     """'recall@5: Δ-0.004 is within the HNSW noise floor (±0.009, ...)' when it is; else None."""
-    if floor is None or delta is None or (isinstance(delta, float) and math.isnan(delta)):
-        return None
+    if floor is None or delta is None or (isinstance(delta, float) and math.isnan(delta)) or abs(delta) < 1e-12:
+        return None  # no floor, or no difference to explain
     f = floor.floor(key)
     if f is None or abs(delta) > f + 1e-12:
         return None
