@@ -200,6 +200,7 @@ class CaseSample:
     machine_pairs: int  # machine pairs in all live cases
     next_case: str | None = None  # the first case of the order that is not complete: the sample stops there
     next_missing: int = 0  # its machine pairs without a verdict
+    to_minimum: int = 0  # machine pairs without a verdict in the first MIN_CASE_SAMPLE cases of the order
 
     @property
     def pairs_per_case(self) -> float:
@@ -208,7 +209,8 @@ class CaseSample:
     def to_json(self) -> dict:
         n, big_n = len(self.cases), self.n_all
         out = {"cases": n, "of_cases": big_n, "pairs": self.pairs, "machine_pairs": self.machine_pairs,
-               "case_seed": CASE_SEED, "next_case": self.next_case, "next_missing": self.next_missing}
+               "case_seed": CASE_SEED, "next_case": self.next_case, "next_missing": self.next_missing,
+               "min_cases": MIN_CASE_SAMPLE, "pairs_to_min_cases": self.to_minimum}
         half = halve_judge_part(n, big_n)
         if half is not None:
             out.update({"cases_to_halve": half, "more_cases_to_halve": half - n,
@@ -243,7 +245,9 @@ def case_sample(records: list[Record] | tuple[Record, ...], checks: list[dict], 
         by_case.setdefault(j.case_id, []).append(j)
     verdicts = human_verdicts(checks)
     cases, grades, pairs, stop, missing = [], {}, 0, None, 0
-    for cid in order_cases(live, seed):
+    order = order_cases(live, seed)
+    to_minimum = sum(j.id not in verdicts for cid in order[:MIN_CASE_SAMPLE] for j in by_case.get(cid, []))
+    for cid in order:
         js = by_case.get(cid, [])
         unchecked = [j for j in js if j.id not in verdicts]
         if unchecked:
@@ -252,7 +256,8 @@ def case_sample(records: list[Record] | tuple[Record, ...], checks: list[dict], 
         cases.append(cid)
         grades.update({j.id: VERDICTS[verdicts[j.id]] for j in js})
         pairs += len(js)
-    return CaseSample(tuple(cases), grades, pairs, len(live), sum(len(v) for v in by_case.values()), stop, missing)
+    return CaseSample(tuple(cases), grades, pairs, len(live), sum(len(v) for v in by_case.values()), stop, missing,
+                      to_minimum)
 
 
 def case_todo(records, checks: list[dict], n_cases: int, pair_seed: int = DEFAULT_SEED) -> tuple[list[Judgement], int]:
@@ -498,6 +503,7 @@ def print_report(result: dict, console: Any) -> None:
 
     if not result["n"]:
         console.print("No spot-checked pairs yet.")
+        print_case_sample(result.get("case_sample"), console)
         return
     kappa = "undefined" if result["kappa"] is None else f"{result['kappa']:.3f}"
     status = "[green]validated[/]" if result["validated"] else "[yellow]not validated[/]"
@@ -535,9 +541,10 @@ def print_case_sample(cs: dict | None, console: Any) -> None:
         line += f"; it stops at case {cs['next_case']} ({cs['next_missing']} pair(s) unchecked)"
     console.print(line, markup=False)
     if n < MIN_CASE_SAMPLE:
-        console.print(f"  runs log a judge-corrected estimate from {MIN_CASE_SAMPLE} cases: "
-                      f"rag-exp golden spotcheck --cases {max(MIN_CASE_SAMPLE, n + 1)}", markup=False)
-    if cs.get("cases_to_halve") is not None:
+        console.print(f"  runs log a judge-corrected estimate from {MIN_CASE_SAMPLE} cases: {cs['pairs_to_min_cases']} "
+                      f"unchecked pair(s) in the first {MIN_CASE_SAMPLE}: rag-exp golden spotcheck --cases "
+                      f"{MIN_CASE_SAMPLE}", markup=False)
+    elif cs.get("cases_to_halve") is not None:
         console.print(f"  to halve the judge's part of the corrected intervals: {cs['more_cases_to_halve']} more cases "
                       f"(~{cs['more_pairs_to_halve']} more pairs at {cs['machine_pairs'] / big_n:.1f} machine pairs "
                       f"per case): rag-exp golden spotcheck --cases {cs['cases_to_halve']}", markup=False)

@@ -99,6 +99,7 @@ def test_the_sample_is_the_complete_prefix_of_the_case_order(golden):
     assert [idx[c] for c in s.cases] == order[:5]  # stops at the first incomplete case
     assert s.next_case == new_id("c", order[5]) and s.next_missing == 2
     assert s.pairs == 10 and s.n_all == N and s.machine_pairs == 2 * N
+    assert s.to_minimum == 2 * (30 - 8)  # 8 of the first 30 cases are checked
     assert s.grades[new_id("j", order[0], 1)] == (0 if order[0] % 2 == 0 else 2)
 
 
@@ -119,7 +120,9 @@ def test_spotcheck_cases_asks_every_pair_of_a_case_and_a_skipped_pair_again(gold
     assert again["case_sample"]["cases"] == 3 and again["case_sample"]["pairs"] == 6
     out = console.file.getvalue()
     assert "Case sample (judge-corrected metrics): 3 of 40 cases" in out
-    assert "rag-exp golden spotcheck --cases 30" in out  # below the minimum for a corrected interval
+    # below the minimum for a corrected interval: the 27 other cases of the first 30 hold 54 unchecked pairs
+    assert "from 30 cases: 54 unchecked pair(s) in the first 30: rag-exp golden spotcheck --cases 30" in out
+    assert "to halve" not in out
 
 
 def test_report_says_how_many_more_cases_halve_the_judge_part(golden):
