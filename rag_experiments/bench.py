@@ -19,6 +19,11 @@ Sections (one table, with the machine described):
   queries, and requests/s of ``mlflow models serve`` with 1 worker;
 * evaluation wall time on the demo golden set per variant: cold (caches empty), warm (same
   config again), and a marginal sweep point (only ``rrf_k`` changed);
+* the HNSW noise floor (``noise``): the default strategy's HNSW index built ``--noise-builds`` times,
+  the golden set run on each build with ``retrieval.vector.search=hnsw`` (``--noise-variant``), every
+  pair of builds compared case by case; the floor (largest |Δ of the mean| per metric and query kind)
+  is written to ``experiments/noise_floor.json``, where promote and the gate read it
+  (``--only noise`` runs this section alone);
 * metric computation against ranx on the same qrels and run;
 * peak RSS of a default run (measured in a child process);
 * the 100-point sweep ``python run.py -m "fusion.rrf_k=range(5,105,5)"
@@ -402,6 +407,65 @@ def bench_evaluation(url: str, settings, table: Table) -> None:
     conn.close()
 
 
+NOISE_METRICS = ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10")
+
+
+def bench_noise(url: str, settings, table: Table, builds: int = 4, variant: str = "hybrid",
+                write: bool = True) -> None:
+    """The HNSW noise floor (issue 45): the default strategy's HNSW index dropped and built again
+    ``builds`` times (pgvector draws each node's layer at random: every build is another graph), the
+    golden set run on each with ``retrieval.vector.search=hnsw``, and every pair of builds compared
+    case by case. Rows: cases whose lists moved, per metric the largest |Δ of the mean| (the floor) and
+    the most cases that differed. The floor is recorded in ``experiments/noise_floor.json`` of the
+    project (tracking.noise_floor), where promote and the gate read it."""
+    from datetime import datetime, timezone
+
+    from .chunk_index import ensure_hnsw_index, hnsw_index_name
+    from .db.connect import connect
+    from .experiment import run_experiment
+    from .tracking.noise_floor import NoiseFloor, measure, write_floor
+
+    if builds < 2:
+        return
+    r = settings.retrieval
+    s = replace(settings, retrieval=replace(r, variant=variant, vector=replace(r.vector, search="hnsw")))
+    tables, result = [], None
+    for i in range(builds):
+        c = connect(url)
+        if result is not None:  # the first run builds it (ingest); then drop it and build it again
+            sid, dim = result.strategy.strategy_id, result.strategy.dim
+            with c.transaction():
+                c.execute(f'DROP INDEX IF EXISTS "{hnsw_index_name(sid, r.hnsw)}"')
+                ensure_hnsw_index(c, sid, dim, r.hnsw)
+            c.execute("ANALYZE chunks")
+        _forget_in_process_caches()
+        t = time.perf_counter()
+        result = run_experiment(s, c)
+        c.close()
+        tables.append(result.eval.per_case)
+        table.add("noise", f"{variant}, HNSW build {i + 1} of {builds}: recall@5 / MRR@10 / nDCG@10 (run s)",
+                  " / ".join(f"{result.eval.per_case[m].mean():.4f}" for m in ("recall_at_5", "mrr_at_10", "ndcg_at_10"))
+                  + f" ({time.perf_counter() - t:.1f})")
+    metrics = [m for m in NOISE_METRICS if m in tables[0]]
+    noise, moved = measure(tables, metrics)
+    n = len(tables[0])
+    pairs = builds * (builds - 1) // 2
+    table.add("noise", f"cases whose metrics moved between two builds (most over {pairs} pairs)", f"{moved} of {n}")
+    for m in metrics:
+        mn = noise[m]
+        table.add("noise", f"{m}: noise floor = largest |Δ mean| between two builds; mean |Δ|; most cases differing",
+                  f"{mn.floor:.4f}; {mn.mean_abs_delta:.4f}; {mn.max_cases_differ}")
+    if write:
+        hnsw = {"m": r.hnsw.m, "ef_construction": r.hnsw.ef_construction, "ef_search": r.hnsw.ef_search}
+        from .golden.versions import GoldenVersion
+
+        golden = GoldenVersion.of(result.golden).tags().get("golden_sha256", "")
+        entry = NoiseFloor(result.strategy.strategy_id, variant, hnsw, golden, settings.corpus.name, builds, n,
+                           datetime.now(timezone.utc).replace(microsecond=0).isoformat(), noise, moved)
+        path = write_floor(entry)
+        table.add("noise", "recorded for promote and the gate", str(path))
+
+
 def bench_metrics(table: Table, n_queries: int = 2000) -> None:
     import random
 
@@ -568,13 +632,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strategies", default="heading,fixed,paragraph", help="chunkings to ingest cold")
     ap.add_argument("--queries", type=int, default=100, help="queries for the latency section")
     ap.add_argument("--skip", default="",
-                    help="sections to skip: ingest,bm25,latency,serving,eval,metrics,external,memory,sweep")
+                    help="sections to skip: ingest,bm25,latency,serving,eval,noise,metrics,external,memory,sweep")
+    ap.add_argument("--only", default="", help="run only these sections (comma-separated), e.g. noise")
+    ap.add_argument("--noise-builds", type=int, default=4,
+                    help="HNSW builds for the noise floor (every pair compared; default 4: 6 pairs)")
+    ap.add_argument("--noise-variant", default="hybrid", help="variant whose noise floor is measured (default: hybrid)")
     ap.add_argument("--sweep-repeats", type=int, default=3, help="runs of the 100-point sweep (median reported)")
     ap.add_argument("--serving-queries", type=int, default=30, help="queries for the serving section")
     ap.add_argument("--corpus", default="demo", help="corpus folder of .md files (default: the shipped demo)")
     ap.add_argument("--corpus-name", default=None, help="its corpus name (default: the folder name)")
     args = ap.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
+    sections = {"ingest", "bm25", "latency", "serving", "eval", "noise", "metrics", "external", "memory", "sweep"}
+    only = set(filter(None, args.only.split(",")))
+    if only - sections:
+        from .errors import UserError
+
+        raise UserError(f"--only: unknown section {', '.join(sorted(only - sections))}",
+                        hint="sections: " + ",".join(sorted(sections)))
+    if only:
+        skip |= sections - only
 
     from .session import compose_settings
     from .corpus.loader import load_corpus
@@ -608,6 +685,10 @@ def main(argv: list[str] | None = None) -> int:
         embedder = load_embedder()
         if "ingest" not in skip:
             bench_ingest(conn, docs, embedder, [s for s in args.strategies.split(",") if s], table)
+        if only == {"noise"}:  # the noise floor alone: its runs ingest the default strategy themselves
+            conn.close()
+            bench_noise(url, settings, table, args.noise_builds, args.noise_variant)
+            return _finish(table)
         rep = ingest(conn, docs, settings.chunking, embedder, settings.retrieval.hnsw, shipped_vectors=False)
         strategy = strategy_info(conn, rep.strategy_id, settings.retrieval.hnsw)
         if "bm25" not in skip:
@@ -629,6 +710,8 @@ def main(argv: list[str] | None = None) -> int:
             bench_serving(url, queries[: args.serving_queries], table, corpus_overrides)
         if "eval" not in skip:
             bench_evaluation(url, settings, table)
+        if "noise" not in skip:
+            bench_noise(url, settings, table, args.noise_builds, args.noise_variant)
         if "metrics" not in skip:
             bench_metrics(table)
         if "external" not in skip:
@@ -640,6 +723,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         with psycopg.connect(admin, autocommit=True) as c:
             c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    return _finish(table)
+
+
+def _finish(table: Table) -> int:
     print("\n" + f"machine: {_machine()}\n\n" + table.render())
     return 0
 
