@@ -815,6 +815,10 @@ def metric_families() -> list[MetricFamily]:
         MetricFamily("retrieval.failed_queries", r"retrieval\.failed_queries",
                      "queries whose retrieval failed (an API error of that query): excluded from the measures, "
                      "never scored as misses; listed in retrieval_failures.json."),
+        MetricFamily("golden.unanswered_queries", r"golden\.unanswered_queries",
+                     "production queries recorded without evidence (`rag-exp golden import-queries`) that no "
+                     "label has found a relevant passage for yet: kept, not scored, listed in golden_excluded.json "
+                     "(logged only when there are some)."),
         MetricFamily("retrieval.harness_ms_per_query", r"retrieval\.harness_ms_per_query",
                      "a team's system (retrieval=external/http/stored): the time this tool spent per query "
                      "around the system's own call (placing passages, caching)."),

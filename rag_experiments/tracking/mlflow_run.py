@@ -220,6 +220,9 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
     metrics.update(getattr(result, "external", {}))  # a team's system: alignment.*, its own latency
     failed = getattr(result, "failed", {})
     metrics["retrieval.failed_queries"] = float(len(failed))  # excluded from the metrics, never scored as misses
+    unanswered = getattr(result.eval, "unanswered", ())  # imported queries no label answers yet: not scored
+    if unanswered:
+        metrics["golden.unanswered_queries"] = float(len(unanswered))
     tables = {}
     if log_per_case and not result.eval.per_case.empty:
         tables["per_case.json"] = per_case_for_mlflow(result.eval.per_case)
@@ -245,8 +248,9 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
             files.update({path: table_json(frame) for path, frame in tables.items()})
             files.update(run_file_artifact(result, run_name))
             files[R.DIAGNOSTICS_ARTIFACT] = dict_json(diag)
-            if result.eval.excluded:
-                files["golden_excluded.json"] = dict_json({"all_stale_cases": list(result.eval.excluded)})
+            if result.eval.excluded or unanswered:
+                files["golden_excluded.json"] = dict_json({"all_stale_cases": list(result.eval.excluded),
+                                                           "unanswered_cases": list(unanswered)})
             if failed:
                 files["retrieval_failures.json"] = dict_json({"failed_cases": failed})
             files["corpus_manifest.json"] = dict_json(result.corpus_manifest)

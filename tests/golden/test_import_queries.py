@@ -188,3 +188,30 @@ def test_only_production_cases_may_lack_evidence(tmp_path):
         GoldenFile(tmp_path / "g.jsonl").append([rec])
     with pytest.raises(GoldenSetError, match="'stratum' must be a non-empty string"):
         GoldenFile(tmp_path / "g.jsonl").append([{**rec, "kind": "production", "stratum": 3}])
+
+
+def test_a_real_run_leaves_unanswered_queries_out_and_logs_their_count(project, mini_golden):
+    """A run on a golden set holding imported queries nobody labelled yet: scored on the other
+    cases, the count logged (golden.unanswered_queries), the ids in golden_excluded.json."""
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    from rag_experiments.config import settings_from_cfg
+    from rag_experiments.experiment import run_experiment
+    from rag_experiments.pipeline import log_result
+
+    from ..test_config import _compose
+    from ..test_pipeline import _mini_overrides
+
+    before = len(load_golden(mini_golden).scorable)
+    log = project / "q.txt"
+    log.write_text("what is the meaning of life\nwhere is the cafeteria\n", encoding="utf-8")
+    iq.import_queries(mini_golden, log, size=2)
+    cfg = _compose(_mini_overrides(mini_golden, "tracking.plots=false"))
+    result = run_experiment(settings_from_cfg(cfg))
+    assert result.eval.n_cases == before and len(result.eval.unanswered) == 2
+    run_id = log_result(result, cfg, "imported")
+    mlflow.set_tracking_uri(f"sqlite:///{project / 'mlruns' / 'mlflow.db'}")
+    assert MlflowClient().get_run(run_id).data.metrics["golden.unanswered_queries"] == 2.0
+    excluded = mlflow.artifacts.load_dict(f"runs:/{run_id}/golden_excluded.json")
+    assert sorted(excluded["unanswered_cases"]) == sorted(result.eval.unanswered)
