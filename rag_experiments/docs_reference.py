@@ -808,6 +808,14 @@ def metric_families() -> list[MetricFamily]:
                      "a sample exists; the sampled cases' values under people's labels are in judge_corrected.json."),
         MetricFamily("judge_corrected.cases", r"judge_corrected\.cases",
                      "the people-checked cases of that sample the run scored."),
+        MetricFamily("ipw_recall_at_<k>, ipw_recall_at_<k>.ci_low, ipw_recall_at_<k>.ci_high, ipw_recall_at_<k>.se",
+                     r"ipw_recall_at_\d+(?:\.ci_(?:low|high)|\.se)?",
+                     "labels drawn by `rag-exp golden label --sample N` / `--budget USD`: recall@k as it would be "
+                     "with the whole pool judged, estimated from the sample (whole cases: difference estimator; "
+                     "pairs: inverse-probability weighting), with its 95% label-sampling interval; logged only "
+                     "when judgements carry a sampling design."),
+        MetricFamily("ipw.sampled_units, ipw.population", r"ipw\.(?:sampled_units|population)",
+                     "that sample's drawn units (cases, or pairs) and the population they were drawn from."),
     ]
     for name in RESULT_EXTRAS:
         fam.append(MetricFamily(name, re.escape(name), RESULT_TEXT.get(name, "")))

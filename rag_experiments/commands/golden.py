@@ -136,7 +136,9 @@ def register(subparsers: Any) -> None:
         "a pipe; each verdict is appended at once, so quitting or a kill loses nothing and a rerun offers only "
         "what is left), or through a blind CSV (--export, then --import). The labels are `judge.kind: human` "
         "with --labeller's name; a passage repeated in another document (the same text) is offered once and "
-        "the verdict written for both (applied_from).")
+        "the verdict written for both (applied_from). With --sample N (or --budget USD) only a random sample "
+        "is judged (whole cases by default, or pairs within rank strata), the design recorded with each "
+        "judgement; runs scored on it log recall@k estimates with intervals (ipw_recall_at_k).")
     golden_arg(sp)
     sp.add_argument("-k", type=int, default=20, help="hits per case to judge (default: 20); with --pool/--sweep: "
                     "each run's top k enters the pool")
@@ -149,6 +151,23 @@ def register(subparsers: Any) -> None:
                     help="with --pool/--sweep: pool these runs to their own depth N instead of -k (TREC's "
                     "depth per run when the budget is tight: a priority run deeper, a cheap one shallower)")
     sp.add_argument("--dry-run", action="store_true", help="show the pairs to judge and the estimate, call nothing")
+    sampled = sp.add_argument_group(
+        "sampled labelling (judge a random sample of the pairs; runs scored on it get estimates with intervals)")
+    size = sampled.add_mutually_exclusive_group()
+    size.add_argument("--sample", type=int, metavar="N", default=None,
+                      help="judge about N of the pairs, drawn at random (--sample-unit); each judgement records "
+                      "the design; rerunning with the same seed judges nothing twice, a larger N extends the sample")
+    size.add_argument("--budget", type=float, metavar="USD", default=None,
+                      help="judge as many sampled pairs as the cost estimate allows for USD (LLM judge only)")
+    sampled.add_argument("--sample-unit", choices=("case", "pair"), default="case",
+                         help="case (default): draw whole cases, every pair of each drawn case judged (exactly "
+                         "unbiased, intervals that hold); pair: draw pairs within rank strata (--strata; fewer "
+                         "labels per case, but recall's intervals undercover when cases have few relevant "
+                         "passages: measured by tools/sampled_labels.py)")
+    sampled.add_argument("--seed", type=int, default=13, help="the sample's seed (default: 13)")
+    sampled.add_argument("--strata", default=None, metavar="RANKS",
+                         help="with --sample-unit pair: rank strata, contiguous from 1 (default: 1-5,6-10,11-20; the "
+                         "last takes every rank past it); a pooled pair's rank is its best in the pool")
     hand = sp.add_argument_group("by hand (a person judges; no LLM, no API key)")
     hand.add_argument("--by-hand", action="store_true",
                       help="label the pairs yourself in the terminal: y=YES p=PART n=NO s=skip q=quit, then Enter")
@@ -530,13 +549,14 @@ def _pool_hits(args: argparse.Namespace, docs=None):
     return (lambda q: by_query.get(q, [])), definition
 
 
-def _pool_plan(args: argparse.Namespace, price):
+def _pool_plan(args: argparse.Namespace, price, spec=None):
     """The labelling plan of a pool of runs (rag_experiments.tracking.pool): no retrieval."""
     from ..golden.label import plan_labelling
 
     retrieve, definition = _pool_hits(args)
     return plan_labelling(args.golden, retrieve, k=10**9, model=args.model, batch=args.batch,
-                          retry_failed=args.retry_malformed, price=price, pool=definition, provider=args.provider)
+                          retry_failed=args.retry_malformed, price=price, pool=definition, provider=args.provider,
+                          sample=spec, source=definition)
 
 
 def _label_by_hand(args: argparse.Namespace) -> int:
@@ -552,16 +572,21 @@ def _label_by_hand(args: argparse.Namespace) -> int:
         report = hl.import_csv(args.golden, args.import_csv, docs, labeller=labeller)
         _say(console, report.summary(args.import_csv) + f"; labeller {labeller}")
         return 0
+    spec = _sample_spec(args)
     if args.pool or args.sweep:
         retrieve, definition = _pool_hits(args, docs)
-        plan = hl.plan_hand_labelling(args.golden, retrieve, k=10**9, pool=definition)
+        plan = hl.plan_hand_labelling(args.golden, retrieve, k=10**9, pool=definition, sample=spec,
+                                      source=definition)
     else:
         session = _open_session(args.overrides)
         try:  # an external passage that could not be placed in the corpus has no span to judge: skipped
             plan = hl.plan_hand_labelling(args.golden, lambda q: [h for h in session.search(q, args.k)
-                                                                  if h["doc_hash"]], k=args.k)
+                                                                  if h["doc_hash"]], k=args.k, sample=spec,
+                                          source=_sample_source(args))
         finally:
             session.close()
+    if plan.sample is not None:
+        _say(console, plan.sample.describe(), soft_wrap=True)
     _say(console, f"{plan.cases} cases: {len(plan.offers)} passage(s) to label by hand ({plan.pairs} (case, passage) "
                   f"pairs with near-duplicates); skipped: {_counter_line(plan.skipped)}")
     if args.dry_run:
@@ -581,11 +606,37 @@ def _label_by_hand(args: argparse.Namespace) -> int:
     return 130 if report.interrupted else 0
 
 
+def _sample_spec(args: argparse.Namespace):
+    """--sample / --budget / --seed / --strata as a SampleSpec (None: judge every pair)."""
+    from ..golden.label import DEFAULT_STRATA, SampleSpec
+
+    if args.sample is None and args.budget is None:
+        if args.strata is not None:
+            raise UserError("--strata goes with --sample N or --budget USD", hint="add --sample N")
+        return None
+    if args.budget is not None and (args.by_hand or args.export is not None):
+        raise UserError("--budget prices LLM requests; a person's labels have no price",
+                        hint="use --sample N with --by-hand")
+    if args.strata is not None and args.sample_unit != "pair":
+        raise UserError("--strata are rank ranges of pairs: they go with --sample-unit pair",
+                        hint="add --sample-unit pair, or drop --strata (whole cases are drawn)")
+    return SampleSpec(n=args.sample, budget=args.budget, seed=args.seed, strata=args.strata or DEFAULT_STRATA,
+                      unit=args.sample_unit)
+
+
+def _sample_source(args: argparse.Namespace) -> dict:
+    """What a sample of the configured retriever's top k was drawn from (part of its id)."""
+    return {"retrieve": list(args.overrides or []), "k": args.k}
+
+
 def cmd_label(args: argparse.Namespace) -> int:
     from ..golden.label import plan_labelling, run_labelling
 
     if args.k < 1:
         raise ConfigError(f"-k must be >= 1, got {args.k}")
+    if args.import_csv is not None and (args.sample is not None or args.budget is not None):
+        raise UserError("--import records the sheet's verdicts with the design they were exported with; "
+                        "--sample / --budget go with --export", hint="drop --sample / --budget")
     if args.per_run_depth and not (args.pool or args.sweep):
         raise UserError("--per-run-depth needs a pool", hint="add --pool RUN_ID ... or --sweep PARENT_ID")
     if args.by_hand or args.export is not None or args.import_csv is not None:
@@ -596,17 +647,22 @@ def cmd_label(args: argparse.Namespace) -> int:
     _check_llm_args(args)
     console = _console()
     price = _resolve_llm(args)
+    spec = _sample_spec(args)
     if args.pool or args.sweep:
-        plan = _pool_plan(args, price)
+        plan = _pool_plan(args, price, spec)
     else:
         session = _open_session(args.overrides)
         try:
             # an external passage that could not be placed in the corpus has no span to judge: skipped
             plan = plan_labelling(args.golden, lambda q: [h for h in session.search(q, args.k) if h["doc_hash"]],
                                   k=args.k, model=args.model, batch=args.batch,
-                                  retry_failed=args.retry_malformed, price=price, provider=args.provider)
+                                  retry_failed=args.retry_malformed, price=price, provider=args.provider,
+                                  sample=spec, source=_sample_source(args))
         finally:
             session.close()
+    if plan.sample is not None:
+        _say(console, plan.sample.describe() + (f"; budget ${plan.sample.budget:.2f}" if plan.sample.budget else ""),
+             soft_wrap=True)
     _say(console, f"{plan.cases} cases, {len(plan.jobs)} (case, passage) pairs to judge; skipped: "
                   f"{_counter_line(plan.skipped)}")
     _say(console, f"already judged (checkpoint {plan.checkpoint_path}): {plan.already_done}; "

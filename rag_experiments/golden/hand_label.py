@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import csv
 import getpass
+import json
 import os
 import re
 import signal
@@ -53,7 +54,7 @@ from typing import Any, Callable, Mapping, Sequence, TextIO
 from ..errors import UserError
 from .fuzzy import guard_tokens, similarity
 from .golden_file import GoldenFile
-from .label import Pair, already_judged, candidate_pairs
+from .label import Pair, already_judged, candidate_pairs, sampled_pairs
 from .records import new_id
 from .resolve import current, load_golden
 from .normalise import normalised
@@ -115,6 +116,7 @@ class HandPlan:
     skipped: dict[str, int]
     applied: tuple[dict, ...]  # records for pairs whose near-duplicate a person already judged
     pool: dict | None = None
+    sample: Any = None  # --sample N: the design drawn (label.SampleDraw); each pair carries its part
 
     @property
     def pairs(self) -> int:
@@ -132,11 +134,16 @@ def _human_verdicts(records: Sequence) -> dict[str, list[dict]]:
 
 
 def plan_hand_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]], *, k: int,
-                        pool: dict | None = None) -> HandPlan:
+                        pool: dict | None = None, sample: Any = None, source: Any = None) -> HandPlan:
     """The passages to offer, grouped into near-duplicates, and the records of pairs an earlier
-    human verdict on the same text already answers."""
+    human verdict on the same text already answers. ``sample`` (label.SampleSpec): offer the pairs
+    of a stratified random sample only (:func:`.label.sampled_pairs`, the LLM judge's draw)."""
     golden = load_golden(golden_path)
-    pairs, skipped = candidate_pairs(golden, retrieve, k=k)
+    draw = None
+    if sample is not None:
+        pairs, skipped, draw = sampled_pairs(golden, retrieve, k=k, spec=sample, source=source, n=sample.n)
+    else:
+        pairs, skipped = candidate_pairs(golden, retrieve, k=k)
     skipped = Counter(skipped)
     earlier = _human_verdicts(golden.records)
     offers: list[Offer] = []
@@ -165,7 +172,7 @@ def plan_hand_labelling(golden_path: str | Path, retrieve: Callable[[str], list[
             by_case.setdefault(pair.case_id, []).append(len(offers))
             offers.append(Offer(pair))
     offers = [Offer(o.pair, tuple(dups.get(i, ()))) for i, o in enumerate(offers)]
-    return HandPlan(Path(golden_path), len(golden.cases), tuple(offers), dict(skipped), tuple(applied), pool)
+    return HandPlan(Path(golden_path), len(golden.cases), tuple(offers), dict(skipped), tuple(applied), pool, draw)
 
 
 def judgement(pair: Pair, verdict: str, judge: Mapping[str, Any], *, via: str, pool: dict | None = None,
@@ -191,6 +198,8 @@ def judgement(pair: Pair, verdict: str, judge: Mapping[str, Any], *, via: str, p
     if applied_from:
         rec["applied_from"] = applied_from  # the verdict was given on that judgement's passage
         rec["similarity"] = similarity
+    if pair.sample:  # drawn by --sample: the design evaluation weights it with
+        rec["sample"] = dict(pair.sample)
     return rec
 
 
@@ -340,10 +349,19 @@ def export_csv(plan: HandPlan, out: str | Path, doc_text: Callable[[str], str | 
                 also = "\n".join(f"{d.hit['source_uri']} {d.hit['start']}..{d.hit['end']}" for d, _ in o.duplicates)
                 w.writerow([o.pair_id, o.pair.case_id, queries.get(o.pair.case_id, o.pair.query), h["source_uri"],
                             h["start"], h["end"], before, h["text"], after, also, ""])
+        designs = {p.key: p.sample for o in plan.offers for p in (o.pair, *(d for d, _ in o.duplicates)) if p.sample}
+        if designs:  # kept out of the sheet (blind: a stratum is a rank range); --import reads it back
+            design_path(out).write_text(json.dumps(designs, sort_keys=True), encoding="utf-8")
     except OSError as exc:
         raise UserError(f"--export {out}: cannot write: {exc.strerror}",
                         hint="name a file in a folder you can write") from None
     return len(plan.offers)
+
+
+def design_path(csv_path: str | Path) -> Path:
+    """The sampling design of an exported sheet's pairs (``--sample`` with ``--export``): beside it."""
+    p = Path(csv_path)
+    return p.with_name(p.name + ".sample.json")
 
 
 _ALSO = re.compile(r"^(.*) (\d+)\.\.(\d+)$")
@@ -392,6 +410,13 @@ def import_csv(golden_path: str | Path, path: str | Path, docs: Sequence, *, lab
     by_uri.update({d.doc_id: d for d in docs if d.doc_id not in by_uri})
     judge = {"kind": "human", "name": labeller}
     report = ImportReport()
+    designs: dict = {}
+    if design_path(path).exists():  # exported from a sample: each pair's design goes into its record
+        try:
+            designs = json.loads(design_path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise UserError(f"{where0}: cannot read its sampling design {design_path(path)}: {exc}",
+                            hint="export the sample again") from None
 
     def pair_of(case_id: str, uri: str, start_s: str, end_s: str, where: str) -> Pair:
         doc = by_uri.get(uri)
@@ -404,7 +429,8 @@ def import_csv(golden_path: str | Path, path: str | Path, docs: Sequence, *, lab
         s, e = int(start_s), int(end_s)
         hit = {"doc_id": doc.doc_id, "source_uri": doc.source_uri, "start": s, "end": e, "text": doc.text[s:e],
                "doc_hash": doc.content_hash}
-        return Pair(f"{case_id}|{doc.doc_id}|{s}|{e}", case_id, cases[case_id].query, hit)
+        key = f"{case_id}|{doc.doc_id}|{s}|{e}"
+        return Pair(key, case_id, cases[case_id].query, hit, sample=designs.get(key))
 
     todo: list[tuple[Offer, str]] = []
     seen: set[str] = set()

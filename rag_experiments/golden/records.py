@@ -19,7 +19,8 @@ Record types (fields beyond the common ones):
     ``case_id``, ``span``, ``verdict`` (YES | PART | NO), ``judge`` (``kind``: llm | human |
     agent; ``model`` or ``name``; ``prompt_version``; for ``llm`` the ``provider``: anthropic |
     openai, absent in records written before providers existed, which are Anthropic's), optional ``reason`` and ``supersedes``
-    (the id of the judgement it replaces; a reason is then required). ``llm`` is the configured
+    (the id of the judgement it replaces; a reason is then required), optional ``sample`` (the pair
+    was drawn by ``rag-exp golden label --sample``: :class:`SampleDesign`; absent: judged with certainty). ``llm`` is the configured
     LLM judge (``rag-exp golden label``); ``agent`` is any other machine judge (an AI coding
     agent, a script, another model used by hand). Both are *machine judges*: their labels count
     as unvalidated until a human spot-check agrees (:mod:`.spotcheck`). Only ``human`` means a
@@ -115,6 +116,43 @@ def parse_span(obj: Any, where: str) -> Span:
         raise GoldenSetError(f"{where}: quote has {len(quote)} chars but the span is {end - start} chars")
     doc_id, source_uri = _need(obj, "doc_id", str, where), _need(obj, "source_uri", str, where)
     return Span(doc_id, source_uri, start, end, quote, _need(obj, "doc_hash", str, where))
+
+
+@dataclass(frozen=True)
+class SampleDesign:
+    """A judgement's optional ``sample`` field (``rag-exp golden label --sample``): the pair was drawn
+    by sample ``id`` (seed ``seed``) from stratum ``stratum`` of ``population`` units (``unit``: pairs,
+    or cases whose every pair is judged); ``inclusion`` is the stratum's sampling rate when it was
+    drawn (evaluation recounts it from the judged units: :mod:`rag_experiments.evaluation.sampled`).
+    Records without it were not sampled (pi = 1)."""
+
+    id: str
+    stratum: str
+    population: int
+    seed: int
+    inclusion: float
+    unit: str = "pair"  # pair: pairs drawn within rank strata; case: whole cases drawn (every pair of each)
+
+
+SAMPLE_UNITS = ("pair", "case")
+
+
+def parse_sample(obj: Any, where: str) -> SampleDesign:
+    if not isinstance(obj, dict):
+        raise GoldenSetError(f"{where}: must be an object")
+    sid, stratum = _need(obj, "id", str, where), _need(obj, "stratum", str, where)
+    population, seed = _need(obj, "population", int, where), _need(obj, "seed", int, where)
+    inclusion = _need(obj, "inclusion", (int, float), where)
+    if population < 1:
+        raise GoldenSetError(f"{where}: population must be >= 1, got {population}")
+    if isinstance(inclusion, bool) or not 0 < inclusion <= 1:
+        raise GoldenSetError(f"{where}: inclusion must be in (0, 1], got {inclusion!r}")
+    if not sid.strip() or not stratum.strip():
+        raise GoldenSetError(f"{where}: id and stratum must not be empty")
+    unit = obj.get("unit", "pair")
+    if unit not in SAMPLE_UNITS:
+        raise GoldenSetError(f"{where}: unit must be one of {', '.join(SAMPLE_UNITS)}, got {unit!r}")
+    return SampleDesign(sid, stratum, population, seed, float(inclusion), unit)
 
 
 @dataclass(frozen=True)
@@ -217,6 +255,8 @@ def parse_record(rec: Any, where: str) -> Record:
             raise GoldenSetError(f"{where}: judge.kind must be one of {', '.join(JUDGE_KINDS)}, got {kind!r}")
         if rec.get("supersedes") and not str(rec.get("reason", "")).strip():
             raise GoldenSetError(f"{where}: a judgement that supersedes another needs a 'reason'")
+        if "sample" in rec:
+            parse_sample(rec["sample"], f"{where}: sample")
         return Judgement(rid, case_id, span, verdict, kind, rec.get("supersedes") or None, raw=rec)
     if rtype == "retire":
         target = _need(rec, "target", str, where)

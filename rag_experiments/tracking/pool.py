@@ -76,7 +76,7 @@ def pooled_hits(runs: Sequence[RunView], k: int, docs: Sequence,
                         continue
                     merged.append({"chunk_id": h.chunk_id, "doc_id": d.doc_id, "source_uri": d.source_uri,
                                    "start": h.start, "end": h.end, "text": d.text[h.start:h.end],
-                                   "doc_hash": d.content_hash})
+                                   "doc_hash": d.content_hash, "rank": rank + 1})  # rank: its best in the pool
         out[case_id] = merged
     definition = {"runs": [r.id for r in runs], "k": k}
     if depths:

@@ -1,0 +1,179 @@
+"""Runs scored on sampled labels: recall@k as an estimate with an interval.
+
+When judgements of the golden set carry a sampling design (their ``sample`` field, written by
+``rag-exp golden label --sample N`` / ``--budget USD``), the plain metrics of a run stay what they
+always were (an unjudged hit is a miss) and these estimates of what recall@k would be with the
+whole pool judged are logged beside them: ``ipw_recall_at_<k>`` with ``.ci_low`` / ``.ci_high``
+(95%, the label-sampling interval; the cases are taken as given) and ``.se``.
+
+Two designs (:mod:`rag_experiments.stats.ipw` has the formulas):
+
+* ``unit: case`` (the default): whole cases were drawn at random and every pair of a drawn case
+  judged. Each case's recall on the labels without the sample (``base``), plus the
+  Horvitz-Thompson estimate of the correction the drawn cases show (:func:`.ipw.difference_mean`):
+  exactly unbiased, with an unbiased variance.
+* ``unit: pair``: pairs drawn within rank strata; a relevant pair found stands for ``1 / pi`` pairs
+  of its stratum (:func:`.ipw.ratio_mean_bootstrap`). A case's recall is then a ratio of two
+  small weighted counts, biased when cases have few relevant passages (one unsampled relevant pair
+  changes it a lot), and the interval cannot see pairs that were not drawn: on the demo's pool it
+  undercovers (tools/sampled_labels.py). Logged, and the summary says so.
+
+The design is read from the records: per (sample id, stratum), the population ``N_h`` recorded
+with the judgements, and ``n_h`` = the distinct units (pairs, or cases) of that stratum judged now
+(so a sample extended by a rerun with a larger ``--sample`` and the same seed counts all of its
+units). A pair stays sampled when a later judgement supersedes it. Only recall@k is estimated: MRR
+and nDCG are reported as scored (unjudged = miss).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from ..golden.records import Judgement, parse_sample
+from ..golden.resolve import EvalCase, GoldenSet, resolve
+from ..stats.ipw import Estimate, Stratum, Term, difference_mean, ratio_mean, ratio_mean_bootstrap
+from .relevance import credit
+
+
+@dataclass(frozen=True)
+class Design:
+    """The sampling design found in a golden set's records."""
+
+    unit: str  # pair | case | mixed (both: not estimated)
+    strata: dict[tuple[str, str], Stratum]  # (sample id, stratum) -> N_h, n_h (pairs, or cases)
+    stratum_of: dict[str, tuple[str, str]]  # judgement id -> its pair's (sample id, stratum)
+    drawn: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)  # unit case: the cases drawn
+    pairs: int = 0  # judged pairs drawn by the sample(s)
+
+    @property
+    def sampled_units(self) -> int:
+        return sum(s.sampled for s in self.strata.values())
+
+    @property
+    def population(self) -> int:
+        return sum(s.population for s in self.strata.values())
+
+
+NO_DESIGN = Design("pair", {}, {})
+
+
+def sampling_design(records: Iterable) -> Design | None:
+    """The design of the sampled judgements among ``records`` (None when no judgement has one)."""
+    judgements = [r for r in records if isinstance(r, Judgement)]
+    pair_stratum: dict[tuple[str, str, int, int], tuple[str, str]] = {}
+    population: dict[tuple[str, str], int] = {}
+    units: dict[tuple[str, str], str] = {}
+    for j in judgements:
+        if "sample" not in j.raw:
+            continue
+        d = parse_sample(j.raw["sample"], f"judgement {j.id}: sample")
+        key = (d.id, d.stratum)
+        pair_stratum.setdefault((j.case_id, *j.span.key), key)
+        population[key] = d.population  # the latest record's (the same pool gives the same N_h)
+        units[key] = d.unit
+    if not pair_stratum:
+        return None
+    stratum_of = {j.id: pair_stratum[p] for j in judgements if (p := (j.case_id, *j.span.key)) in pair_stratum}
+    kinds = set(units.values())
+    unit = kinds.pop() if len(kinds) == 1 else "mixed"
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    drawn: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for (case_id, *_span), key in pair_stratum.items():
+        counts[key] += 1
+        drawn[key].add(case_id)
+    if unit == "case":
+        strata = {key: Stratum(max(population[key], len(drawn[key])), len(drawn[key])) for key in drawn}
+    else:
+        strata = {key: Stratum(max(population[key], counts[key]), counts[key]) for key in counts}
+    return Design(unit, strata, stratum_of, {k: frozenset(v) for k, v in drawn.items()}, len(pair_stratum))
+
+
+def case_terms(case: EvalCase, refs, k: int, design: Design) -> list[Term]:
+    """recall@k's terms of one case: each relevant unit, x = 1 when a hit in the top k is credited
+    with it (``refs``: :func:`.relevance.credit`'s, the rule evaluation uses), and its stratum
+    (None: certain)."""
+    top = set(r for r in refs[:k] if r is not None)
+    return [Term(1.0 if e.ref in top else 0.0, 1.0, design.stratum_of.get(e.ref)) for e in case.relevant]
+
+
+def _recall(case: EvalCase, refs, k: int) -> float:
+    top = set(r for r in refs[:k] if r is not None)
+    return sum(1 for e in case.relevant if e.ref in top) / len(case.relevant)
+
+
+def estimate_recall(golden: GoldenSet, hits_of: Mapping[str, list], case_ids: Iterable[str], ks: Iterable[int],
+                    design: Design, min_coverage: float = 0.5, depth: int | None = None,
+                    method: str = "basic", samples: int = 500, seed: int = 13) -> dict[int, Estimate]:
+    """recall@k for each k over ``case_ids``: ``hits_of[case_id]`` the case's ranked hits (Hit-like)."""
+    cases = {c.case_id: c for c in golden.cases}
+    ks, case_ids = list(ks), list(case_ids)
+    depth = depth or max(ks)
+    if design.unit == "case":
+        return _estimate_by_case(golden, cases, hits_of, case_ids, ks, design, min_coverage, depth)
+    per_k: dict[int, list[list[Term]]] = {k: [] for k in ks}
+    for cid in case_ids:
+        case = cases[cid]
+        refs = credit(case, list(hits_of[cid])[:depth], min_coverage).refs
+        for k in ks:
+            per_k[k].append(case_terms(case, refs, k, design))
+    if method == "linear":
+        return {k: ratio_mean(per_k[k], design.strata) for k in ks}
+    return {k: ratio_mean_bootstrap(per_k[k], design.strata, samples=samples, seed=seed, method=method)[0] for k in ks}
+
+
+def _estimate_by_case(golden: GoldenSet, cases: dict, hits_of, case_ids: list[str], ks: list[int], design: Design,
+                      min_coverage: float, depth: int) -> dict[int, Estimate]:
+    sampled_ids = set(design.stratum_of)
+    base_set = resolve(tuple(r for r in golden.records if r.id not in sampled_ids), golden.path, golden.digest,
+                       golden.head)
+    base_cases = {c.case_id: c for c in base_set.cases}
+    stratum_of_case = {cid: key for key, ids in design.drawn.items() for cid in ids}
+    base: dict[int, list[float]] = {k: [] for k in ks}
+    deltas: dict[int, dict] = {k: defaultdict(list) for k in ks}
+    for cid in case_ids:
+        hits = list(hits_of[cid])[:depth]
+        full_case, base_case = cases[cid], base_cases.get(cid)
+        full_refs = credit(full_case, hits, min_coverage).refs
+        if base_case is None or not base_case.relevant:  # no evidence without the sample: cannot happen (cases
+            base_case, base_refs = full_case, full_refs  # have their own), kept as its full value
+        else:
+            base_refs = credit(base_case, hits, min_coverage).refs
+        for k in ks:
+            b = _recall(base_case, base_refs, k)
+            base[k].append(b)
+            if cid in stratum_of_case:
+                deltas[k][stratum_of_case[cid]].append(_recall(full_case, full_refs, k) - b)
+    return {k: difference_mean(base[k], deltas[k], design.strata) for k in ks}
+
+
+def sampled_metrics(result) -> tuple[dict[str, float], list[str]]:
+    """(MLflow metrics, summary lines) of a run (an ExperimentResult) scored on sampled labels;
+    ``({}, [])`` when no label carries a sampling design or the run is scored per document."""
+    design = sampling_design(result.golden.records)
+    p = result.settings.eval
+    per_case = result.eval.per_case
+    if design is None or p.level != "chunk" or per_case.empty:
+        return {}, []
+    if design.unit == "mixed" or (design.unit == "case" and len(design.strata) > 1):
+        return {}, [f"sampled labels: {design.pairs} judgements drawn by several samples of different kinds; "
+                    "not estimated (one case sample, or pair samples only)"]
+    hits_of = {cid: ranked.hits for cid, ranked in result.results.items()}
+    ests = estimate_recall(result.golden, hits_of, list(per_case["case_id"]), p.ks, design, p.min_coverage,
+                           p.depth_needed)
+    what = "cases" if design.unit == "case" else "pairs"
+    lines = [f"sampled labels: {design.sampled_units} of {design.population} {what} drawn ({design.pairs} judgements); "
+             "recall@k with the whole pool judged, estimated (95% label-sampling interval):"]
+    if design.unit == "pair":
+        lines[0] += " [pair sampling: biased on cases with few relevant passages, the interval may not hold]"
+    metrics: dict[str, float] = {}
+    for k, e in ests.items():
+        name = f"ipw_recall_at_{k}"
+        metrics.update({name: e.value, f"{name}.ci_low": e.low, f"{name}.ci_high": e.high, f"{name}.se": e.se})
+        plain = result.eval.metrics.get(f"recall_at_{k}")
+        lines.append(f"  recall@{k} {e.describe()}" + (f" (scored with unjudged = miss: {plain:.3f})"
+                                                        if plain is not None else ""))
+    metrics["ipw.sampled_units"] = float(design.sampled_units)
+    metrics["ipw.population"] = float(design.population)
+    return metrics, lines
