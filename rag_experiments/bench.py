@@ -429,7 +429,7 @@ def bench_noise(url: str, settings, table: Table, builds: int = 4, variant: str 
         return
     r = settings.retrieval
     s = replace(settings, retrieval=replace(r, variant=variant, vector=replace(r.vector, search="hnsw")))
-    tables, result = [], None
+    tables, lists, result = [], [], None
     for i in range(builds):
         c = connect(url)
         if result is not None:  # the first run builds it (ingest); then drop it and build it again
@@ -443,6 +443,7 @@ def bench_noise(url: str, settings, table: Table, builds: int = 4, variant: str 
         result = run_experiment(s, c)
         c.close()
         tables.append(result.eval.per_case)
+        lists.append({q: tuple(h.chunk_id for h in rl.hits) for q, rl in result.results.items()})
         table.add("noise", f"{variant}, HNSW build {i + 1} of {builds}: recall@5 / MRR@10 / nDCG@10 (run s)",
                   " / ".join(f"{result.eval.per_case[m].mean():.4f}" for m in ("recall_at_5", "mrr_at_10", "ndcg_at_10"))
                   + f" ({time.perf_counter() - t:.1f})")
@@ -450,6 +451,11 @@ def bench_noise(url: str, settings, table: Table, builds: int = 4, variant: str 
     noise, moved = measure(tables, metrics)
     n = len(tables[0])
     pairs = builds * (builds - 1) // 2
+    from itertools import combinations
+
+    changed = max(sum(x.get(q) != y.get(q) for q in x) for x, y in combinations(lists, 2))
+    table.add("noise", f"queries whose ranked list (as scored) changed between two builds (most over {pairs} pairs)",
+              f"{changed} of {len(lists[0])}")
     table.add("noise", f"cases whose metrics moved between two builds (most over {pairs} pairs)", f"{moved} of {n}")
     for m in metrics:
         mn = noise[m]

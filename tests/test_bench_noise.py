@@ -21,7 +21,8 @@ def test_noise_section_rebuilds_the_index_and_records_the_floor(project, mini_go
     bench_noise(pg_url, settings, table, builds=3, variant="vector")
     rows = [r for r in table.rows if r[0] == "noise"]
     assert [r[1].split(":")[0] for r in rows[:3]] == [f"vector, HNSW build {i} of 3" for i in (1, 2, 3)]
-    assert rows[3][1].startswith("cases whose metrics moved between two builds (most over 3 pairs)")
+    assert rows[3][1].startswith("queries whose ranked list (as scored) changed between two builds (most over 3 pairs)")
+    assert rows[4][1].startswith("cases whose metrics moved between two builds (most over 3 pairs)")
     (floor,) = read_floors()
     assert floor.variant == "vector" and floor.builds == 3 and floor.n_cases == 10
     assert floor.hnsw == {"m": 2, "ef_construction": 4, "ef_search": None}
