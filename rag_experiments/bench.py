@@ -638,7 +638,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strategies", default="heading,fixed,paragraph", help="chunkings to ingest cold")
     ap.add_argument("--queries", type=int, default=100, help="queries for the latency section")
     ap.add_argument("--skip", default="",
-                    help="sections to skip: ingest,bm25,latency,serving,eval,noise,metrics,external,memory,sweep")
+                    help="sections to skip: ingest,bm25,latency,serving,eval,noise,metrics,external,memory,sweep,startup")
     ap.add_argument("--only", default="", help="run only these sections (comma-separated), e.g. noise")
     ap.add_argument("--noise-builds", type=int, default=4,
                     help="HNSW builds for the noise floor (every pair compared; default 4: 6 pairs)")
@@ -649,7 +649,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus-name", default=None, help="its corpus name (default: the folder name)")
     args = ap.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
-    sections = {"ingest", "bm25", "latency", "serving", "eval", "noise", "metrics", "external", "memory", "sweep"}
+    sections = {"ingest", "bm25", "latency", "serving", "eval", "noise", "metrics", "external", "memory", "sweep", "startup"}
     only = set(filter(None, args.only.split(",")))
     if only - sections:
         from .errors import UserError
@@ -726,6 +726,10 @@ def main(argv: list[str] | None = None) -> int:
             bench_peak_rss(table, url, corpus_overrides)
         if "sweep" not in skip and args.sweep_repeats > 0:
             bench_sweep(table, url, args.sweep_repeats, corpus_overrides)
+        if "startup" not in skip and not corpus_overrides:  # the demo's: each --help, a warm run's wall - work
+            from .bench_startup import bench_startup
+
+            bench_startup(table.add, url)
     finally:
         with psycopg.connect(admin, autocommit=True) as c:
             c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
