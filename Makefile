@@ -95,7 +95,7 @@ docs: setup $(BIN)/uv
 	@$(BIN)/python -c "import mkdocs, material" 2>/dev/null || $(UV_INSTALL) -e '.[docs]'
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:$(DOCS_PORT)
 
-# the demo's headline numbers the README and docs quote: a fresh run (own database, ~1-2 min on 2
+# the demo's headline numbers the README and docs quote: a fresh run (own database, 1-13 min on 2
 # cores) rewrites docs/_data/demo_numbers.json, then every quoted row (tools/demo_numbers.py)
 docs-numbers: setup
 	$(BIN)/python tools/demo_numbers.py --measure --write-pages

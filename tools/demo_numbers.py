@@ -12,8 +12,9 @@ summary shows (``all  230  0.798  0.945 ...``) or as rich's (``│ all │ 230 �
 * ``tests/docs/test_tutorials.py`` fails when the file differs from what the demo tutorial's own
   fresh ``run.py`` prints (the suite runs it anyway);
 * ``python tools/demo_numbers.py --measure`` runs the demo on a fresh database in a temporary
-  folder (about 1-2 min on 2 cores) and rewrites the file; ``--write-pages`` puts the file's
-  numbers into every quoted row (``make docs-numbers`` does both).
+  folder (1-2 min on 2 cores while the demo's shipped vectors match its chunks, 13 min on 2 loaded
+  cores when they must be embedded) and rewrites the file; ``--write-pages`` puts the file's
+  numbers into every quoted row and prose quote (``make docs-numbers`` does both).
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ _SEGMENT = r"all|kind=[a-z_]+|doc_type=[a-z_]+"
 ROW = re.compile(rf"^\s*(?:│\s*)?(?P<seg>{_SEGMENT})\s*(?:│\s*)?(?P<n>\d+)(?P<rest>(?:\s*│?\s*\d\.\d{{3}})+)\s*│?\s*$")
 _DECIMAL = re.compile(r"\d\.\d{3}")
 # a quote in prose: "recall@5 0.798 on `cfaa7100`" (the all row's value on that golden version)
-PROSE = re.compile(r"\b(?P<metric>recall@5|recall@20|MRR@10|nDCG@10|r@5|r@20|mrr@10|ndcg@10) (?P<value>\d\.\d{3}) "
-                   r"on `(?P<golden>[0-9a-f]{8,})`")
+PROSE = re.compile(r"\b(?P<metric>recall@5|recall@20|MRR@10|nDCG@10|r@5|r@20|mrr@10|ndcg@10)\s+(?P<value>\d\.\d{3})\s+"
+                   r"on\s+`(?P<golden>[0-9a-f]{8,})`")  # across a line break too
 _PROSE_COLUMN = {"recall@5": "r@5", "recall@20": "r@20", "MRR@10": "mrr@10", "nDCG@10": "ndcg@10"}
 
 
@@ -101,15 +102,16 @@ def stale_quotes(data: dict, root: Path = ROOT) -> list[str]:
             diff = differences(values, rows[seg])
             if diff:
                 out.append(f"{where}: {seg}: " + ", ".join(diff))
-        for i, line in enumerate(page.read_text().splitlines(), 1):
-            for m in PROSE.finditer(line):
-                if not data["golden"].startswith(m["golden"]):
-                    continue  # measured on another golden version, and labelled so
-                column = _PROSE_COLUMN.get(m["metric"], m["metric"])
-                measured = rows["all"][COLUMNS.index(column)]
-                if abs(float(m["value"]) - measured) > 5e-4:
-                    out.append(f"{page.relative_to(root)}:{i}: {m['metric']} {m['value']} on `{m['golden']}` "
-                               f"(measured {measured:.3f})")
+        text = page.read_text()
+        for m in PROSE.finditer(text):
+            if not data["golden"].startswith(m["golden"]):
+                continue  # measured on another golden version, and labelled so
+            column = _PROSE_COLUMN.get(m["metric"], m["metric"])
+            measured = rows["all"][COLUMNS.index(column)]
+            if abs(float(m["value"]) - measured) > 5e-4:
+                line = text.count("\n", 0, m.start()) + 1
+                out.append(f"{page.relative_to(root)}:{line}: {m['metric']} {m['value']} on `{m['golden']}` "
+                           f"(measured {measured:.3f})")
     return out
 
 
@@ -119,7 +121,8 @@ def quoted_rows(root: Path = ROOT) -> list[tuple[str, str]]:
 
 
 def write_pages(data: dict, root: Path = ROOT) -> list[str]:
-    """Put the data file's numbers into every quoted row (each number keeps its column width)."""
+    """Put the data file's numbers into every quoted row (each number keeps its column width) and
+    every prose quote on the file's golden version."""
     changed = []
     for page in pages(root):
         lines = page.read_text().splitlines(keepends=True)
@@ -137,8 +140,17 @@ def write_pages(data: dict, root: Path = ROOT) -> list[str]:
             new = line[:m.start("rest")] + _DECIMAL.sub(put, m.group("rest")) + line[m.end("rest"):]
             if new != line:
                 lines[i], dirty = new, True
-        if dirty:
-            page.write_text("".join(lines))
+        text = "".join(lines)
+
+        def prose(m: re.Match) -> str:
+            if not data["golden"].startswith(m["golden"]):
+                return m.group(0)
+            value = data["rows"]["all"][COLUMNS.index(_PROSE_COLUMN.get(m["metric"], m["metric"]))]
+            return m.group(0)[:m.start("value") - m.start()] + f"{value:.3f}" + m.group(0)[m.end("value") - m.start():]
+
+        new_text = PROSE.sub(prose, text)
+        if dirty or new_text != text:
+            page.write_text(new_text)
             changed.append(str(page.relative_to(root)))
     return changed
 

@@ -47,12 +47,14 @@ def test_a_stale_quote_is_found(tmp_path):
                                                "│ kind=nothing │ 3 │ 0.500 │\n"
                                                f"hybrid gives recall@5 0.100 on `{data['golden'][:8]}`, "
                                                f"MRR@10 {all_[3]:.3f} on `{data['golden'][:8]}`, "
-                                               "and recall@5 0.813 on `d9daf140` (history)\n")
+                                               "and recall@5 0.813 on `d9daf140` (history); r@20 0.100\n"
+                                               f"on `{data['golden'][:8]}` across a line break\n")
     stale = D.stale_quotes(data, tmp_path)
-    assert len(stale) == 3 and stale[0].startswith("README.md:2: all: r@5") and "kind=nothing" in stale[1], stale
-    assert stale[2].startswith("docs/page.md:3: recall@5 0.100 on"), stale
-    assert D.write_pages(data, tmp_path) == ["README.md"]
-    assert len(D.stale_quotes(data, tmp_path)) == 2
+    assert len(stale) == 4 and stale[0].startswith("README.md:2: all: r@5") and "kind=nothing" in stale[1], stale
+    assert stale[2].startswith("docs/page.md:3: recall@5 0.100 on") and stale[3].startswith("docs/page.md:3: r@20"), stale
+    assert D.write_pages(data, tmp_path) == ["README.md", "docs/page.md"]
+    assert [x.split(": ")[1] for x in D.stale_quotes(data, tmp_path)] == ["segment 'kind=nothing' is not in docs/_data/demo_numbers.json"]
+    assert "(history)" in (tmp_path / "docs" / "page.md").read_text() and "0.813 on `d9daf140`" in (tmp_path / "docs" / "page.md").read_text()
 
 
 def test_the_summary_parser_reads_rich_and_plain_tables():
