@@ -273,3 +273,80 @@ def test_the_documents_table_follows_the_corpus_and_the_callers_texts_stay_as_th
     ingest(fresh, mini_docs[1:], p, embedder)  # one edited back (it is gone), one removed
     rows = dict(fresh.execute("SELECT doc_id, text FROM documents").fetchall())
     assert rows == {d.doc_id: d.text for d in mini_docs[1:]}
+
+
+_KILLED_CHILD = r"""
+import functools, sys, time
+from pathlib import Path
+from rag_experiments import chunk_index
+from rag_experiments.chunking import ChunkingParams
+from rag_experiments.corpus.loader import load_corpus
+from rag_experiments.db.connect import connect
+from rag_experiments.embedding import load_embedder
+from rag_experiments.scale.executors import LocalEmbedding
+
+url, corpus, marker = sys.argv[1:4]
+chunk_index.embed_with_cache = functools.partial(chunk_index.embed_with_cache, batch_size=4)  # 4 texts a commit
+
+
+class StallsInTheSecondBatch(LocalEmbedding):
+    def map(self, batches, input_type="document"):
+        for i, texts in enumerate(batches):
+            if i == 1:  # the first batch is committed; say so, then wait to be killed mid-batch
+                Path(marker).write_text("1")
+                time.sleep(3600)
+            yield i, self.embedder.embed(texts, input_type=input_type, batch_size=self.model_batch_size)
+
+
+embedder = load_embedder()
+chunk_index.ingest(connect(url), load_corpus(corpus, "mini"), ChunkingParams("heading", 60), embedder,
+                   executor=StallsInTheSecondBatch(embedder))
+"""
+
+
+def test_an_ingest_killed_mid_way_resumes_without_embedding_again(fresh, fresh_db_url, mini_docs, embedder, tmp_path):
+    """SIGKILL (no exception handler, no finally) in the middle of an ingest's embedding: the
+    batches committed before it are cache hits of the next ingest, which embeds only the rest."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    marker = tmp_path / "first-batch-committed"
+    corpus = Path(__file__).parent / "fixtures" / "mini_corpus"
+    child = subprocess.Popen([sys.executable, "-c", _KILLED_CHILD, fresh_db_url, str(corpus), str(marker)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300  # a wait for the child, not a timing assertion
+    while not marker.exists() and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if child.poll() is None:
+        os.kill(child.pid, signal.SIGKILL)
+    out, err = child.communicate()
+    assert marker.exists() and child.returncode == -signal.SIGKILL, err.decode()[-2000:]
+    kept = fresh.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+    assert kept == 4  # the first batch, committed before the kill
+    assert fresh.execute("SELECT count(*) FROM chunks").fetchone()[0] == 0  # no half strategy
+
+    r = ingest(fresh, mini_docs, ChunkingParams("heading", 60), embedder)
+    assert r.n_chunks > kept
+    assert r.embedding_cache_hits == kept and r.texts_embedded == r.n_chunks - kept
+
+
+def test_an_ingest_says_what_it_will_embed_and_how_long_before_it_starts(fresh, mini_docs, embedder, capfd):
+    from rag_experiments.chunk_index import _embedding_plan_line
+
+    p = ChunkingParams("heading", 60)
+    first = ingest(fresh, mini_docs, p, embedder, progress=True, model_batch_size=4)
+    err = capfd.readouterr().err
+    plan = next(line for line in err.splitlines() if line.startswith("embedding: "))
+    assert plan.startswith(f"embedding: {first.texts_embedded} texts with {embedder.model_id} (0 cached)")
+    assert " texts/s (the rate of one model call, just now)" in plan and "resumes where it was" in plan
+    # the bar (rate, ETA) follows the line
+    assert err.index(plan) < err.index(f"embedding ({embedder.model_id})")
+    # no estimate without a measured rate; the cached and shipped texts are counted apart
+    line = _embedding_plan_line(embedder, 10, 5, 3, None, " group 2/3")
+    assert line.startswith(f"embedding group 2/3: 10 texts with {embedder.model_id} (5 cached, 3 shipped with the demo).")
+    slow = _embedding_plan_line(embedder, 3000, 0, 0, 12.5)
+    assert "~4 min at 12 texts/s" in slow and "embedding.name=static-minilm" in slow
