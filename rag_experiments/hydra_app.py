@@ -18,6 +18,7 @@ does not serve it), hence the two cases.
 
 from __future__ import annotations
 
+import re
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -90,21 +91,41 @@ def main(argv: Sequence[str] | None = None, prog: str = "rag-exp run") -> None:
 
 #: override keys that may select a config setting ``hydra.mode`` (the presets in conf/experiment/ do)
 _MODE_KEYS = ("experiment", "hydra")
+#: in a project's YAML (comments stripped): a ``mode:`` key, or a preset selected by a defaults list
+_MODE_LINE = re.compile(r"^\s*mode\s*:", re.MULTILINE)
+_PRESET = re.compile(r"experiment\s*:\s*(?!null\b)\S|/experiment\b")
 
 
 def plain_run(args: Sequence[str], source: ConfigSource) -> bool:
-    """True when the composed config cannot be a sweep: Hydra's packaged config alone (no project
-    ``conf/``), no command-line flag (``-m``, ``--cfg``, ``--help`` ...), and no override that
-    could select a preset or set ``hydra.mode``. Such a run is RUN mode."""
-    if source.primary != PACKAGED_CONF or source.extra or source.name != "config":
-        return False
+    """True when the composed config cannot be a sweep: no command-line flag (``-m``, ``--cfg``,
+    ``--help`` ...), no override that could select a preset or set ``hydra.mode``, and no file of
+    a project's ``conf/`` that could (:func:`_may_set_mode`). Such a run is RUN mode."""
+    own = set(source.searchpath_overrides())  # the project's folder on Hydra's search path
     for arg in args:
         if arg.startswith("-"):
             return False
+        if arg in own:
+            continue
         key = arg.lstrip("+~").split("=", 1)[0].strip()
         if key.split(".", 1)[0].split("/", 1)[0] in _MODE_KEYS:
             return False
-    return True
+    return not any(_may_set_mode(d) for d in source.dirs if d != PACKAGED_CONF)
+
+
+def _may_set_mode(conf_dir: Path) -> bool:
+    """Whether a project's config folder could make a run a sweep with no override: a YAML file
+    (outside ``experiment/``, whose presets are reached only by selecting one) with a ``mode:``
+    key or a defaults entry selecting a preset. Unreadable: assume it could."""
+    try:
+        for path in conf_dir.rglob("*.yaml"):
+            if path.relative_to(conf_dir).parts[0] == "experiment":
+                continue
+            text = "\n".join(line.split("#", 1)[0] for line in path.read_text(errors="replace").splitlines())
+            if _MODE_LINE.search(text) or _PRESET.search(text):
+                return True
+    except OSError:
+        return True
+    return False
 
 
 @contextmanager

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 #: what no command may load just to build its parser (argparse registers every command first)
@@ -96,8 +98,13 @@ print(json.dumps({"compositions": len(calls), "modes": modes}))
 """
 
 
-def test_a_plain_run_composes_the_config_once(tmp_path):
+@pytest.mark.parametrize("project", [False, True], ids=["packaged-config", "project-conf"])
+def test_a_plain_run_composes_the_config_once(tmp_path, project):
     """Hydra 1.3 composed the whole config twice per ``rag-exp run`` (once to read hydra.mode)."""
+    if project:  # what rag-exp init writes, less the corpus and golden groups
+        (tmp_path / "conf").mkdir()
+        (tmp_path / "conf" / "project.yaml").write_text("defaults:\n  - config\n  - _self_\n\nhydra:\n  job:\n"
+                                                        "    name: ours\n")
     env = {"RAG_EXP_HOME": str(tmp_path), "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"}
     proc = _python(_COUNT_COMPOSITIONS, "tracking.enabled=false", "fusion.rrf_k=30", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
@@ -123,5 +130,19 @@ def test_plain_run_is_decided_from_the_arguments_and_the_config_folders(tmp_path
     for args in (["-m", "fusion.rrf_k=1,2"], ["--cfg", "job"], ["experiment=rrf_sweep"], ["+experiment=x"],
                  ["hydra.mode=MULTIRUN"], ["hydra/sweeper=optuna"], ["++hydra.mode=MULTIRUN"]):
         assert not plain_run(args, packaged), args
-    assert not plain_run([], ConfigSource(PACKAGED_CONF, "config", (tmp_path,)))  # a project's conf/
-    assert not plain_run([], ConfigSource(tmp_path, "project", (PACKAGED_CONF,)))
+    # a project's conf/ (what rag-exp init writes): plain, unless one of its files could make a sweep
+    conf = tmp_path / "conf"
+    (conf / "experiment").mkdir(parents=True)
+    (conf / "experiment" / "promoted.yaml").write_text("# @package _global_\nhydra:\n  mode: MULTIRUN\n")
+    (conf / "project.yaml").write_text("# a preset: rag-exp run experiment=NAME\ndefaults:\n  - config\n"
+                                       "  - override corpus: ours\n  - _self_\n  - experiment: null\n")
+    project = ConfigSource(conf, "project", (PACKAGED_CONF,))
+    assert plain_run([*project.searchpath_overrides(), "fusion.rrf_k=30"], project)
+    assert plain_run([], ConfigSource(PACKAGED_CONF, "config", (conf,)))
+    assert not plain_run(["experiment=promoted"], project)
+    (conf / "project.yaml").write_text("defaults:\n  - config\n  - override /experiment: rrf_sweep\n")
+    assert not plain_run([], project)
+    (conf / "project.yaml").write_text("defaults:\n  - config\n")
+    (conf / "retrieval").mkdir()
+    (conf / "retrieval" / "ours.yaml").write_text("# @package _global_\nhydra:\n  mode: MULTIRUN\n")
+    assert not plain_run([], project)
