@@ -6,7 +6,9 @@ value with its 95% bootstrap interval (the run's ``<metric>.ci_low`` / ``.ci_hig
 but the baseline also shows, per cell, the paired delta against the baseline (candidate minus
 baseline, over cases aligned by ``case_id``) and the p-value of the paired randomization test
 (:func:`rag_experiments.stats.paired.paired_permutation_test`), Holm-corrected across the runs
-compared in that column, plus win/tie/loss counts on the primary metric.
+compared in that column, plus win/tie/loss counts on the primary metric. A cell whose delta is not
+significant also carries what its paired cases could detect (:mod:`rag_experiments.stats.power`: the
+minimum detectable effect at power 0.8, and the cases that would detect the observed delta).
 
 :func:`build_comparison` returns a :class:`Comparison` that renders itself (``to_rich``, ``to_markdown``:
 :mod:`.compare_render`); its plots, saved or logged to MLflow, are in :mod:`.compare_plots`.
