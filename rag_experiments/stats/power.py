@@ -16,12 +16,12 @@ and its power ``Phi(|mu| sqrt(n) / sd - z_{1-alpha/2})`` (plus the negligible ot
 test is the paired randomization test (sign flips of the ``d_i``,
 :func:`rag_experiments.stats.paired.paired_permutation_test`), not a z-test, so the formula was checked
 against that test by simulation (``tools/power_simulation.py``: samples of the demo's real per-case
-differences at the sizes the formula gives power 0.5, 0.8 and 0.95, 4,000 samples each, the tool's own
-test on each): the measured power was within 3.1 points of this formula at every size. A version
-that models the sign-flip test's null spread ``sum(d_i^2) = n (sd^2 + mu^2)`` widening with the
-effect (:func:`mde_signflip`, :func:`predicted_power_signflip`) was conservative by 1 to 6 points
-(the measured power was higher): the correlation between the sum and its permutation spread gives
-that power back. So the tool reports the z-test formula, with one correction: when every non-zero
+differences, five pairs, at the sizes the formula gives power 0.5, 0.8 and 0.95, 2,000 samples each,
+the tool's own test on each): the measured power was within 4.2 points of this formula at all 15
+sizes, most within 2. A version that models the sign-flip test's null spread
+``sum(d_i^2) = n (sd^2 + mu^2)`` widening with the effect (:func:`mde_signflip`,
+:func:`predicted_power_signflip`) was conservative (the measured power up to 6 points higher): the
+correlation between the sum and its permutation spread gives that power back. So the tool reports the z-test formula, with one correction: when every non-zero
 difference has the same size (hit@k; recall of one-evidence cases) the test is a sign test on a
 coarse lattice and the MDE grows by ``step / n`` (:func:`lattice_step`; without it such a pool's
 prediction was 8 points too high at 125 cases, with it within 1).
