@@ -58,6 +58,8 @@ class StaticMiniLM:
         self._tok = Tokenizer.from_str(tok_file.read_text(encoding="utf-8"))
         self._tok.no_truncation()
         self._tok.no_padding()
+        # without character offsets (tokenizers >= 0.20): a quarter faster, and embed needs only the ids
+        self._encode = getattr(self._tok, "encode_batch_fast", self._tok.encode_batch)
 
     def space_parts(self, input_type: str) -> dict:
         # symmetric, like the MiniLM: a query is embedded exactly like a document
@@ -77,7 +79,7 @@ class StaticMiniLM:
             return out
         step = 256  # texts per gather: keeps the gathered rows (tokens x dim floats) small
         for lo in range(0, len(texts), step):
-            encodings = self._tok.encode_batch(list(texts[lo : lo + step]), add_special_tokens=False)
+            encodings = self._encode(list(texts[lo : lo + step]), add_special_tokens=False)
             token_ids = [e.ids for e in encodings]
             lengths = np.fromiter(map(len, token_ids), dtype=np.int64, count=len(token_ids))
             nonempty = lengths > 0
