@@ -474,6 +474,15 @@ def config_keys() -> tuple[ConfigKey, ...]:
     return tuple(out)
 
 
+def value_texts(path: str) -> dict[str, str]:
+    """What each allowed value of a key means, from the key's registry (``fusion.method``)."""
+    if path == "fusion.method":
+        from .retrieval.fusion_methods import registry
+
+        return {name: m.summary for name, m in registry().items()}
+    return {}
+
+
 def undocumented_config_keys() -> list[str]:
     return [k.path for k in config_keys() if not k.doc.strip()]
 
@@ -639,6 +648,8 @@ def config_markdown() -> str:
                 lines.append(f"- set by the packaged options: {vals}")
             if k.allowed:
                 lines.append(f"- allowed values: {', '.join(_code(a) for a in k.allowed)}")
+            for value, text in value_texts(k.path).items():
+                lines.append(f"  - {_code(value)}: {_md(text)}")
             for value, message in k.rejections:
                 lines.append(f"- rejected: {_code(_yaml_value(value))} → {_md(message)}")
             if not k.rejections and not k.allowed:

@@ -1,12 +1,7 @@
-"""Fusion of the two legs: :func:`fuse` picks the configured method. Reciprocal rank fusion is
-here, the pure-Python reference (the SQL twin is :mod:`.hybrid_sql`, for RRF only); the
-score-based methods (convex, CombSUM, CombMNZ) are in :mod:`.score_fusion`.
-
-``score(chunk) = sum over legs of weight_leg / (rrf_k + rank_leg(chunk))`` where rank is the
-1-based position in the leg's top-``depth`` list (a leg that did not return the chunk adds 0).
-Terms are summed in the fixed leg order ``vector, keyword`` so floating-point results equal
-the SQL version's bit for bit. Ties are broken by ``chunk_id`` ascending, as in SQL.
-(Cormack, Clarke & Buettcher 2009; ranx's ``rrf`` uses the same formula with unit weights.)
+"""Fusion of the legs: :class:`FusionParams` (the ``fusion`` config group) and :func:`fuse`, which
+runs the configured method of the registry :mod:`.fusion_methods` (one module per method: ``rrf``,
+the pure-Python reference whose SQL twin is :mod:`.hybrid_sql`; the score-based ``convex``,
+``combsum``, ``combmnz`` over :mod:`.score_fusion`; ``isr``). A method's formula is in its module.
 """
 
 from __future__ import annotations
@@ -16,8 +11,10 @@ from typing import Mapping, Sequence
 
 from ..errors import ConfigError
 from ..types import Hit
+from .fusion_methods import LEG_ORDER, FusionMethod, registry
+from .score_fusion import NORMS
 
-LEG_ORDER = ("vector", "keyword")
+__all__ = ["LEG_ORDER", "FusionParams", "fuse", "method", "rrf", "rrf_lists"]
 
 
 @dataclass(frozen=True)
@@ -27,20 +24,19 @@ class FusionParams:
     keyword_weight: float = 1.0
     depth: int = 50
     engine: str = "python"  # python (cached legs + Python RRF) | sql (one statement)
-    method: str = "rrf"  # rrf | convex | combsum | combmnz (the score-based ones: .score_fusion)
+    method: str = "rrf"  # a method of rag_experiments/retrieval/fusion_methods/ (one module each)
     alpha: float = 0.5  # convex: alpha * vector + (1 - alpha) * keyword, after normalisation
     norm: str = "minmax"  # score-based methods: minmax | zscore | max | tmm (theoretical min-max)
 
     def __post_init__(self) -> None:
-        from .score_fusion import METHODS, NORMS
-
-        if self.method not in ("rrf", *METHODS):
-            raise ConfigError(f"fusion.method: must be one of rrf, {', '.join(METHODS)}, got {self.method!r}")
+        methods = registry()
+        if self.method not in methods:
+            raise ConfigError(f"fusion.method: must be one of {', '.join(methods)}, got {self.method!r}")
         if not 0.0 <= self.alpha <= 1.0:
             raise ConfigError(f"fusion.alpha: must be within 0..1, got {self.alpha}")
         if self.norm not in NORMS:
             raise ConfigError(f"fusion.norm: must be one of {', '.join(NORMS)}, got {self.norm!r}")
-        if self.engine == "sql" and self.method != "rrf":
+        if self.engine == "sql" and not methods[self.method].sql:
             raise ConfigError(f"fusion.engine=sql: the SQL twin implements RRF only, not fusion.method={self.method}",
                               hint="use fusion.engine=python (the default) for score-based fusion")
         if self.rrf_k <= 0:
@@ -60,41 +56,19 @@ class FusionParams:
         return {"vector": self.vector_weight, "keyword": self.keyword_weight}
 
 
-def fuse(legs: Mapping[str, Sequence[Hit]], params: FusionParams, limit: int | None = None) -> list[Hit]:
-    """The configured fusion: RRF (rank-based) or a score-based method (:mod:`.score_fusion`)."""
-    if params.method == "rrf":
-        return rrf(legs, params, limit)
-    from .score_fusion import score_fuse
+def method(name: str) -> FusionMethod:
+    return registry()[name]
 
-    weights = ({"vector": params.alpha, "keyword": 1.0 - params.alpha} if params.method == "convex"
-               else params.weights())
-    return score_fuse(legs, params.method, params.norm, params.depth, weights, limit)
+
+def fuse(legs: Mapping[str, Sequence[Hit]], params: FusionParams, limit: int | None = None) -> list[Hit]:
+    """The configured method over the legs (by name), with the method's per-leg weights."""
+    m = registry()[params.method]
+    return m.fuse(legs, m.weights(params), params, limit)
 
 
 def rrf(legs: Mapping[str, Sequence[Hit]], params: FusionParams, limit: int | None = None) -> list[Hit]:
-    """The fused list (its first ``limit``): score = the RRF score, rank = the fused position,
-    ``leg_ranks`` = each leg's rank. Only the returned hits are built (sweep points fuse often)."""
-    weights = params.weights()
-    k = params.rrf_k
-    ranks: dict[str, dict[str, int]] = {}
-    meta: dict[str, Hit] = {}
-    for leg in LEG_ORDER:
-        for pos, h in enumerate(legs.get(leg, ())[: params.depth], start=1):
-            r = ranks.get(h.chunk_id)
-            if r is None:
-                ranks[h.chunk_id] = {leg: pos}
-                meta[h.chunk_id] = h
-            else:
-                r[leg] = pos
-    fused = []
-    for cid, leg_ranks in ranks.items():
-        score = 0.0
-        for leg in LEG_ORDER:  # same summation order as SQL (a missing leg adds 0.0 there too)
-            pos = leg_ranks.get(leg)
-            score = score + (weights[leg] / (k + pos) if pos is not None else 0.0)
-        fused.append((-score, cid))
-    fused.sort()
-    return [meta[cid].ranked(-neg, i, ranks[cid]) for i, (neg, cid) in enumerate(fused[:limit] if limit else fused, 1)]
+    """Reciprocal rank fusion with ``params``' weights, whatever ``params.method`` says."""
+    return registry()["rrf"].fuse(legs, params.weights(), params, limit)
 
 
 def rrf_lists(lists: Sequence[Sequence[Hit]], k: int, depth: int) -> list[Hit]:

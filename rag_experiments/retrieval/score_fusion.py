@@ -1,16 +1,14 @@
-"""Score-based fusion of the two legs (the rank-based one, RRF, is :mod:`.fusion`).
+"""Score-based fusion: normalisation and the weighted sum the score-based methods of
+:mod:`.fusion_methods` share (``convex``, ``combsum``, ``combmnz``; the rank-based ones, ``rrf``
+and ``isr``, need none of this).
 
 Each leg's top-``depth`` candidates carry the leg's raw score (the vector leg's cosine
 similarity ``1 - cosine distance``, the keyword leg's BM25 or ts_rank score); the candidate
 cache keeps them, so a fusion-only sweep point runs no SQL. A leg's scores are normalised over
 that leg's list for the query, then combined:
 
-* ``convex``: ``alpha * norm_vector + (1 - alpha) * norm_keyword`` (Bruch, Gai & Ingber 2023,
-  "An Analysis of Fusion Functions for Hybrid Retrieval"; ranx's ``wsum`` with weights
-  ``[alpha, 1 - alpha]``);
-* ``combsum``: ``w_vector * norm_vector + w_keyword * norm_keyword`` (Fox & Shaw 1994; ranx
-  ``sum`` with unit weights, the defaults);
-* ``combmnz``: combsum times the number of legs that returned the chunk (ranx ``mnz``).
+``sum over legs of weight_leg * norm_leg(chunk)``, times the number of legs that returned the
+chunk for ``combmnz`` (each method's module says which weights it uses).
 
 A chunk missing from one leg gets 0 from that leg, after normalisation, for all three methods.
 That is ranx's convention, and it means "below everything that leg returned" only for min-max
@@ -33,15 +31,21 @@ Ties on the fused score are broken by ``chunk_id`` ascending, as everywhere.
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from ..types import Hit
+from .fusion_methods import leg_order, registry
 
-LEG_ORDER = ("vector", "keyword")
-METHODS = ("convex", "combsum", "combmnz")
 NORMS = ("minmax", "zscore", "max", "tmm")
 THEORETICAL_MIN = {"vector": -1.0, "keyword": 0.0}
 FLOOR = 1e-9
+
+
+class Knobs(NamedTuple):
+    """What a score-based method reads of :class:`~.fusion.FusionParams` (for :func:`score_fuse`)."""
+
+    norm: str
+    depth: int
 
 
 def normalise(scores: Sequence[float], norm: str, leg: str) -> list[float]:
@@ -63,18 +67,18 @@ def normalise(scores: Sequence[float], norm: str, leg: str) -> list[float]:
     raise ValueError(f"unknown normalisation {norm!r}")
 
 
-def score_fuse(legs: Mapping[str, Sequence[Hit]], method: str, norm: str, depth: int,
-               weights: Mapping[str, float], limit: int | None = None) -> list[Hit]:
-    """The fused list (its first ``limit``): score = the fused score, rank = the fused position,
-    ``leg_ranks`` = each leg's rank. ``weights``: per leg (convex: ``{vector: alpha, keyword: 1 - alpha}``)."""
-    if method not in METHODS:
-        raise ValueError(f"unknown fusion method {method!r}")
+def weighted_sum(legs: Mapping[str, Sequence[Hit]], weights: Mapping[str, float], params: Any,
+                 limit: int | None = None, *, times_legs: bool = False) -> list[Hit]:
+    """The fused list (its first ``limit``) of ``sum over legs of weight * normalised score``
+    (``params.norm`` over each leg's top ``params.depth``), times the number of legs that returned
+    the chunk when ``times_legs``; ``leg_ranks`` = each leg's rank."""
+    order = leg_order(legs)
     ranks: dict[str, dict[str, int]] = {}
     norm_scores: dict[str, dict[str, float]] = {}
     meta: dict[str, Hit] = {}
-    for leg in LEG_ORDER:
-        hits = list(legs.get(leg, ())[:depth])
-        for pos, (h, ns) in enumerate(zip(hits, normalise([h.score for h in hits], norm, leg)), start=1):
+    for leg in order:
+        hits = list(legs[leg][: params.depth])
+        for pos, (h, ns) in enumerate(zip(hits, normalise([h.score for h in hits], params.norm, leg)), start=1):
             if h.chunk_id not in ranks:
                 ranks[h.chunk_id] = {}
                 norm_scores[h.chunk_id] = {}
@@ -84,12 +88,22 @@ def score_fuse(legs: Mapping[str, Sequence[Hit]], method: str, norm: str, depth:
     fused = []
     for cid, per_leg in norm_scores.items():
         score = 0.0
-        for leg in LEG_ORDER:  # a fixed summation order: the same float whatever the dict order
+        for leg in order:  # a fixed summation order: the same float whatever the dict order
             if leg in per_leg:
-                score += weights[leg] * per_leg[leg]
-        if method == "combmnz":
+                score += weights.get(leg, 1.0) * per_leg[leg]
+        if times_legs:
             score *= len(per_leg)
         fused.append((-score, cid))
     fused.sort()
     picked = fused[:limit] if limit else fused
     return [meta[cid].ranked(-neg, i, ranks[cid]) for i, (neg, cid) in enumerate(picked, 1)]
+
+
+def score_fuse(legs: Mapping[str, Sequence[Hit]], method: str, norm: str, depth: int,
+               weights: Mapping[str, float], limit: int | None = None) -> list[Hit]:
+    """A score-based method of the registry by name, with explicit weights (``convex``:
+    ``{vector: alpha, keyword: 1 - alpha}``)."""
+    m = registry().get(method)
+    if m is None or not m.score_based:
+        raise ValueError(f"unknown fusion method {method!r}")
+    return m.fuse(legs, weights, Knobs(norm, depth), limit)

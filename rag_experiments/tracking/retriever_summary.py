@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..redaction import redact_text
+from ..retrieval.fusion_methods import registry
 
 
 def _get(config: Mapping, dotted: str, default: Any = None) -> Any:
@@ -32,18 +33,13 @@ def variant(config: Mapping, tags: Mapping[str, str] | None = None) -> str:
 
 
 def fusion_text(config: Mapping) -> str:
-    """``rrf_k=30`` (weights only when not 1), ``convex alpha=0.5 minmax``, ``combmnz zscore``."""
+    """The method's own ``describe`` (:mod:`~rag_experiments.retrieval.fusion_methods`): ``rrf_k=30``
+    (weights only when not 1), ``convex alpha=0.5 minmax``, ``combmnz zscore``, ``isr``."""
     method = str(_get(config, "fusion.method", "rrf") or "rrf")
-    if method == "rrf":
-        text = f"rrf_k={_num(_get(config, 'fusion.rrf_k', '?'))}"
-        weights = (_get(config, "fusion.vector_weight", 1.0), _get(config, "fusion.keyword_weight", 1.0))
-        if any(w not in (1, 1.0, None) for w in weights):
-            text += f" weights={_num(weights[0])}/{_num(weights[1])}"
-        return text
-    norm = _get(config, "fusion.norm", "minmax")
-    if method == "convex":
-        return f"convex alpha={_num(_get(config, 'fusion.alpha', '?'))} {norm}"
-    return f"{method} {norm}"
+    known = registry().get(method)
+    if known is None:  # a run logged by a version that had a method this one has not
+        return f"{method} {_get(config, 'fusion.norm', 'minmax')}"
+    return known.describe(lambda key, default=None: _get(config, f"fusion.{key}", default))
 
 
 def _chunking(config: Mapping) -> str:

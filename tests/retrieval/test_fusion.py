@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 from rag_experiments.errors import ConfigError
-from rag_experiments.retrieval.fusion import FusionParams, rrf
+from rag_experiments.retrieval.fusion import FusionParams, fuse, rrf
 from rag_experiments.retrieval.legs import KeywordParams
 from rag_experiments.retrieval.retriever import Retriever, RetrievalParams
 from rag_experiments.types import Hit
@@ -93,3 +93,23 @@ def test_cache_keys_change_with_depth_filters_and_leg_params(conn, mini_strategy
         r = Retriever(conn, mini_strategy, embedder, params)
         r.search_many(QUERIES[:3])
         assert r.stats.leg_lists_computed == 3 and r.stats.leg_lists_cached == 0
+
+
+def test_the_registry_is_the_one_list_of_methods():
+    """Validation, dispatch and the run-name text read rag_experiments/retrieval/fusion_methods/."""
+    from rag_experiments.retrieval.fusion_methods import registry
+    from rag_experiments.tracking.retriever_summary import fusion_text
+
+    methods = registry()
+    assert list(methods)[:4] == ["rrf", "convex", "combsum", "combmnz"] and "isr" in methods
+    with pytest.raises(ConfigError, match="fusion.method: must be one of " + ", ".join(methods)):
+        FusionParams(method="nope")
+    legs = {"vector": [Hit("a", "d", "u", "t", 0, 1, 0.9, 1), Hit("b", "d", "u", "t", 0, 1, 0.8, 2),
+                       Hit("d", "d", "u", "t", 0, 1, 0.1, 3)],
+            "keyword": [Hit("b", "d", "u", "t", 0, 1, 5.0, 1), Hit("c", "d", "u", "t", 0, 1, 1.0, 2)]}
+    for name, m in methods.items():
+        p = FusionParams(method=name)
+        assert fuse(legs, p)[0].chunk_id == "b", name  # in both legs: first by every method
+        assert fusion_text({"fusion": {"method": name, "rrf_k": 60, "alpha": 0.5, "norm": "minmax"}}).startswith(
+            "rrf_k=60" if name == "rrf" else name)
+        assert m.summary and (m.sql == (name == "rrf"))
