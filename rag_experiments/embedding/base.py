@@ -5,7 +5,7 @@ Names:
   wheel, run on onnxruntime; no torch, no download. The model file's sha256 is verified
   before use.
 * ``static-minilm``: a static token table distilled from that MiniLM (:mod:`.static`): the mean
-  of a text's token rows, no transformer; ~100x faster, lower recall on paraphrases. Its sha256
+  of a text's token rows, no transformer; 50x faster or more, lower recall (a third less on the demo). Its sha256
   is verified before use.
 * ``st:<name-or-path>``: any sentence-transformers model (needs the ``rerank`` extra for
   torch; downloads by name where the user has network, or loads a local path), with optional

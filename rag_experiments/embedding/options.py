@@ -20,7 +20,7 @@ def check_embedder_name(name: str) -> None:
     if name not in ("minilm-onnx", "static-minilm", "voyage", "openai") and not (name.startswith("st:") and name[3:].strip()):
         raise ConfigError(
             f"embedding.name: unknown embedder {name!r}",
-            hint="use 'minilm-onnx' (bundled, offline), 'static-minilm' (bundled, offline, ~100x faster, "
+            hint="use 'minilm-onnx' (bundled, offline), 'static-minilm' (bundled, offline, 50x faster or more, "
             "lower recall on paraphrases), 'st:<sentence-transformers model or path>', "
             "'voyage' or 'openai' (embedding=voyage / embedding=openai)",
         )

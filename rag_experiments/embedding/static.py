@@ -1,7 +1,7 @@
 """``static-minilm``: a static (model2vec-class) embedder distilled from the bundled MiniLM.
 
 A text's vector is the mean of its tokens' rows in a (30,522 x 256) float16 table, L2-normalised:
-MiniLM's own tokenizer, no transformer. Hundreds of times faster than the int8 MiniLM on a CPU
+MiniLM's own tokenizer, no transformer. 50-280x faster than the int8 MiniLM on 2 cores
 (docs/reference/performance.md measures both), at a recall cost on paraphrases: a first look at a
 corpus in seconds, or a sweep's cheap leg, not the default.
 
