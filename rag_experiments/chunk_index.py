@@ -298,14 +298,15 @@ def _price(conn: psycopg.Connection, embedder: Embedder, groups: list[list[Docum
     return total
 
 
-def _stage_chunks(conn: psycopg.Connection, key: str, chunks: list[Chunk], by_id: dict, first: int) -> None:
+def _stage_chunks(conn: psycopg.Connection, key: str, chunks: list[Chunk], by_id: dict, first: int,
+                  language: str = "english") -> None:
     """COPY one group's chunk rows (no vectors) into the session's ``chunk_stage``, numbered from ``first``."""
     with conn.cursor().copy(f"COPY chunk_stage (ord, {_CHUNK_COLUMNS}) FROM STDIN") as cp:
         for i, c in enumerate(chunks, start=first):
             d = by_id[c.doc_id]
             cp.write_row((i, key, c.chunk_id, c.doc_id, d.content_hash, d.source_uri, d.doc_type, c.ordinal,
                           c.start, c.end, c.n_tokens, c.text, c.indexed_text, sha256_text(c.indexed_text),
-                          extract_identifiers(c.indexed_text)))
+                          extract_identifiers(c.indexed_text, language)))
 
 
 def _write_chunks(conn: psycopg.Connection, key: str, space: str, staged: int) -> None:
@@ -314,8 +315,10 @@ def _write_chunks(conn: psycopg.Connection, key: str, space: str, staged: int) -
     conn.execute("ANALYZE chunk_stage")  # a temporary table has no statistics until asked
     columns = ", ".join(f"s.{c.strip()}" for c in _CHUNK_COLUMNS.split(","))
     written = conn.execute(
-        f"INSERT INTO chunks ({_CHUNK_COLUMNS}, embedding) SELECT {columns}, e.embedding FROM chunk_stage s"
-        " JOIN embedding_cache e ON e.model = %s AND e.text_hash = s.text_hash ORDER BY s.ord", (space,)).rowcount
+        # ts_config: the strategy's text search configuration, from which the generated tsv is computed
+        f"INSERT INTO chunks ({_CHUNK_COLUMNS}, embedding, ts_config) SELECT {columns}, e.embedding,"
+        " (SELECT language FROM strategies WHERE strategy_id = %s) FROM chunk_stage s"
+        " JOIN embedding_cache e ON e.model = %s AND e.text_hash = s.text_hash ORDER BY s.ord", (key, space)).rowcount
     if written != staged:  # only if cache rows were deleted after embed_with_cache wrote them
         raise DatabaseError(f"ingest of {key}: {staged - written} of {staged} chunks' vectors are no "
                             "longer in embedding_cache (deleted while this ingest ran?); nothing was written",
@@ -338,15 +341,19 @@ def _cache_vectors(conn: psycopg.Connection, space: str, hashes: list[str], vect
 
 def ingest(conn: psycopg.Connection, docs: list[Document], params: ChunkingParams, embedder: Embedder,
            hnsw: HnswParams = HnswParams(), *, progress: bool = False, model_batch_size: int = 16,
-           before_paying: BeforePaying | None = None, executor=None, shipped_vectors: bool = True) -> IngestReport:
-    """Make the strategy for (corpus, params, embedder) match ``docs``; do no more work than needed.
+           before_paying: BeforePaying | None = None, executor=None, shipped_vectors: bool = True,
+           language: str = "english") -> IngestReport:
+    """Make the strategy for (corpus, params, embedder, language) match ``docs``; do no more work than needed.
 
     ``shipped_vectors``: read the vectors shipped with the demo corpus for the texts they cover
     (:mod:`.embedding.shipped`); False embeds every uncached text (what a benchmark of the model wants).
+    ``language``: ``corpus.language``, the PostgreSQL text search configuration of the strategy's
+    keyword index (checked against ``pg_ts_config`` before any other work).
     """
     t0 = time.perf_counter()
+    check_language(conn, language)
     corpus = docs[0].corpus if docs else "empty"
-    key = strategy_key(corpus, params, embedder.model_id)
+    key = strategy_key(corpus, params, embedder.model_id, language)
     manifest = corpus_manifest(docs)
     index_name = hnsw_index_name(key, hnsw)
 
@@ -371,13 +378,14 @@ def ingest(conn: psycopg.Connection, docs: list[Document], params: ChunkingParam
         if row and row[0] == manifest["digest"] and has_index():
             return IngestReport(key, corpus, len(docs), row[1], 0, 0, 0, 0, time.perf_counter() - t0, True)
         return _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress, model_batch_size,
-                      before_paying, executor, shipped_vectors)
+                      before_paying, executor, shipped_vectors, language)
     finally:
         conn.execute("SELECT pg_advisory_unlock(%s)", (lock,))
 
 
 def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress,
-           model_batch_size, before_paying=None, executor=None, shipped_vectors=True) -> IngestReport:
+           model_batch_size, before_paying=None, executor=None, shipped_vectors=True,
+           language: str = "english") -> IngestReport:
     existing = dict(conn.execute(
         "SELECT doc_id, min(doc_hash) FROM chunks WHERE strategy_id = %s GROUP BY doc_id", (key,)
     ).fetchall()) if row else {}
@@ -408,7 +416,7 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
                                         model_batch_size=model_batch_size, executor=executor,
                                         shipped=shipped_vectors, keep_vectors=False,
                                         progress_label=f" group {i + 1}/{len(groups)}" if len(groups) > 1 else "")
-            _stage_chunks(conn, key, chunks, by_id, staged)
+            _stage_chunks(conn, key, chunks, by_id, staged, language)
             staged += len(chunks)
             cache_hits += embedded.cache_hits
             shipped += embedded.shipped
@@ -423,10 +431,10 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHUNKS_WRITER_LOCK,))
             _upsert_documents(conn, docs, corpus)
             conn.execute(
-                "INSERT INTO strategies (strategy_id, corpus, chunker, params, embedding_model, dim, content_digest, n_chunks)"
-                " VALUES (%s, %s, %s, %s, %s, %s, '', 0)"
+                "INSERT INTO strategies (strategy_id, corpus, chunker, params, embedding_model, dim, content_digest,"
+                " n_chunks, language) VALUES (%s, %s, %s, %s, %s, %s, '', 0, %s::regconfig)"
                 " ON CONFLICT (strategy_id) DO NOTHING",
-                (key, corpus, params.name, json.dumps(asdict(params)), embedder.model_id, dim),
+                (key, corpus, params.name, json.dumps(asdict(params)), embedder.model_id, dim, language),
             )
             stale = [d.doc_id for d in changed] + sorted(gone)
             removed_dl = bm25_stats.remove_documents(conn, key, stale)
@@ -562,6 +570,7 @@ class StrategyInfo:
     # changed documents and then changed them back has the old digest but another graph). HNSW
     # builds are randomised and approximate, so a cached vector list is only valid for its build.
     index_build: str | None = None
+    language: str = "english"  # corpus.language: the text search configuration of its keyword index
 
 
 def strategy_info(conn: psycopg.Connection, strategy_id: str, hnsw: HnswParams | None = None) -> StrategyInfo | None:
@@ -569,10 +578,42 @@ def strategy_info(conn: psycopg.Connection, strategy_id: str, hnsw: HnswParams |
     index = hnsw and hnsw_index_name(strategy_id, hnsw)
     row = conn.execute(
         "SELECT strategy_id, corpus, chunker, params, embedding_model, dim, content_digest, n_chunks,"
-        " built_at, to_regclass(%s::text)::oid FROM strategies WHERE strategy_id = %s", (index, strategy_id),
+        " built_at, to_regclass(%s::text)::oid, language::text FROM strategies WHERE strategy_id = %s",
+        (index, strategy_id),
     ).fetchone()
     if row is None:
         return None
-    *fields, built_at, oid = row
+    *fields, built_at, oid, language = row
     build = f"{oid or '-'}@{built_at.isoformat() if built_at else '-'}"
-    return StrategyInfo(*fields, hnsw_index=index, index_build=build)
+    return StrategyInfo(*fields, hnsw_index=index, index_build=build, language=language)
+
+
+def text_search_configs(conn: psycopg.Connection) -> list[str]:
+    """The text search configurations this PostgreSQL has (``pg_ts_config``): the values
+    ``corpus.language`` accepts (``rag-exp corpus languages``)."""
+    return [r[0] for r in conn.execute(
+        "SELECT CASE WHEN n.nspname = 'pg_catalog' THEN c.cfgname ELSE n.nspname || '.' || c.cfgname END"
+        " FROM pg_ts_config c JOIN pg_namespace n ON n.oid = c.cfgnamespace ORDER BY 1").fetchall()]
+
+
+def check_language(conn: psycopg.Connection, language: str) -> None:
+    """ConfigError (one line naming the choices) unless PostgreSQL has a text search configuration
+    called ``language``."""
+    choices = text_search_configs(conn)
+    if language not in choices:
+        raise ConfigError(f"corpus.language: PostgreSQL has no text search configuration {language!r}; "
+                          f"choose one of {', '.join(choices)} (rag-exp corpus languages)")
+
+
+_LANGUAGES: dict[str, str] = {}
+
+
+def strategy_language(conn: psycopg.Connection, strategy_id: str) -> str:
+    """The strategy's ``corpus.language`` (english when it is not built). A strategy id is a digest
+    of its language (chunking.strategy_key), so the answer is cached by id."""
+    if strategy_id not in _LANGUAGES:
+        row = conn.execute("SELECT language::text FROM strategies WHERE strategy_id = %s", (strategy_id,)).fetchone()
+        if row is None:
+            return "english"
+        _LANGUAGES[strategy_id] = row[0]
+    return _LANGUAGES[strategy_id]

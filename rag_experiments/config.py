@@ -13,6 +13,7 @@ knobs). Below this module nothing imports hydra or omegaconf.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
@@ -51,10 +52,23 @@ def project_path(path: str) -> Path:
     return p if p.is_absolute() else Path(os.path.normpath(project_root() / p))
 
 
+# A text search configuration's name as corpus.language takes it: a bare or schema-qualified
+# SQL identifier (whether PostgreSQL has it is checked against pg_ts_config before the ingest).
+_LANGUAGE_NAME = re.compile(r"^(?:[a-z_][a-z0-9_$]*\.)?[a-z_][a-z0-9_$]*$")
+
+
 @dataclass(frozen=True)
 class CorpusParams:
     path: str = "demo"  # 'demo' = the shipped corpus, else a folder of .md files
     name: str | None = "demo"  # the database keys documents by corpus name
+    # the PostgreSQL text search configuration of the keyword leg (stemming, stop words), its BM25
+    # statistics and RM3: english, german, french, spanish, simple... (rag-exp corpus languages)
+    language: str = "english"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.language, str) or not _LANGUAGE_NAME.match(self.language):
+            raise ConfigError(f"corpus.language: {self.language!r} is not a text search configuration name "
+                              "(lower-case, e.g. english, german, french, simple; rag-exp corpus languages lists them)")
 
 
 @dataclass(frozen=True)

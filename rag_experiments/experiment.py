@@ -31,7 +31,7 @@ from .retrieval.external import ExternalRetriever, load_system
 from .retrieval.protocol import SearchSystem
 from .retrieval.retriever import EXTERNAL_VARIANTS, Retriever
 from .scale.executors import embedding_executor
-from .chunk_index import IngestReport, StrategyInfo, ingest, strategy_info
+from .chunk_index import IngestReport, StrategyInfo, check_language, ingest, strategy_info
 from .types import Hit, RankedList
 
 
@@ -136,6 +136,7 @@ def _run_experiment(settings: Settings, conn: psycopg.Connection | None = None) 
     conn = conn or open_database(settings)
     timings["db_connect_s"] = time.perf_counter() - t
     try:
+        check_language(conn, settings.corpus.language)  # a language PostgreSQL lacks: before the model loads
         t = time.perf_counter()
         embedder = load_settings_embedder(settings)
         timings["model_load_s"] = time.perf_counter() - t
@@ -145,7 +146,8 @@ def _run_experiment(settings: Settings, conn: psycopg.Connection | None = None) 
         t = time.perf_counter()
         executor = embedding_executor(settings.ingest, embedder, settings.embedding)
         report = ingest(conn, docs, settings.chunking, embedder, settings.retrieval.hnsw, progress=settings.progress,
-                        model_batch_size=settings.embedding.batch_size, before_paying=gate, executor=executor)
+                        model_batch_size=settings.embedding.batch_size, before_paying=gate, executor=executor,
+                        language=settings.corpus.language)
         timings["ingest_s"] = time.perf_counter() - t
         # the index the vector leg searches is part of its cache keys (a sweep over hnsw.m rebuilds it)
         strategy = strategy_info(conn, report.strategy_id, settings.retrieval.hnsw)

@@ -75,7 +75,7 @@ class RetrieverSession:
         try:
             self.ingest_report = ingest(self.conn, docs, settings.chunking, self.embedder, settings.retrieval.hnsw,
                                         progress=progress, model_batch_size=settings.embedding.batch_size,
-                                        before_paying=self.cost_gate)
+                                        before_paying=self.cost_gate, language=settings.corpus.language)
         except BaseException:
             self.conn.close()
             raise

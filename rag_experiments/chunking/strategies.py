@@ -52,9 +52,12 @@ class _Piece:
 CHUNKER_VERSION = 2  # 2: definition-list items kept whole
 
 
-def strategy_key(corpus: str, params: ChunkingParams, model_id: str) -> str:
-    """The ``strategies.strategy_id``: readable prefix + digest of everything that shapes chunks."""
-    digest = cache_key("strategy", corpus=corpus, chunking=params, model=model_id, chunker=CHUNKER_VERSION)
+def strategy_key(corpus: str, params: ChunkingParams, model_id: str, language: str = "english") -> str:
+    """The ``strategies.strategy_id``: readable prefix + digest of everything that shapes chunks and
+    their keyword index (``language``: corpus.language; english, the default, is left out of the
+    digest so strategies built before the setting keep their ids)."""
+    extra = {} if language == "english" else {"language": language}
+    digest = cache_key("strategy", corpus=corpus, chunking=params, model=model_id, chunker=CHUNKER_VERSION, **extra)
     return f"{params.name}-{digest[:12]}"
 
 

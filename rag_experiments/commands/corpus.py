@@ -1,6 +1,7 @@
 """rag-exp corpus: import HTML or Markdown documentation; show what a corpus folder holds; convert
 its PDF, DOCX, PPTX and HTML files (cached) and print the formats table; list its documents and
-show one document's text as loaded (the text golden quotes and spans index into)."""
+show one document's text as loaded (the text golden quotes and spans index into); list the
+languages (text search configurations) corpus.language accepts."""
 
 from __future__ import annotations
 
@@ -67,6 +68,14 @@ def register(sub) -> None:
     sh.add_argument("--context", type=int, default=2, metavar="N",
                     help="with --grep: lines shown before and after each match (default: 2)")
     sh.set_defaults(func=lambda a: _piped(_show, a))
+    lg = s.add_parser(
+        "languages", help="the values corpus.language accepts: PostgreSQL's text search configurations",
+        description="List the text search configurations of the database (pg_ts_config: $DATABASE_URL, else the "
+        "embedded server): each is a value of corpus.language, which sets the stemming and stop words of the "
+        "keyword leg, its BM25 statistics and RM3 for that strategy (default: english). 'simple' lower-cases "
+        "without stemming or stop words (a language PostgreSQL has no stemmer for). Example: "
+        "rag-exp run corpus.path=docs-de corpus.language=german")
+    lg.set_defaults(func=_languages)
     p.set_defaults(func=lambda a: (p.print_help(), 1)[1])
 
 
@@ -75,6 +84,21 @@ def _import_html(args) -> int:
 
     report = import_html_dir(args.src, args.dest, prefix=args.prefix)
     print(report.summary())
+    return 0
+
+
+def _languages(args) -> int:
+    from ..db.connect import connect, resolve_database_url
+
+    with connect(resolve_database_url()) as conn:
+        rows = conn.execute(
+            "SELECT CASE WHEN n.nspname = 'pg_catalog' THEN c.cfgname ELSE n.nspname || '.' || c.cfgname END,"
+            " coalesce(obj_description(c.oid, 'pg_ts_config'), '')"
+            " FROM pg_ts_config c JOIN pg_namespace n ON n.oid = c.cfgnamespace ORDER BY 1").fetchall()
+    width = max(len(r[0]) for r in rows)
+    for name, description in rows:
+        print(f"{name:{width}s}  {description}".rstrip())
+    print(f"\n{len(rows)} configurations; set one with corpus.language=NAME (default: english)")
     return 0
 
 

@@ -12,11 +12,10 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from ..identifiers import extract_identifiers
 from ..types import Hit
 from .filters import Filters
 from .fusion import FusionParams
-from .legs import KeywordParams, keyword_sql, set_vector_session, vector_sql
+from .legs import KeywordParams, keyword_sql, query_identifiers, set_vector_session, vector_sql
 
 
 def hybrid_sql_search(conn: psycopg.Connection, strategy_id: str, query: str, qvec: np.ndarray, dim: int,
@@ -40,7 +39,7 @@ def hybrid_sql_search(conn: psycopg.Connection, strategy_id: str, query: str, qv
         " FROM vec FULL OUTER JOIN kw ON vec.chunk_id = kw.chunk_id"
         " ORDER BY score DESC, chunk_id LIMIT %(limit)s"
     ).format(vec=vec_stmt, kw=kw_stmt)
-    bind = {**kw_bind, **vec_bind, "q": query, "idents": extract_identifiers(query), "qvec": qvec,
+    bind = {**kw_bind, **vec_bind, "q": query, "idents": query_identifiers(conn, strategy_id, query), "qvec": qvec,
             "sid": strategy_id, "depth": fusion.depth, "wv": fusion.vector_weight,
             "wk": fusion.keyword_weight, "rrf_k": fusion.rrf_k, "limit": limit}
     with conn.transaction():

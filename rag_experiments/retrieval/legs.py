@@ -16,20 +16,25 @@ from psycopg import sql
 from ..cache_key import cache_key
 from ..errors import ConfigError, DatabaseError
 from ..identifiers import extract_identifiers
-from ..chunk_index import StrategyInfo
+from ..chunk_index import StrategyInfo, strategy_language
 from ..types import Hit
 from ..vector_types import cast_sql
 from .filters import Filters
 
 META_COLUMNS = "chunk_id, doc_id, source_uri, doc_type, start_char, end_char"
 
+# The strategy's text search configuration (corpus.language, migration 0008), read inside the
+# statement: the query is parsed and stemmed as the strategy's chunks were, for every caller
+# that binds %(sid)s (keyword and hybrid legs, benchmarks).
+TS_CONFIG = "(SELECT s.language FROM strategies s WHERE s.strategy_id = %(sid)s)"
+
 TSQUERY_MODES = {
     # OR of every stemmed query term: the only mode that serves sentence-long questions
     # (plainto/websearch AND every term; a 10-word question then matches almost nothing).
     # The cast (not to_tsquery) avoids stemming every word a second time.
-    "or": "replace(plainto_tsquery('english', %(q)s)::text, '&', '|')::tsquery",
-    "and": "plainto_tsquery('english', %(q)s)",
-    "websearch": "websearch_to_tsquery('english', %(q)s)",
+    "or": "replace(plainto_tsquery(" + TS_CONFIG + ", %(q)s)::text, '&', '|')::tsquery",
+    "and": "plainto_tsquery(" + TS_CONFIG + ", %(q)s)",
+    "websearch": "websearch_to_tsquery(" + TS_CONFIG + ", %(q)s)",
 }
 RANK_FUNCTIONS = ("ts_rank", "ts_rank_cd", "bm25")
 
@@ -178,7 +183,7 @@ def keyword_sql(params: KeywordParams, filters: Filters) -> tuple[sql.Composable
 # whole-manual leg p50 27.5 -> 12.7 ms with migration 0004. With a tsquery mode that drops chunks
 # or a filter (BM25_SQL), every matching chunk is scored exactly.
 QT_FROM_QUERY = ("SELECT u.lexeme, coalesce(cardinality(u.positions), 1)::float8 AS qtf"
-                 " FROM unnest(to_tsvector('english', %(q)s)) u")
+                 " FROM unnest(to_tsvector(" + TS_CONFIG + ", %(q)s)) u")
 # RM3's second pass: each expanded lexeme with its weight in place of its count in the query
 QT_WEIGHTED = "SELECT u.lexeme, u.qtf FROM unnest(%(lexemes)s::text[], %(weights)s::float8[]) AS u(lexeme, qtf)"
 
@@ -274,12 +279,17 @@ def bm25_sql(params: KeywordParams, filters: Filters, weighted: bool = False) ->
     return query, {**bind, **fparams}
 
 
+def query_identifiers(conn: psycopg.Connection, strategy_id: str, query: str) -> list[str]:
+    """The query's exact identifiers, extracted as the strategy's chunks' were (its corpus.language)."""
+    return extract_identifiers(query, strategy_language(conn, strategy_id))
+
+
 def keyword_search(conn: psycopg.Connection, strategy_id: str, query: str, depth: int,
                    params: KeywordParams = KeywordParams(), filters: Filters = Filters()) -> list[Hit]:
     if params.rm3:
         return rm3_search(conn, strategy_id, query, depth, params, filters)
     stmt, bind = keyword_sql(params, filters)
-    bind.update({"q": query, "idents": extract_identifiers(query), "sid": strategy_id, "depth": depth})
+    bind.update({"q": query, "idents": query_identifiers(conn, strategy_id, query), "sid": strategy_id, "depth": depth})
     rows = conn.execute(stmt, bind).fetchall()
     if not rows and params.rank == "bm25" and conn.execute(
             "SELECT 1 FROM bm25_stats WHERE strategy_id = %s", (strategy_id,)).fetchone() is None:
@@ -301,10 +311,11 @@ def rm3_search(conn: psycopg.Connection, strategy_id: str, query: str, depth: in
     vectors = feedback_vectors(conn, strategy_id, [h.chunk_id for h in first])
     lexemes = sorted({t for v in vectors.values() for t in v})
     df, n_chunks = document_frequencies(conn, strategy_id, lexemes)
-    weights = rm3_weights(query_lexemes(conn, query), [(h.score, vectors.get(h.chunk_id, {})) for h in first],
-                          df, n_chunks, params.fb_terms, params.original_query_weight)
+    weights = rm3_weights(query_lexemes(conn, query, strategy_id), [(h.score, vectors.get(h.chunk_id, {})) for h in first],
+                          df, n_chunks, params.fb_terms, params.original_query_weight,
+                          language=strategy_language(conn, strategy_id))
     stmt, bind = bm25_sql(params, filters, weighted=True)
-    bind.update({"q": query, "idents": extract_identifiers(query), "sid": strategy_id, "depth": depth,
+    bind.update({"q": query, "idents": query_identifiers(conn, strategy_id, query), "sid": strategy_id, "depth": depth,
                  "lexemes": list(weights), "weights": [weights[t] for t in weights]})
     return leg_hits(conn.execute(stmt, bind).fetchall(), "keyword")
 

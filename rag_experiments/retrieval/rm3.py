@@ -3,9 +3,10 @@
 
 1. **First pass.** The BM25 leg's own top ``fb_docs`` chunks for the query, with their scores.
 2. **Relevance model (RM1).** Each feedback chunk is a vector of its lexemes: the same lexemes the
-   BM25 leg scores (``to_tsvector('english', ...)`` of the chunk's indexed text). tf is the number of
-   positions, as in ``bm25_postings``. Like Anserini, a lexeme is kept only if it has 2 to 20
-   characters of ``[a-z0-9]`` and occurs in at most 10% of the strategy's chunks (df / N <= 0.1).
+   BM25 leg scores (``to_tsvector(<corpus.language>, ...)`` of the chunk's indexed text). tf is the number
+   of positions, as in ``bm25_postings``. Like Anserini, a lexeme is kept only if it has 2 to 20
+   characters of ``[a-z0-9]`` (any letter or digit when the strategy's language is not english:
+   ``größ``, ``données``) and occurs in at most 10% of the strategy's chunks (df / N <= 0.1).
    ``RM1(t) = sum_d score(d) * tf(t, d) / |d|`` over the feedback chunks, where ``|d|`` is the L1
    norm of the kept lexemes. The ``fb_terms`` heaviest terms are kept (ties: the lexeme, ascending)
    and scaled to unit L1 norm.
@@ -25,6 +26,7 @@ import re
 from typing import Mapping, Sequence
 
 TERM = re.compile(r"^[a-z0-9]{2,20}$")
+UNICODE_TERM = re.compile(r"^[^\W_]{2,20}$")  # other languages: letters with diacritics, other scripts
 MAX_DF_RATIO = 0.1
 
 
@@ -35,12 +37,15 @@ def _l1(vec: Mapping[str, float]) -> dict[str, float]:
 
 def rm3_weights(query_terms: Mapping[str, float], feedback: Sequence[tuple[float, Mapping[str, int]]],
                 df: Mapping[str, int], n_chunks: int, fb_terms: int = 10,
-                original_query_weight: float = 0.5) -> dict[str, float]:
+                original_query_weight: float = 0.5, language: str = "english") -> dict[str, float]:
     """The expanded query, lexeme -> weight. ``query_terms``: the query's lexemes and counts;
     ``feedback``: (first-pass score, {lexeme: tf}) of each feedback chunk; ``df``/``n_chunks``:
-    the strategy's document frequencies and chunk count (the 10% filter)."""
+    the strategy's document frequencies and chunk count (the 10% filter); ``language``: the
+    strategy's corpus.language (which characters a kept term may have)."""
+    term = TERM if language == "english" else UNICODE_TERM
+
     def allowed(t: str) -> bool:
-        return bool(TERM.match(t)) and (n_chunks <= 0 or df.get(t, 0) / n_chunks <= MAX_DF_RATIO)
+        return bool(term.match(t)) and (n_chunks <= 0 or df.get(t, 0) / n_chunks <= MAX_DF_RATIO)
 
     rm: dict[str, float] = {}
     for score, vec in feedback:
@@ -68,9 +73,11 @@ def feedback_vectors(conn, strategy_id: str, chunk_ids: Sequence[str]) -> dict[s
     return out
 
 
-def query_lexemes(conn, query: str) -> dict[str, int]:
-    rows = conn.execute("SELECT lexeme, coalesce(cardinality(positions), 1) FROM unnest(to_tsvector('english', %s))",
-                        (query,)).fetchall()
+def query_lexemes(conn, query: str, strategy_id: str) -> dict[str, int]:
+    """The query's lexemes and counts under the strategy's text search configuration."""
+    rows = conn.execute("SELECT lexeme, coalesce(cardinality(positions), 1) FROM unnest(to_tsvector("
+                        "(SELECT language FROM strategies WHERE strategy_id = %s), %s))",
+                        (strategy_id, query)).fetchall()
     return {lex: int(n) for lex, n in rows}
 
 

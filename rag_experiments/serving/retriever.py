@@ -184,7 +184,8 @@ class Retriever:
         from ..chunking import strategy_key
         from ..chunk_index import strategy_info
 
-        key = strategy_key(corpus_name(self.settings), self.settings.chunking, self.embedder.model_id)
+        key = strategy_key(corpus_name(self.settings), self.settings.chunking, self.embedder.model_id,
+                           self.settings.corpus.language)
         info = strategy_info(self.conn, key)
         expected = self.expected_corpus_digest
         how = (f"an operator ingests it: {ingest_command(self._overrides)} (from Python: ingest=True; "
@@ -221,7 +222,8 @@ class Retriever:
         docs = self._promoted_corpus()
         with self._lock:
             ingest(self.conn, docs, self.settings.chunking, self.embedder, self.settings.retrieval.hnsw,
-                   progress=self.settings.progress, model_batch_size=self.settings.embedding.batch_size)
+                   progress=self.settings.progress, model_batch_size=self.settings.embedding.batch_size,
+                   language=self.settings.corpus.language)
         return strategy_info(self.conn, key)
 
     # -- search ---------------------------------------------------------------------------------

@@ -185,6 +185,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
     tags = {
         "variant": s.retrieval.variant,
         "strategy": result.strategy.strategy_id,
+        "corpus.language": result.strategy.language,  # the keyword leg's text search configuration
         "chunking": s.chunking.name,
         "embedding_model": result.embedding_model,
         "golden_set": s.golden.file.name,
