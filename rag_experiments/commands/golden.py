@@ -17,6 +17,8 @@ from ..errors import ConfigError, GoldenSetError, UserError
 
 DEFAULT_GOLDEN = "experiments/golden/demo.jsonl"
 ADD_KINDS = ("exact", "paraphrase", "production")  # rag_experiments.golden.add.KINDS (not imported at start-up)
+ADD_METHODS = ("human", "agent")  # rag_experiments.golden.add.ADD_METHODS
+JUDGE_BY_HAND = ("human", "agent")  # the judge.kind of a --by-hand / --import verdict
 
 
 def rates_line(v: dict) -> str:
@@ -173,6 +175,9 @@ def register(subparsers: Any) -> None:
                       help="label the pairs yourself in the terminal: y=YES p=PART n=NO s=skip q=quit, then Enter")
     hand.add_argument("--labeller", metavar="NAME", default=None,
                       help="who labels, recorded in each judgement (default: the OS user)")
+    hand.add_argument("--judge-kind", choices=JUDGE_BY_HAND, default="human",
+                      help="what --labeller is, recorded as judge.kind: human (a person, the default) or agent (an "
+                      "AI agent or a script: a machine judge, unvalidated until a person's spot-check agrees)")
     csv_io = hand.add_mutually_exclusive_group()
     csv_io.add_argument("--export", type=Path, metavar="FILE.csv", default=None,
                         help="write the pairs to label to a new CSV (pair_id, case, question, document, offsets, "
@@ -239,6 +244,9 @@ def register(subparsers: Any) -> None:
                     help="the corpus the quote is in (default: the configured corpus.path: demo, or the project's "
                     "from rag-exp init)")
     sp.add_argument("--author", help="who wrote the case (default: $USER)")
+    sp.add_argument("--by", dest="method", choices=ADD_METHODS, default="human",
+                    help="what --author is, recorded as provenance.method: human (a person, the default) or agent "
+                    "(an AI agent or a script; golden stats counts its cases as generated)")
     sp.add_argument("--note", help="free text kept in the provenance, e.g. the incident or ticket")
     overrides_arg(sp)
     sp.set_defaults(func=cmd_add)
@@ -569,7 +577,7 @@ def _label_by_hand(args: argparse.Namespace) -> int:
     labeller = (args.labeller or "").strip() or hl.default_labeller()
     docs = load_corpus(configured_corpus(args.overrides))
     if args.import_csv is not None:
-        report = hl.import_csv(args.golden, args.import_csv, docs, labeller=labeller)
+        report = hl.import_csv(args.golden, args.import_csv, docs, labeller=labeller, judge_kind=args.judge_kind)
         _say(console, report.summary(args.import_csv) + f"; labeller {labeller}")
         return 0
     spec = _sample_spec(args)
@@ -600,7 +608,7 @@ def _label_by_hand(args: argparse.Namespace) -> int:
         _say(console, f"wrote {n} passage(s) to {args.export}: fill in the verdict column (YES / PART / NO, empty to "
                       f"skip), then: rag-exp golden label --golden {args.golden} --import {args.export}", soft_wrap=True)
         return 0
-    report = hl.run_terminal(plan, labeller=labeller, doc_text=text, console=console)
+    report = hl.run_terminal(plan, labeller=labeller, doc_text=text, console=console, judge_kind=args.judge_kind)
     _say(console, report.summary())
     _say(console, report.timing_line())
     return 130 if report.interrupted else 0
@@ -641,6 +649,9 @@ def cmd_label(args: argparse.Namespace) -> int:
         raise UserError("--per-run-depth needs a pool", hint="add --pool RUN_ID ... or --sweep PARENT_ID")
     if args.by_hand or args.export is not None or args.import_csv is not None:
         return _label_by_hand(args)
+    if args.judge_kind != "human":
+        raise UserError("--judge-kind goes with --by-hand or --import (the LLM judge records judge.kind llm)",
+                        hint="add --by-hand to label the pairs yourself")
     if args.labeller:
         raise UserError("--labeller goes with --by-hand (the LLM judge records its model, not a name)",
                         hint="add --by-hand to label the pairs yourself")
@@ -725,7 +736,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     if args.chunk_id and quote:
         raise UserError("--quote/--quote-file go with --source-uri, not with --chunk-id")
     check_query(" ".join(args.query.split()), "--query")  # before the corpus or the database is read
-    common = dict(author=args.author, note=args.note, kind=args.kind, identifier=args.identifier)
+    common = dict(author=args.author, note=args.note, kind=args.kind, identifier=args.identifier, method=args.method)
     if args.chunk_id:
         if args.corpus_folder is not None:
             raise UserError("--corpus goes with --source-uri; a chunk comes from the configured store "

@@ -47,6 +47,7 @@ from .normalise import find_normalised, normalised, rough
 from .records import Span, new_id
 
 KINDS = ("exact", "paraphrase", "production")
+ADD_METHODS = ("human", "agent")  # provenance.method of a case written by hand: a person, or an AI agent
 
 
 class QuoteError(UserError):
@@ -263,8 +264,12 @@ def production_case(query: str, *, chunk_id: str | None = None, source_uri: str 
                     doc_lookup: Callable[[str], dict | None] | None = None,
                     docs: Sequence[Document] | None = None, corpus: str | None = None,
                     author: str | None = None, note: str | None = None, grade: int = 2,
-                    kind: str = "production", identifier: str | None = None) -> AddResult:
+                    kind: str = "production", identifier: str | None = None, method: str = "human") -> AddResult:
     """Build (not append) a case from a chunk id, or a source uri + quote.
+
+    ``method``: who wrote the case, recorded as ``provenance.method``: ``human`` (a person) or
+    ``agent`` (an AI agent or a script writing by hand; its cases count as generated in
+    ``golden stats``), with ``author`` naming the person or the agent.
 
     The document of a quote comes from ``docs`` (the corpus as loaded: by source_uri, doc_id or
     unique file stem) or from ``doc_lookup``. ``corpus``: named in the hints' commands when it is
@@ -274,6 +279,8 @@ def production_case(query: str, *, chunk_id: str | None = None, source_uri: str 
         raise UserError("the query is empty")
     check_query(query, "--query")  # refused here, or every later run on the set would trip on it
     check_kind(kind)
+    if method not in ADD_METHODS:
+        raise UserError(f"--by {method!r}: expected one of {', '.join(ADD_METHODS)}")
     if quote is not None:
         check_text(quote, "--quote")
     if (chunk_id is None) == (source_uri is None):
@@ -310,7 +317,7 @@ def production_case(query: str, *, chunk_id: str | None = None, source_uri: str 
                     doc["content_hash"])
         doc_type, doc_text = doc["doc_type"], doc["text"]
     ident = case_identifier(query, doc_text, kind, identifier)
-    provenance = {"method": "human", "author": author or os.environ.get("USER") or getpass.getuser()}
+    provenance = {"method": method, "author": author or os.environ.get("USER") or getpass.getuser()}
     if note:
         provenance["note"] = note
     record = {

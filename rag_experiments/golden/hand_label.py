@@ -182,7 +182,8 @@ def judgement(pair: Pair, verdict: str, judge: Mapping[str, Any], *, via: str, p
     judge = dict(judge)
     rec = {
         "type": "judgement",
-        "id": new_id("j", pair.case_id, h["doc_id"], h["start"], h["end"], "human", judge.get("name", "")),
+        "id": new_id("j", pair.case_id, h["doc_id"], h["start"], h["end"], judge.get("kind", "human"),
+                     judge.get("name", "")),
         "case_id": pair.case_id,
         "span": {"doc_id": h["doc_id"], "source_uri": h["source_uri"], "start": int(h["start"]), "end": int(h["end"]),
                  "quote": h["text"], "doc_hash": h["doc_hash"]},
@@ -268,6 +269,13 @@ def _context(doc_text: str | None, start: int, end: int) -> tuple[str, str]:
     return before, after
 
 
+def _judge_kind(kind: str) -> str:
+    """``human`` (a person made the call) or ``agent`` (an AI agent labelling by hand: a machine judge)."""
+    if kind not in ("human", "agent"):
+        raise UserError(f"judge kind {kind!r}: expected human or agent")
+    return kind
+
+
 def _where(pair: Pair) -> str:
     h = pair.hit
     return f"{h['source_uri']} chars {h['start']}..{h['end']}"
@@ -275,7 +283,7 @@ def _where(pair: Pair) -> str:
 
 def run_terminal(plan: HandPlan, *, labeller: str, doc_text: Callable[[str], str | None] = lambda _d: None,
                  stdin: TextIO | None = None, console: Any = None,
-                 clock: Callable[[], float] = time.monotonic) -> HandReport:
+                 clock: Callable[[], float] = time.monotonic, judge_kind: str = "human") -> HandReport:
     """Offer each passage until the end, ``q`` or end of input; each verdict is appended at once."""
     from rich.console import Console
     from rich.text import Text
@@ -283,7 +291,7 @@ def run_terminal(plan: HandPlan, *, labeller: str, doc_text: Callable[[str], str
     stdin = stdin or sys.stdin
     console = console or Console(highlight=False)
     gf = GoldenFile(plan.golden_path)
-    judge = {"kind": "human", "name": labeller}
+    judge = {"kind": _judge_kind(judge_kind), "name": labeller}
     report = HandReport(left=len(plan.offers))
     if plan.applied:
         append_held(gf, list(plan.applied))
@@ -381,7 +389,8 @@ class ImportReport:
                 f"row(s), {self.already} pair(s) already labelled")
 
 
-def import_csv(golden_path: str | Path, path: str | Path, docs: Sequence, *, labeller: str) -> ImportReport:
+def import_csv(golden_path: str | Path, path: str | Path, docs: Sequence, *, labeller: str,
+               judge_kind: str = "human") -> ImportReport:
     """Read the ``verdict`` column of an exported CSV back (YES / PART / NO, y / p / n; empty or
     ``s`` skips). Every row is checked before anything is written; a bad one is one line naming
     the file, the row and the value. Pairs already judged for their case are not labelled again."""
@@ -408,7 +417,7 @@ def import_csv(golden_path: str | Path, path: str | Path, docs: Sequence, *, lab
     cases = {c.case_id: c for c in golden.cases}
     by_uri = {d.source_uri: d for d in docs}
     by_uri.update({d.doc_id: d for d in docs if d.doc_id not in by_uri})
-    judge = {"kind": "human", "name": labeller}
+    judge = {"kind": _judge_kind(judge_kind), "name": labeller}
     report = ImportReport()
     designs: dict = {}
     if design_path(path).exists():  # exported from a sample: each pair's design goes into its record
