@@ -202,7 +202,10 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
         batches = [missing[lo : lo + batch_size] for lo in range(0, len(missing), batch_size)]
     bar = None
     rate = None
-    if progress and executor is None and plan is None and len(missing) >= 4 * model_batch_size:
+    from .scale.executors import LocalEmbedding
+
+    local = executor is None or type(executor) is LocalEmbedding  # this process embeds (not Ray, not a test's)
+    if progress and local and plan is None and len(missing) >= 4 * model_batch_size:
         # the rate on this machine now, from one model call on the first texts; its vectors are
         # thrown away (a text's int8 vector depends on its batch-mates, and the batches below
         # must stay those of an ingest without progress): 1/4 of a batch of 256 extra work at most
@@ -217,8 +220,6 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
 
         bar = tqdm(total=len(missing), desc=f"embedding ({embedder.model_id}){progress_label}", unit="text")
     if executor is None:
-        from .scale.executors import LocalEmbedding
-
         executor = LocalEmbedding(embedder, model_batch_size)
     for i, vecs in executor.map([[by_hash[h] for h in b] for b in batches], input_type):
         batch = batches[i]

@@ -336,9 +336,12 @@ def test_an_ingest_killed_mid_way_resumes_without_embedding_again(fresh, fresh_d
 
 def test_an_ingest_says_what_it_will_embed_and_how_long_before_it_starts(fresh, mini_docs, embedder, capfd):
     from rag_experiments.chunk_index import _embedding_plan_line
+    from rag_experiments.scale.executors import LocalEmbedding
 
     p = ChunkingParams("heading", 60)
-    first = ingest(fresh, mini_docs, p, embedder, progress=True, model_batch_size=4)
+    # the executor a run passes (ingest.executor=local), as run.py and rag-exp ingest do
+    first = ingest(fresh, mini_docs, p, embedder, progress=True, model_batch_size=4,
+                   executor=LocalEmbedding(embedder, 4))
     err = capfd.readouterr().err
     plan = next(line for line in err.splitlines() if line.startswith("embedding: "))
     assert plan.startswith(f"embedding: {first.texts_embedded} texts with {embedder.model_id} (0 cached)")
