@@ -125,6 +125,10 @@ def _unique(labels: list[str], runs: Sequence[RunView]) -> list[str]:
     return [f"{lab} ({r.id[:6]})" if labels.count(lab) > 1 else lab for lab, r in zip(labels, runs)]
 
 
+#: the param a run logs for its variant (config `retrieval.variant`, chosen by the group `retrieval=`)
+VARIANT_PARAM = "retrieval.variant"
+
+
 def run_labels(runs: Sequence[RunView]) -> list[str]:
     """Rows named by the params that differ between the runs (``rrf_k=30 keyword_weight=0.5``):
     the last part of a dotted key when that is unambiguous, the full key otherwise. Runs with no
@@ -134,6 +138,9 @@ def run_labels(runs: Sequence[RunView]) -> list[str]:
         return short_labels(runs)
     tails = [k.rsplit(".", 1)[-1] for k in diff]
     names = {k: (t if tails.count(t) == 1 else k) for k, t in zip(diff, tails)}
+    # the variant is chosen with the Hydra group `retrieval=hybrid` (a sweep's child names, the
+    # parent's "Best" line): the same name here, not the param's tail `variant=hybrid`
+    names.update({k: "retrieval" for k in diff if k == VARIANT_PARAM})
     labels = [" ".join(f"{names[k]}={r.params[k]}" for k in diff if k in r.params) for r in runs]
     fallback = short_labels(runs)
     return _unique([lab or fb for lab, fb in zip(labels, fallback)], runs)

@@ -155,15 +155,19 @@ def rich_table(cmp, keys: Sequence[str], wide: bool, label_w: int, first: bool, 
     return table
 
 
-def markdown_table(cmp, rows: Sequence | None = None) -> str:
-    """GitHub-flavoured Markdown: warnings as an alert block, then the table and its legend.
+def markdown_table(cmp, rows: Sequence | None = None, compact: bool = False) -> str:
+    """Markdown that GitHub and MLflow's own viewer both render: warnings as a quoted bold line
+    (MLflow shows a GitHub alert, ``> [!WARNING]``, as raw text), then the table and its legend.
 
     Plain Markdown only (no ``<br>``/``<sub>``: MLflow's viewer shows HTML as text): a cell is
-    ``value [interval] · Δ delta p`` on one line. ``rows``: a subset to show (default: all).
+    ``value [interval] · Δ delta p`` on one line. ``compact``: a cell is ``value`` and, for a run
+    other than the baseline, ``Δdelta`` with ``*`` when significant (intervals, p-values and MDE
+    stay in the full table), so a sweep parent's Overview reads in one screen without wrapping
+    cells. ``rows``: a subset to show (default: all).
     """
     lines: list[str] = []
     for w in cmp.warnings:
-        lines += ["> [!WARNING]", f"> {_md_escape(w)}", ""]
+        lines += [f"> **{WARN} Warning:** {_md_escape(w)}", ""]
     head = ["run", "n"] + [c.title for c in cmp.columns] + [f"W/T/L {metric_title(cmp.primary)}"]
     lines.append("| " + " | ".join(_md_escape(h) for h in head) + " |")
     lines.append("|" + "---|" + "---:|" * (len(head) - 1))
@@ -176,10 +180,14 @@ def markdown_table(cmp, rows: Sequence | None = None) -> str:
         cells = []
         for c in cmp.columns:
             cell = row.cells[c.key.mlflow_name]
-            text = value_text(cell)
+            text = fmt(cell.value) if compact else value_text(cell)
             if (index.get(id(row)), c.key.mlflow_name) in best:
                 text = f"**{text}**"
-            if not row.baseline:
+            if not row.baseline and compact:
+                if cell.delta is not None:
+                    sig = cell.p_adj is not None and cell.p_adj < cmp.alpha
+                    text += f" Δ{fmt(cell.delta, True)}" + ("\\*" if sig else "")
+            elif not row.baseline:
                 dt, direction = delta_text(cell, cmp.alpha)
                 if dt:
                     dt = _md_escape(dt)
@@ -191,9 +199,17 @@ def markdown_table(cmp, rows: Sequence | None = None) -> str:
         n = row.n_cases
         lines.append("| " + " | ".join([label, "" if n is None else str(n), *cells,
                                           "" if row.wtl is None else str(row.wtl)]) + " |")
-    lines += ["", f"_{_md_escape(legend(cmp))}_", ""]
+    lines += ["", f"_{_md_escape(compact_legend(cmp) if compact else legend(cmp))}_", ""]
     lines += [f"- {_md_escape(n)}" for n in cmp.notes]
     return "\n".join(lines) + "\n"
+
+
+def compact_legend(cmp) -> str:
+    return (f"bold: the column's best; Δ = run − baseline ({cmp.baseline.label}), paired over cases; "
+            f"* significant (two-sided paired randomization test, Holm-corrected, α {cmp.alpha:g}); "
+            f"W/T/L = cases won/tied/lost on {metric_title(cmp.primary)}; segment columns show "
+            f"{metric_title(cmp.primary)}. Intervals, p-values and MDE: artifact comparison/table.md "
+            f"or `rag-exp compare --sweep`.")
 
 
 def _flag_text(row) -> str:

@@ -159,9 +159,10 @@ class MlflowSweepCallback(Callback):
         extra: list[str] = []
         if best is not None:
             overrides = S.child_overrides(best, self.spec)
-            seg_metrics, seg_tags = S.best_per_segment(finished, objective, self.maximize, self.spec)
-            metrics.update(seg_metrics)
-            tags.update(seg_tags)
+            from .configured import headline_metrics
+
+            metrics.update(S.best_point_metrics(best, objective, headline_metrics(best)))
+            client.set_tag(best.id, S.BEST_TAG, "true")  # the best point, marked in the runs list
             tags.update({"best_run_id": best.id, "best_run_overrides": overrides[:5000],
                          "best_run_name": best.name[:5000]})
         optuna = self._optuna_result()
@@ -171,7 +172,11 @@ class MlflowSweepCallback(Callback):
             extra.append("Optuna best: " + ", ".join(f"`{k}={v}`" for k, v in optuna["best_params"].items())
                          + f" → {float(optuna['best_value']):.4f}")
         cmp = self._comparison(client, finished, objective) if self.summary and len(finished) >= 2 else None
-        table = cmp.to_markdown() if cmp is not None else None
+        table = None
+        if cmp is not None:  # values and Δ only: the Overview reads in one screen (table.md has the rest)
+            from .compare_render import markdown_table
+
+            table = markdown_table(cmp, compact=True)
         if cmp is not None:
             from .verdict import verdict_lines, verdicts
 

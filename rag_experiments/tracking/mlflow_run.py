@@ -26,6 +26,7 @@ from ..config import default_tracking_uri, project_root
 from ..redaction import redact_obj, redact_text
 from .execution import execution_tags
 from .ownership import owner_tags
+from .ui_links import VIEW_TAG, view_state
 
 PARENT_ENV = "RAG_EXP_PARENT_RUN_ID"
 
@@ -101,7 +102,8 @@ def _reap(uri: str) -> None:
 
 #: MLflow 3's UI opens an experiment of unknown kind on its GenAI overview (traces, prompts);
 #: declaring the kind makes it open on the runs table ("Model training"), where sweeps are.
-EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
+#: the shared view the printed runs link opens (headline metrics as columns, :mod:`.ui_links`)
+EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development", VIEW_TAG: view_state()}
 
 
 def runs_view_url(base: str, experiment_id: str) -> str:

@@ -81,7 +81,8 @@ def long(config: Mapping, tags: Mapping[str, str], metric: str, metrics: Mapping
     """The registered version's description (Markdown): what the retriever is, what it was
     measured on, its objective with interval, and where the run is."""
     v = variant(config, tags)
-    lines = [f"**{short(config, tags)}**", ""]
+    # plain first line: the registry's version list shows the description's start as text (raw `**`)
+    lines = [short(config, tags), ""]
     if v in ("external", "http", "stored"):
         lines.append(f"- retriever: a team's own system (`retrieval={v}`: `{_external(config, v)}`), its passages "
                      f"placed in the corpus and scored on the golden set")

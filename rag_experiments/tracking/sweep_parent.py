@@ -5,8 +5,8 @@ Pure functions over plain values (override strings, child RunViews); the Hydra c
 
 * name: what was swept (``fusion.rrf_k=30,60,90``; ``experiment=rrf_sweep: ...`` for presets);
 * params: the swept keys with their value lists, plus every param all children share;
-* metrics: the best child's objective, and the best value any child reached on each of the
-  objective's segments (the child that reached it as a ``best_run.<metric>`` tag);
+* metrics: the best child's headline metrics and its objective on each segment, all of that one
+  run (:func:`best_point_metrics`); the best child carries the tag ``sweep.best=true``;
 * tags: the best child's id and overrides; the run description (``mlflow.note.content``, shown
   on the run's Overview) is a Markdown summary and comparison table that MLflow renders.
 """
@@ -99,6 +99,30 @@ def best_per_segment(children: Sequence[RunView], objective: str, maximize: bool
         if name != objective:
             tags[f"best_run.{name}"] = f"{child_overrides(top, spec or {}) or top.name} ({top.id})"[:5000]
     return metrics, tags
+
+
+#: the tag that marks a sweep's best point (on the child; a column of the runs list)
+BEST_TAG = "sweep.best"
+
+
+def best_point_metrics(best: RunView, objective: str, headline: Sequence[str]) -> dict[str, float]:
+    """The parent's metrics: the best point's headline metrics and the objective on each of its
+    segments, every value read off that one run (the parent's ``best_run_id`` and
+    ``best_run_overrides`` tags name it), so a row of the runs list never mixes two points.
+    Which point is best on each segment is the description's verdict, with its paired tests."""
+    base = MetricKey.parse(objective).column
+    wanted = set(headline) | {objective}
+    out = {}
+    for name, value in best.metrics.items():
+        if name.endswith((".ci_low", ".ci_high")) or not _finite(value):
+            continue
+        try:
+            key = MetricKey.parse(name)
+        except ValueError:
+            continue
+        if name in wanted or key.column == base:
+            out[name] = value
+    return out
 
 
 def child_overrides(child: RunView, spec: Mapping[str, str]) -> str:

@@ -24,12 +24,35 @@ UI_ENV = "RAG_EXP_UI_URL"
 LOCAL_UI = "http://127.0.0.1:5000"
 
 
+#: the runs list's opening columns and order, kept where MLflow keeps a shared view of an
+#: experiment: an experiment tag ``mlflow.sharedViewState.<key>`` (JSON of the search facets and
+#: the table's UI state) that a URL's ``viewStateShareKey=<key>`` applies. MLflow has no default
+#: column set per experiment otherwise (a user's own choice lives in the browser's storage).
+VIEW_KEY = "rag-exp-headline"
+VIEW_TAG = "mlflow.sharedViewState." + VIEW_KEY
+#: the headline metrics at the default cutoffs (conf/eval: ks [5, 20], mrr_k 10, ndcg_k 10)
+VIEW_METRICS = ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10")
+VIEW_TAGS = ("sweep.best", "variant")
+
+
+def view_state(metrics=VIEW_METRICS, order_by: str | None = None) -> str:
+    """The shared view's JSON: the headline metrics and which point is best as columns, the runs
+    sorted by the first metric (best first). MLflow shows a metric as logged (no rounding option in
+    its runs table); the tool's own tables round to 3 decimals."""
+    cols = [f"metrics.`{m}`" for m in metrics] + [f"tags.`{t}`" for t in VIEW_TAGS]
+    return json.dumps({"orderByKey": f"metrics.`{order_by or metrics[0]}`", "orderByAsc": False,
+                       "selectedColumns": ["attributes.`Run Name`", "attributes.`Created`", *cols]},
+                      separators=(",", ":"))
+
+
 def with_mode(route: str) -> str:
     return route + ("&" if "?" in route else "?") + MODE_PARAM
 
 
 def runs_route(experiment_id: str) -> str:
-    return with_mode(f"#/experiments/{experiment_id}/runs")
+    """The runs list in Model training mode, opening on the headline columns (:data:`VIEW_TAG`,
+    which :func:`rag_experiments.tracking.mlflow_run.setup` sets on the experiment)."""
+    return with_mode(f"#/experiments/{experiment_id}/runs?viewStateShareKey={VIEW_KEY}")
 
 
 def run_route(experiment_id: str, run_id: str, artifact: str | None = None) -> str:

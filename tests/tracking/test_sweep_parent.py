@@ -60,7 +60,15 @@ def test_the_parents_table_equals_compare_sweep_markdown_cell_for_cell(small_swe
     assert cli("compare", "--sweep", parent_id, "--markdown") == 0
     cli_table = _table(capsys.readouterr().out)
     assert len(parent_table) == 5  # header, rule, three points
-    assert [row.split(" | ") for row in cli_table] == [row.split(" | ") for row in parent_table]
+    # the parent's table is the compact one (value and Δ; the intervals, p and MDE are in table.md)
+    assert parent_table[:2] == cli_table[:2]
+    for compact, full in zip(parent_table[2:], cli_table[2:]):
+        for c, f in zip(compact.split(" | "), full.split(" | ")):
+            value = f.split(" [")[0].strip("*")
+            assert c.strip("*").startswith(value), (c, f)
+            delta = f.split("Δ")[1].split(" ")[0] if "Δ" in f else None
+            assert delta is None or f"Δ{delta}" in c, (c, f)
+            assert ("p<" in f or "*" in f.split("Δ")[-1]) == c.endswith("\\*") or "Δ" not in f, (c, f)
 
 
 def test_compare_sweep_reads_the_paired_test_settings_the_parent_recorded(make_run, make_parent, capsys,
@@ -96,19 +104,24 @@ def test_the_verdict_names_the_best_and_the_tied_points_and_bolds_the_best_cells
     verdict_at = description.index("Best per metric")
     assert verdict_at < description.index("| run | n |")  # above the table
     best_row = next(line for line in _table(description) if line.startswith("| rrf_k=30 "))
-    assert best_row.split(" | ")[2].startswith("**0.875 [")  # the column's best, in bold
+    assert best_row.split(" | ")[2].startswith("**0.875** Δ+0.125")  # the column's best, in bold
 
 
-def test_parent_segment_metrics_are_the_best_value_of_each_segment_with_its_point(small_sweep):
+def test_the_parents_metrics_are_all_the_best_points_and_the_best_point_is_marked(small_sweep):
+    """Every metric of the parent's row is the best point's (issue 48: its `.exact` was another
+    point's), the headline ones included, and the best child carries the tag sweep.best."""
     parent_id, children, _ = small_sweep
     c = MlflowClient()
     parent = c.get_run(parent_id).data
-    kids = [c.get_run(i) for i in children]
-    for name in ("recall_at_5.exact", "recall_at_5.paraphrase", "recall_at_5.doc_type.config"):
-        top = max(kids, key=lambda r: r.data.metrics[name])
-        assert parent.metrics[name] == top.data.metrics[name]
-        assert parent.tags[f"best_run.{name}"].endswith(f"({top.info.run_id})")
-    assert parent.metrics["recall_at_5"] == max(r.data.metrics["recall_at_5"] for r in kids)
+    best = c.get_run(parent.tags["best_run_id"])
+    assert best.info.run_id == children[1] and best.data.tags.get("sweep.best") == "true"
+    assert [c.get_run(i).data.tags.get("sweep.best") for i in (children[0], children[2])] == [None, None]
+    for name in ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10", "recall_at_5.exact",
+                 "recall_at_5.paraphrase", "recall_at_5.doc_type.config"):
+        assert parent.metrics[name] == best.data.metrics[name], name
+    # rrf_k=10 is better on recall@20 than the best point: the parent still shows the best point's
+    assert max(c.get_run(i).data.metrics["recall_at_20"] for i in children) >= parent.metrics["recall_at_20"]
+    assert not any(k.startswith("best_run.") for k in parent.tags)
 
 
 def test_a_long_comparison_is_cut_to_mlflows_tag_limit():

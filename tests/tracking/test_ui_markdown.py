@@ -1,0 +1,72 @@
+"""What MLflow's own Markdown shows (issue 48, item 2): no GitHub alerts, no raw `**` where the
+registry lists versions, a sweep parent's table that reads in one screen, one name per variant."""
+
+from __future__ import annotations
+
+import json
+
+from mlflow.tracking import MlflowClient
+
+from rag_experiments.tracking.compare import run_labels
+from rag_experiments.tracking.retriever_summary import long
+from rag_experiments.tracking.runs import RunView
+from rag_experiments.tracking.ui_links import VIEW_KEY, VIEW_TAG, runs_route, view_state
+
+from .conftest import base_config
+
+
+def _run(variant: str) -> RunView:
+    from rag_experiments.tracking.mlflow_run import flatten
+
+    return RunView(variant, variant, "FINISHED", "1", 0, {"variant": variant}, {"recall_at_5": 0.5},
+                   {k: str(v) for k, v in flatten(base_config(**{"retrieval.variant": variant})).items()})
+
+
+def test_a_variant_is_named_as_the_hydra_group_chooses_it_everywhere():
+    """compare_variants sweeps `retrieval=hybrid,...`: the child names, the parent's Best line and
+    the table rows all say `retrieval=hybrid` (the table said `variant=hybrid`)."""
+    assert run_labels([_run("hybrid"), _run("vector")]) == ["retrieval=hybrid", "retrieval=vector"]
+
+
+def test_the_registry_description_starts_with_plain_text():
+    """The registry's version list shows a description's first line as text: no `**` there."""
+    text = long(base_config(), {"golden_sha256": "a" * 64}, "recall_at_5", {"recall_at_5": 0.8}, None, "r1")
+    first = text.splitlines()[0]
+    assert first and "**" not in first and "hybrid" in first
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip().replace("\\*", "*").replace("**", "") for c in row.strip("| \n").split(" | ")]
+
+
+def test_the_parents_overview_table_fits_one_screen(small_sweep):
+    """The compact table (value, Δ, * when significant) of the three-point sweep: no cell over 16
+    characters as rendered (so none wraps) and no row over 130 (the full table's cells run to 60
+    and its rows past 300), no alert markup."""
+    parent_id, _, _ = small_sweep
+    note = MlflowClient().get_run(parent_id).data.tags["mlflow.note.content"]
+    rows = [line for line in note.splitlines() if line.startswith("|")]
+    assert len(rows) == 5 and "[!" not in note
+    body = [_cells(r) for r in rows[2:]]
+    widest_cell = max(len(c) for row in body for c in row[1:])
+    widest_row = max(len(" ".join(row)) for row in body)
+    assert widest_cell <= 16 and widest_row <= 130, (widest_cell, widest_row, rows)
+    full = MlflowClient().download_artifacts(parent_id, "comparison/table.md")
+    full_rows = [_cells(line) for line in open(full, encoding="utf-8") if line.startswith("| rrf_k")]
+    assert max(len(c) for row in full_rows for c in row) > 40  # table.md keeps intervals, p and MDE
+    print(f"compact: widest cell {widest_cell}, widest row {widest_row} characters; "
+          f"full: widest cell {max(len(c) for row in full_rows for c in row)}, "
+          f"widest row {max(len(' '.join(row)) for row in full_rows)}")
+
+
+def test_the_experiment_carries_the_runs_lists_opening_view(small_sweep):
+    """The experiment tag a printed runs link applies (viewStateShareKey): headline metrics and
+    the best-point mark as columns, sorted by the objective."""
+    _, _, exp_id = small_sweep
+    tags = MlflowClient().get_experiment(exp_id).tags
+    state = json.loads(tags[VIEW_TAG])
+    assert state == json.loads(view_state())
+    assert state["selectedColumns"][2:6] == ["metrics.`recall_at_5`", "metrics.`recall_at_20`",
+                                             "metrics.`mrr_at_10`", "metrics.`ndcg_at_10`"]
+    assert "tags.`sweep.best`" in state["selectedColumns"] and state["orderByKey"] == "metrics.`recall_at_5`"
+    assert f"viewStateShareKey={VIEW_KEY}" in runs_route(exp_id) and "workflowType=machine_learning" in runs_route(exp_id)
