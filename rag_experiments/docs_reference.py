@@ -769,19 +769,6 @@ class MetricFamily:
     where: str = "metric"  # metric | sweep parent | history run | diagnostics.json | tag
 
 
-#: what each quality measure is (:data:`rag_experiments.evaluation.metric_key.MEASURES`)
-MEASURE_TEXT = {
-    "recall": "recall@k = |relevant evidence in the top k| / |relevant evidence| (trec_eval's recall_k), one "
-              "per k of `eval.ks`, averaged over the cases.",
-    "mrr": "reciprocal rank of the first relevant hit within the top `eval.mrr_k` (0 when none), averaged.",
-    "ndcg": "nDCG@`eval.ndcg_k` with linear gain (grade YES = 2, PART = 1; trec_eval's ndcg_cut).",
-    "hit": "1 when any relevant evidence is in the top k, else 0, per k of `eval.ks`, averaged.",
-    "judged": "judged@`eval.judged_k`: the share of the top k hits that the golden set has a judgement for "
-              "(label coverage; low values make the other numbers uncertain).",
-    "bpref": "bpref (trec_eval's): how often relevant hits rank above judged non-relevant ones; "
-             "with `eval.bpref=true`.",
-}
-
 #: the other names a run logs beside the quality measures (each one's meaning)
 RESULT_TEXT = {
     "n_cases": "golden cases scored (cases whose relevant evidence is all stale, and failed queries, are not).",
@@ -791,6 +778,7 @@ RESULT_TEXT = {
 
 
 def metric_families() -> list[MetricFamily]:
+    from .evaluation.measures import REGISTRY
     from .evaluation.metric_key import MEASURES
     from .retrieval.placement import METHODS
     from .retrieval.retriever import CacheStats
@@ -799,9 +787,10 @@ def metric_families() -> list[MetricFamily]:
     cache_counters = [f.name for f in dataclasses.fields(CacheStats)]
     fam: list[MetricFamily] = []
     measure = "(?:" + "|".join(MEASURES) + ")(?:_at_\\d+)?"
-    for m in MEASURES:
-        k = "" if m == "bpref" else "_at_<k>"
-        fam.append(MetricFamily(f"{m}{k}", f"{m}" + ("" if m == "bpref" else r"_at_\d+"), MEASURE_TEXT.get(m, "")))
+    for m in REGISTRY.values():
+        cut = m.cutoff is not None
+        fam.append(MetricFamily(f"{m.name}" + ("_at_<k>" if cut else ""), m.name + (r"_at_\d+" if cut else ""),
+                                m.description))
     fam += [
         MetricFamily("<measure>.<kind>", rf"{measure}\.(?!doc_type\.)(?!ci_)[^.]+",
                      "the measure on the cases of one query kind of the golden set (exact, paraphrase, ...)."),

@@ -21,7 +21,7 @@ def console() -> Console:
 
 def summary_table(result, title: str | None = None) -> Table:
     ev = result.eval
-    names = list(ev.headline)
+    names = list(ev.summary or ev.headline)
     table = Table(title=title or (
         f"{result.settings.retrieval.variant} | {result.strategy.strategy_id} | "
         f"golden {result.golden.digest[:12]} ({ev.n_cases} cases)"))
@@ -44,7 +44,7 @@ def point_line(result, run_id: str | None, job_num: int | None, overrides: list[
     run. (The full per-segment table of every point would scroll a 100-point sweep past; the
     sweep's parent run holds the comparison.)"""
     ev = result.eval
-    values = " | ".join(f"{short_name(n)} {ev.metrics[n]:.3f}" for n in ev.headline if n in ev.metrics)
+    values = " | ".join(f"{short_name(n)} {ev.metrics[n]:.3f}" for n in ev.summary or ev.headline if n in ev.metrics)
     head = f"#{job_num} " if job_num is not None else ""
     run = f" | run {run_id}" if run_id else ""
     return f"{head}{' '.join(overrides) or '(defaults)'}: {values} ({ev.n_cases} cases, " \

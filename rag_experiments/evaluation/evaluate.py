@@ -25,10 +25,9 @@ from ..errors import ConfigError
 from ..golden.resolve import EvalCase, GoldenSet
 from ..types import RankedList
 from . import metrics as M
-from .metric_key import MetricKey, by_segment, headline
-from .relevance import credit
-
-MEASURE_FUNCTIONS = {"recall": M.recall_at_k, "mrr": M.reciprocal_rank, "ndcg": M.ndcg_at_k, "hit": M.hit_at_k}
+from .measures import REGISTRY, CaseInputs
+from .metric_key import MetricKey, by_segment
+from .relevance import credit, matches
 
 
 @dataclass(frozen=True)
@@ -73,14 +72,17 @@ class EvalParams:
         return max(*self.ks, self.mrr_k, self.ndcg_k, self.judged_k, self.curve_k)
 
     def metric_keys(self) -> list[MetricKey]:
-        """The headline columns, then hit@k for the ks and judged@k (the per-case columns, in order)."""
-        tail = [MetricKey("hit", k) for k in self.ks] + [MetricKey("judged", self.judged_k)]
-        if self.bpref:
-            tail.append(MetricKey("bpref", None))
-        return headline(self.ks, self.mrr_k, self.ndcg_k) + tail
+        """The per-case columns, in order: the headline measures at their cutoffs, then the others
+        (:data:`.measures.REGISTRY`: hit@k and precision@k for the ks, judged@k, bpref when on)."""
+        ordered = sorted(REGISTRY.values(), key=lambda m: not m.headline)
+        return [MetricKey(m.name, k) for m in ordered for k in m.cutoffs(self)]
 
     def metric_names(self) -> list[str]:
         return [m.mlflow_name for m in self.metric_keys()]
+
+    def summary_names(self) -> list[str]:
+        """The columns of the summary table a run prints (the measures with ``in_summary``)."""
+        return [m.mlflow_name for m in self.metric_keys() if REGISTRY[m.metric].in_summary]
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,7 @@ class EvalResult:
     excluded: tuple[str, ...] = ()  # case ids whose relevant evidence is all stale
     headline: tuple[str, ...] = field(default_factory=tuple)
     unanswered: tuple[str, ...] = ()  # production queries without evidence and no relevant passage judged
+    summary: tuple[str, ...] = ()  # the columns of the printed summary (EvalParams.summary_names)
 
 
 def score_case(case: EvalCase, ranked: RankedList, p: EvalParams) -> dict:
@@ -103,13 +106,9 @@ def score_case(case: EvalCase, ranked: RankedList, p: EvalParams) -> dict:
         "first_relevant_rank": M.first_relevant_rank(c.gains),
     }
     gains = M.condensed(c.gains, c.judged) if p.unjudged == "condensed" else list(c.gains)
+    inputs = CaseInputs(gains, grades, c.judged, c.gains, lambda: _nonrelevant(case, hits, c, p.min_coverage))
     for key in p.metric_keys():
-        if key.metric == "judged":
-            row[key.column] = M.judged_at_k(c.judged, key.k)
-        elif key.metric == "bpref":
-            row[key.column] = _bpref(case, hits, c, grades, p.min_coverage)
-        else:
-            row[key.column] = MEASURE_FUNCTIONS[key.metric](gains, grades, key.k)
+        row[key.column] = REGISTRY[key.metric].score(inputs, key.k)
     row["recall_curve"] = [M.recall_at_k(c.gains, grades, k) for k in range(1, p.curve_k + 1)]
     row["gains"] = list(c.gains)
     # ranks (1-based, within the scored depth) that repeat an earlier hit's span: they keep their
@@ -126,11 +125,10 @@ def score_case(case: EvalCase, ranked: RankedList, p: EvalParams) -> dict:
     return row
 
 
-def _bpref(case: EvalCase, hits, c, grades, min_coverage: float) -> float:
-    """bpref over the ranked list: a hit is judged non-relevant when it overlaps a grade-0
-    judgement and no relevant span of the case (by the overlap rule of :mod:`.relevance`)."""
-    from .relevance import matches
-
+def _nonrelevant(case: EvalCase, hits, c, min_coverage: float) -> tuple[list[bool], int]:
+    """bpref's input: a hit is judged non-relevant when it overlaps a grade-0 judgement and no
+    relevant span of the case (by the overlap rule of :mod:`.relevance`); and the number of
+    grade-0 judgements."""
     nonrel_spans = [e.span for e in case.judged if e.grade == 0]
     rel_spans = [e.span for e in case.relevant]
 
@@ -138,7 +136,7 @@ def _bpref(case: EvalCase, hits, c, grades, min_coverage: float) -> float:
         return any(matches(h.doc_id, h.start, h.end, s.doc_id, s.start, s.end, min_coverage) for s in spans)
 
     flags = [g == 0 and over(h, nonrel_spans) and not over(h, rel_spans) for h, g in zip(hits, c.gains)]
-    return M.bpref(c.gains, flags, grades, len(nonrel_spans))
+    return flags, len(nonrel_spans)
 
 
 def aggregate(per_case: pd.DataFrame, names: list[str]) -> dict[str, float]:
@@ -174,4 +172,5 @@ def evaluate(golden: GoldenSet, results: Mapping[str, RankedList], p: EvalParams
     if len(per_case):
         metrics["latency_ms_p50"] = float(per_case["latency_ms"].quantile(0.5))
         metrics["latency_ms_p95"] = float(per_case["latency_ms"].quantile(0.95))
-    return EvalResult(per_case, metrics, len(rows), tuple(excluded), tuple(names), tuple(unanswered))
+    return EvalResult(per_case, metrics, len(rows), tuple(excluded), tuple(names), tuple(unanswered),
+                      tuple(p.summary_names()))

@@ -2,7 +2,8 @@
 
 ``MetricKey.parse("recall_at_5.doc_type.config")`` is ``MetricKey("recall", 5, Segment("doc_type",
 "config"))``; ``mlflow_name`` prints it back byte for byte (MLflow names cannot hold ``@``),
-``title`` is the label ``recall@5 (doc_type=config)``. :func:`headline` is the one column list.
+``title`` is the label ``recall@5 (doc_type=config)``. :func:`headline` is the one column list; the
+measures themselves are declared in :mod:`.measures`.
 """
 
 from __future__ import annotations
@@ -10,9 +11,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-#: the quality measures a run logs, in table order; the first three are the headline columns
-MEASURES = ("recall", "mrr", "ndcg", "hit", "judged", "bpref")
-HEADLINE = MEASURES[:3]
+from .measures import REGISTRY
+
+#: the quality measures a run logs, in table order (:data:`.measures.REGISTRY`)
+MEASURES = tuple(REGISTRY)
+#: the headline measures: the columns of summaries, compare, promote and the gate
+HEADLINE = tuple(name for name, m in REGISTRY.items() if m.headline)
 _NAME = re.compile(r"^(?P<metric>[^.]+?)(?:_at_(?P<k>\d+))?(?:\.(?P<segment>.+))?$")
 
 
@@ -72,8 +76,10 @@ def metric_title(name: str) -> str:
 
 
 def headline(ks, mrr_k, ndcg_k) -> list[MetricKey]:
-    """recall@k for each k, then mrr and ndcg: the columns of summaries, compare, promote, gate."""
-    return [MetricKey("recall", int(k)) for k in ks] + [MetricKey("mrr", int(mrr_k)), MetricKey("ndcg", int(ndcg_k))]
+    """The headline measures at their cutoffs (recall@k for each k, then mrr and ndcg): the
+    columns of summaries, compare, promote, gate."""
+    cutoffs = {"ks": tuple(ks), "mrr_k": (mrr_k,), "ndcg_k": (ndcg_k,)}
+    return [MetricKey(name, int(k)) for name in HEADLINE for k in cutoffs[REGISTRY[name].cutoff]]
 
 
 def segment_groups(per_case) -> list:

@@ -142,3 +142,50 @@ def test_agrees_with_ir_measures(seed):
     for name, measure in measures.items():
         for case, value in zip(cases, ours[name]):
             assert theirs[(case.case_id, str(measure))] == pytest.approx(value, abs=1e-9), (name, case.case_id)
+
+
+@pytest.mark.parametrize("seed", [6, 7])
+def test_precision_is_logged_and_agrees_with_ir_measures_and_ranx(seed):
+    """precision@k is one entry of the measure registry (evaluation/measures.py): a per-case column
+    for each k of eval.ks, scored through score_case like every measure, equal to trec_eval's P_k."""
+    import ir_measures  # test dependencies: missing means the cross-check fails, never skips
+    import ranx
+    from rag_experiments.evaluation.evaluate import EvalParams, score_case
+    from rag_experiments.types import RankedList
+
+    p = EvalParams(ks=(1, 5, 20))
+    assert {"precision_at_1", "precision_at_5", "precision_at_20"} <= set(p.metric_names())
+    # logged (MLflow, per_case.json), not a column of the summary table a run prints
+    assert p.summary_names() == [n for n in p.metric_names() if not n.startswith("precision")]
+    cases, runs = _random_cases(seed)
+    qrels, run = _to_trec(cases, runs)
+    rows = {c.case_id: score_case(c, RankedList("q", tuple(h)), p) for c, h in zip(cases, runs)}
+    theirs = {(m.query_id, str(m.measure)): m.value
+              for m in ir_measures.iter_calc([ir_measures.P @ k for k in p.ks], qrels, run)}
+    by_ranx = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), [f"precision@{k}" for k in p.ks], return_mean=False,
+                            make_comparable=True)
+    ids = sorted(qrels)
+    for k in p.ks:
+        ranx_q = dict(zip(ids, by_ranx[f"precision@{k}"]))
+        for cid, row in rows.items():
+            assert row[f"precision_at_{k}"] == pytest.approx(theirs[(cid, str(ir_measures.P @ k))], abs=1e-9)
+            assert row[f"precision_at_{k}"] == pytest.approx(ranx_q[cid], abs=1e-9)
+    assert any(0 < row["precision_at_5"] < 1 for row in rows.values())  # the comparison covered partial values
+
+
+def test_the_measure_registry_is_the_one_list():
+    """The per-case columns, the names metric_key parses, the headline and the metrics reference
+    all read evaluation/measures.py."""
+    from rag_experiments import docs_reference as D
+    from rag_experiments.evaluation.evaluate import EvalParams
+    from rag_experiments.evaluation.measures import REGISTRY
+    from rag_experiments.evaluation.metric_key import HEADLINE, MEASURES, MetricKey, headline
+
+    assert MEASURES == tuple(REGISTRY) and HEADLINE == ("recall", "mrr", "ndcg")
+    assert [k.column for k in headline((5, 20), 10, 10)] == ["recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10"]
+    names = EvalParams(bpref=True).metric_names()
+    assert {MetricKey.parse(n).metric for n in names} == set(REGISTRY)
+    assert "bpref" not in EvalParams().metric_names()  # only with eval.bpref=true
+    families = {f.pattern: f.text for f in D.metric_families()}
+    for m in REGISTRY.values():
+        assert families[m.name + ("_at_<k>" if m.cutoff else "")] == m.description
