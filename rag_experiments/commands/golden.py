@@ -137,7 +137,8 @@ def register(subparsers: Any) -> None:
         "passage with its document, offsets and context; y / p / n / s(kip) / q(uit) and Enter; stdin may be "
         "a pipe; each verdict is appended at once, so quitting or a kill loses nothing and a rerun offers only "
         "what is left), or through a blind CSV (--export, then --import). The labels are `judge.kind: human` "
-        "with --labeller's name; a passage repeated in another document (the same text) is offered once and "
+        "with --labeller's name (`agent` with --judge-kind agent: an AI agent labelling, a machine judge); "
+        "a passage repeated in another document (the same text) is offered once and "
         "the verdict written for both (applied_from). With --sample N (or --budget USD) only a random sample "
         "is judged (whole cases by default, or pairs within rank strata), the design recorded with each "
         "judgement; runs scored on it log recall@k estimates with intervals (ipw_recall_at_k).")
