@@ -460,6 +460,12 @@ def _counter_line(counter: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(counter.items())) or "none"
 
 
+def _corpus_language(session) -> str:
+    """The session's corpus.language (english for a session without settings)."""
+    settings = getattr(session, "settings", None)
+    return settings.corpus.language if settings is not None else "english"
+
+
 # -- commands ----------------------------------------------------------------------------------
 def cmd_generate(args: argparse.Namespace) -> int:
     from ..golden.generate import leakage_lines, parse_bars, plan_generation, run_generation
@@ -471,10 +477,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     session = _open_session(args.overrides)
     try:
         chunks = session.chunks()
+        language = _corpus_language(session)  # the prompts ask for questions in it (not english)
     finally:
         session.close()
     plan = plan_generation(chunks, args.golden, n=args.n, seed=args.seed, model=args.model, batch=args.batch,
-                           retry_failed=args.retry_malformed, price=price, provider=args.provider, bars=bars)
+                           retry_failed=args.retry_malformed, price=price, provider=args.provider, bars=bars,
+                           language=language)
     s = plan.sample
     _say(console, f"{len(chunks)} chunks; skipped as boilerplate: {_counter_line(s.skipped)}")
     _say(console, f"sampled {len(s.chunks)} over {len(s.strata)} strata (doc type x tokens): "
@@ -669,7 +677,8 @@ def cmd_label(args: argparse.Namespace) -> int:
             plan = plan_labelling(args.golden, lambda q: [h for h in session.search(q, args.k) if h["doc_hash"]],
                                   k=args.k, model=args.model, batch=args.batch,
                                   retry_failed=args.retry_malformed, price=price, provider=args.provider,
-                                  sample=spec, source=_sample_source(args))
+                                  sample=spec, source=_sample_source(args),
+                                  language=_corpus_language(session))
         finally:
             session.close()
     if plan.sample is not None:

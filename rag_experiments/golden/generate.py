@@ -113,19 +113,27 @@ Answer with one JSON object and nothing else:
 {"question": "..."}"""
 
 
-def build_prompt(chunk: dict) -> str:
-    """The user message for one chunk (the rubric is the system prompt)."""
+def language_sentence(language: str = "english") -> str:
+    """``Write the questions in German.`` for a corpus whose corpus.language is not english (nor
+    ``simple``, which names no language); empty for english, so English prompts (and the requests
+    their checkpoints and caches are keyed by) stay as they were."""
+    name = language.rsplit(".", 1)[-1]
+    return "" if name in ("english", "simple") else f"Write the questions in {name.capitalize()}. "
+
+
+def build_prompt(chunk: dict, language: str = "english") -> str:
+    """The user message for one chunk (the rubric is the system prompt); ``language``: corpus.language."""
     return (f"Passage (from {chunk['source_uri']}, document type {chunk['doc_type']}):\n"
             f"<passage>\n{chunk['text']}\n</passage>\n\n"
-            "Write the questions following the rubric. Answer with the JSON list only.")
+            f"{language_sentence(language)}Write the questions following the rubric. Answer with the JSON list only.")
 
 
-def build_rewrite_prompt(question: str, evidence: str, identifier: str | None) -> str:
+def build_rewrite_prompt(question: str, evidence: str, identifier: str | None, language: str = "english") -> str:
     """The user message asking to rewrite one question (the rules are :data:`REWRITE_SYSTEM_PROMPT`)."""
     copied = sorted(_leak_words(question, identifier) & content_words(evidence))
     keep = f"Identifier to keep verbatim: {identifier}\n" if identifier else ""
     return (f"Passage:\n<passage>\n{evidence}\n</passage>\n\nQuestion: {question}\n"
-            f"Copied words: {', '.join(copied)}\n{keep}\nAnswer with the JSON object only.")
+            f"Copied words: {', '.join(copied)}\n{keep}\n{language_sentence(language)}Answer with the JSON object only.")
 
 
 # == the leakage bar ===========================================================================
@@ -436,6 +444,7 @@ class GenerationPlan(JobPlan):
     bars: dict[str, float] = field(default_factory=lambda: dict(LEAKAGE_BARS))
     rewrites_pending: int = 0  # questions held over the bar in earlier runs, not yet rewritten
     rewrite_estimate: llm.CostEstimate | None = None  # the worst case: every question over its bar
+    language: str = "english"  # corpus.language: the language the prompts ask the questions in
 
 
 @dataclass(kw_only=True)
@@ -456,28 +465,30 @@ class GenerationReport(JobReport):
 def plan_generation(chunks: Iterable[dict], golden_path: str | Path, *, n: int = 150, seed: int = 13,
                     model: str = llm.DEFAULT_MODEL, batch: bool = False, retry_failed: bool = False,
                     price: llm.Price | None = None, provider: str = llm.DEFAULT_PROVIDER,
-                    bars: dict[str, float] | None = None) -> GenerationPlan:
+                    bars: dict[str, float] | None = None, language: str = "english") -> GenerationPlan:
     """Sample, read the checkpoints, and estimate the cost of what is left. No API call.
 
-    ``bars``: the leakage bar per kind (default :data:`LEAKAGE_BARS`; ``{}``: no bar)."""
+    ``bars``: the leakage bar per kind (default :data:`LEAKAGE_BARS`; ``{}``: no bar). ``language``:
+    the corpus's corpus.language; other than english, the prompts ask for questions in it."""
     bars = dict(LEAKAGE_BARS if bars is None else bars)
     sample = stratified_sample(chunks, n, seed)
     for c in sample.chunks:
         check_chunk(c)
     cp_path = checkpoint_path(golden_path, "generate")
     state = read_state(Checkpoint(cp_path))
-    jobs = [Job(str(c["chunk_id"]), build_prompt(c), {k: c[k] for k in CHUNK_KEYS}) for c in sample.chunks]
+    jobs = [Job(str(c["chunk_id"]), build_prompt(c, language), {k: c[k] for k in CHUNK_KEYS}) for c in sample.chunks]
     fields = plan_fields(jobs, state, golden_path=golden_path, checkpoint_path=cp_path, system=SYSTEM_PROMPT,
                          model=model, batch=batch, retry_failed=retry_failed,
                          output_tokens_per_request=EXPECTED_OUTPUT_TOKENS, price=price, provider=provider)
     rewrites = _rewrite_fields(state, golden_path, model=model, batch=batch, retry_failed=retry_failed, price=price,
-                               provider=provider)
+                               provider=provider, language=language)
     # the worst case of the second prompt: every question of every pending chunk over its bar
-    worst = llm.estimate_cost(model, [REWRITE_SYSTEM_PROMPT + "\n" + build_rewrite_prompt("?" * 80, j.payload["text"], None)
+    worst = llm.estimate_cost(model, [REWRITE_SYSTEM_PROMPT + "\n" + build_rewrite_prompt("?" * 80, j.payload["text"], None,
+                                                                                         language)
                                       for j in fields["pending"] for _kind in bars],
                               output_tokens_per_request=EXPECTED_REWRITE_TOKENS, batch=batch, price=price,
                               provider=provider) if bars else None
-    return GenerationPlan(sample=sample, bars=bars, rewrites_pending=len(rewrites["pending"]) + rewrites["in_open_batches"],
+    return GenerationPlan(sample=sample, bars=bars, language=language, rewrites_pending=len(rewrites["pending"]) + rewrites["in_open_batches"],
                           rewrite_estimate=worst, **fields)
 
 
@@ -518,17 +529,17 @@ def _held(state) -> list[dict]:
     return [h for e in latest.values() for h in ((e.get("leakage") or {}).get("held") or ())]
 
 
-def rewrite_job(held: dict) -> Job:
+def rewrite_job(held: dict, language: str = "english") -> Job:
     case = held["case"]
-    prompt = build_rewrite_prompt(case["query"], case["evidence"][0]["quote"], case.get("identifier"))
+    prompt = build_rewrite_prompt(case["query"], case["evidence"][0]["quote"], case.get("identifier"), language)
     return Job(case["id"], prompt, held)
 
 
 def _rewrite_fields(state, golden_path: str | Path, *, model: str, batch: bool, retry_failed: bool,
-                    price: llm.Price | None, provider: str) -> dict[str, Any]:
+                    price: llm.Price | None, provider: str, language: str = "english") -> dict[str, Any]:
     cp_path = checkpoint_path(golden_path, "rewrite")
     rstate = read_state(Checkpoint(cp_path))
-    jobs = [rewrite_job(h) for h in _held(state)]
+    jobs = [rewrite_job(h, language) for h in _held(state)]
     return plan_fields(jobs, rstate, golden_path=golden_path, checkpoint_path=cp_path, system=REWRITE_SYSTEM_PROMPT,
                        model=model, batch=batch, retry_failed=retry_failed,
                        output_tokens_per_request=EXPECTED_REWRITE_TOKENS, price=price, provider=provider)
@@ -676,7 +687,8 @@ def run_generation(plan: GenerationPlan, client: Any, *, concurrency: int = 4, m
     # the second prompt: every held question without a rewrite outcome (killed runs included)
     state = read_state(Checkpoint(plan.checkpoint_path))
     rplan = RewritePlan(**_rewrite_fields(state, plan.golden_path, model=plan.model, batch=plan.batch,
-                                          retry_failed=False, price=price, provider=plan.provider))
+                                          retry_failed=False, price=price, provider=plan.provider,
+                                          language=plan.language))
     rreport = JobReport(already_done=rplan.already_done)
     rtask = Task("rewriting", REWRITE_SYSTEM_PROMPT, REWRITE_PROMPT_VERSION, interpret_rewrite(plan.model, plan.provider))
     try:

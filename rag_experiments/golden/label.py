@@ -66,8 +66,13 @@ Answer with one JSON object and nothing else:
 {"verdict": "YES" | "PART" | "NO", "reason": "<one short sentence>"}"""
 
 
-def build_prompt(query: str, passage: str) -> str:
-    return f"Question: {query}\n\nPassage:\n<passage>\n{passage}\n</passage>\n\nAnswer with the JSON object only."
+def build_prompt(query: str, passage: str, language: str = "english") -> str:
+    """The user message for one (question, passage) pair; ``language``: corpus.language (not english:
+    the judge is told the language they are written in; english prompts stay as they were)."""
+    name = language.rsplit(".", 1)[-1]
+    told = "" if name in ("english", "simple") else f"The question and the passage are in {name.capitalize()}. "
+    return (f"Question: {query}\n\nPassage:\n<passage>\n{passage}\n</passage>\n\n"
+            f"{told}Answer with the JSON object only.")
 
 
 # -- overlap rules: evaluation's, so labelling skips exactly what evaluation would credit ---------
@@ -405,7 +410,7 @@ def plan_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]
                    price: llm.Price | None = None,
                    on_case: Callable[[int, int], None] | None = None, pool: dict | None = None,
                    provider: str = llm.DEFAULT_PROVIDER, sample: SampleSpec | None = None,
-                   source: Any = None) -> LabelPlan:
+                   source: Any = None, language: str = "english") -> LabelPlan:
     """Retrieve top-k for every (non-retired) case and decide which (case, span) pairs to judge.
 
     ``retrieve(query)`` returns hit dicts (chunk_id, doc_id, source_uri, start, end, text,
@@ -440,7 +445,7 @@ def plan_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]
                 payload["pool"] = pool
             if pair.sample:
                 payload["sample"] = pair.sample
-            jobs.append(Job(pair.key, build_prompt(pair.query, pair.hit["text"]), payload))
+            jobs.append(Job(pair.key, build_prompt(pair.query, pair.hit["text"], language), payload))
         return jobs
 
     def fields(jobs: list[Job]) -> dict:
