@@ -203,8 +203,24 @@ def generation_answer(passage: str) -> list[dict]:
     return items
 
 
+def rewrite_answer(prompt: str) -> dict:
+    """A rewrite in a user's words (golden generate's leakage bar sends a question that copies its
+    passage back once): two of the copied words in a question of the user's own, the identifier
+    kept verbatim when there is one."""
+    copied = re.search(r"^Copied words: (.*)$", prompt, re.MULTILINE).group(1).split(", ")
+    ident = re.search(r"^Identifier to keep verbatim: (.+)$", prompt, re.MULTILINE)
+    words = " ".join(w for w in copied[:2] if w)
+    lead = f"{ident.group(1)}: " if ident else ""
+    return {"question": f"{lead}what should I know about {words} when I set things up?"}
+
+
 def generation_reply(body: dict):
-    return anthropic_text(generation_answer(_PASSAGE.search(anthropic_prompt(body)).group(1)))
+    from rag_experiments.golden.generate import REWRITE_SYSTEM_PROMPT
+
+    prompt = anthropic_prompt(body)
+    if body.get("system") == REWRITE_SYSTEM_PROMPT:
+        return anthropic_text(rewrite_answer(prompt))
+    return anthropic_text(generation_answer(_PASSAGE.search(prompt).group(1)))
 
 
 def verdict_for(question: str, passage: str) -> str:
