@@ -140,13 +140,30 @@ class MlflowSweepCallback(Callback):
         except Exception as exc:  # noqa: BLE001 - the children are logged; never fail the sweep here
             print(f"warning: could not record the sweep result on parent run {parent_id}: {exc}")
         client.set_terminated(parent_id, status="FAILED" if failed else "FINISHED")
-        from .ui_links import line, run_route
+        from .ui_links import line, run_route, sweep_charts_route
 
         print(line("sweep parent (its Overview holds the verdict and the table)",
                    run_route(str(self.exp_id), parent_id), client.tracking_uri), flush=True)
+        if self._log_view(client, parent_id):
+            print(line("the sweep's points charted, headline metrics first",
+                       sweep_charts_route(str(self.exp_id), parent_id), client.tracking_uri), flush=True)
         os.environ.pop(PARENT_ENV, None)
         self.parent_id = None
         self.prefetch = None
+
+    def _log_view(self, client, parent_id: str) -> bool:
+        """The experiment tag behind the sweep's chart link: its points, headline metrics first."""
+        from .ui_links import VIEW_METRICS, VIEW_PREFIX, sweep_view_key, view_state
+
+        try:
+            # the objective's chart and sort first (experiment=beir: ndcg_at_10)
+            metrics = [self.objective] + [m for m in VIEW_METRICS if m != self.objective]
+            client.set_experiment_tag(str(self.exp_id), VIEW_PREFIX + sweep_view_key(parent_id), view_state(
+                metrics, order_by=self.objective, search_filter=f"tags.mlflow.parentRunId = '{parent_id}'"))
+            return True
+        except Exception as exc:  # noqa: BLE001 - a convenience; the sweep is logged
+            print(f"warning: could not record the sweep's chart view: {exc}")
+            return False
 
     def _record_result(self, client, parent_id: str, children: list, n_failed: int) -> None:
         from . import sweep_parent as S

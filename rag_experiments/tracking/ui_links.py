@@ -29,20 +29,43 @@ LOCAL_UI = "http://127.0.0.1:5000"
 #: the table's UI state) that a URL's ``viewStateShareKey=<key>`` applies. MLflow has no default
 #: column set per experiment otherwise (a user's own choice lives in the browser's storage).
 VIEW_KEY = "rag-exp-headline"
-VIEW_TAG = "mlflow.sharedViewState." + VIEW_KEY
+VIEW_PREFIX = "mlflow.sharedViewState."
+VIEW_TAG = VIEW_PREFIX + VIEW_KEY
 #: the headline metrics at the default cutoffs (conf/eval: ks [5, 20], mrr_k 10, ndcg_k 10)
 VIEW_METRICS = ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10")
 VIEW_TAGS = ("sweep.best", "variant")
 
 
-def view_state(metrics=VIEW_METRICS, order_by: str | None = None) -> str:
-    """The shared view's JSON: the headline metrics and which point is best as columns, the runs
-    sorted by the first metric (best first). MLflow shows a metric as logged (no rounding option in
-    its runs table); the tool's own tables round to 3 decimals."""
+def view_state(metrics=VIEW_METRICS, order_by: str | None = None, search_filter: str | None = None) -> str:
+    """The shared view's JSON: the headline metrics and which point is best as columns (MLflow
+    lists them alphabetically), the runs newest first or by ``order_by`` (best first), and in the chart view (``compareRunsMode=CHART``) a
+    first section "Headline metrics" with one bar chart each, in this order (MLflow's own charts
+    list every metric alphabetically). MLflow shows a metric as logged (its runs table has no
+    rounding option); the tool's own tables round to 3 decimals. ``search_filter``: the runs shown
+    (a sweep's points: ``tags.mlflow.parentRunId = '<id>'``)."""
     cols = [f"metrics.`{m}`" for m in metrics] + [f"tags.`{t}`" for t in VIEW_TAGS]
-    return json.dumps({"orderByKey": f"metrics.`{order_by or metrics[0]}`", "orderByAsc": False,
-                       "selectedColumns": ["attributes.`Run Name`", "attributes.`Created`", *cols]},
-                      separators=(",", ":"))
+    charts = [{"deleted": False, "type": "BAR", "uuid": f"headline-{m}", "metricSectionId": "headline",
+               "isGenerated": False, "metricKey": m} for m in metrics]
+    # sorted by a metric MLflow lists children flat among the parents; by start time sweeps stay folded
+    state = {"orderByKey": f"metrics.`{order_by}`" if order_by else "attributes.start_time", "orderByAsc": False,
+             "selectedColumns": ["attributes.`Run Name`", "attributes.`Created`", *cols],
+             "compareRunCharts": charts,
+             "compareRunSections": [{"uuid": "headline", "name": "Headline metrics", "display": True,
+                                     "isReordered": False, "deleted": False}]}
+    if search_filter:
+        state["searchFilter"] = search_filter
+    return json.dumps(state, separators=(",", ":"))
+
+
+def sweep_view_key(parent_id: str) -> str:
+    return f"rag-exp-sweep-{parent_id}"
+
+
+def sweep_charts_route(experiment_id: str, parent_id: str) -> str:
+    """A sweep's points side by side in MLflow's chart view, the headline metrics first (the
+    experiment tag ``mlflow.sharedViewState.rag-exp-sweep-<parent>`` the sweep sets)."""
+    return with_mode(f"#/experiments/{experiment_id}/runs?viewStateShareKey={sweep_view_key(parent_id)}"
+                     "&compareRunsMode=CHART")
 
 
 def with_mode(route: str) -> str:

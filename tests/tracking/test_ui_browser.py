@@ -95,7 +95,8 @@ def test_sweep_parent_and_per_case_table_in_the_mlflow_ui(sync_playwright, mlflo
             page = browser.new_page(viewport={"width": 1600, "height": 1000})
             page.set_default_timeout(TIMEOUT_MS)
 
-            # 1. the runs view (the URL the README gives): the parent row with its best metric
+            # 1. the runs view (the URL the README gives): it opens on the headline metrics as
+            # columns (the experiment's shared view, issue 48 item 3), no Columns clicks
             page.goto(runs_view_url(mlflow_server, exp_id))
             page.get_by_role("link", name="fusion.rrf_k=10,30,60").wait_for()
             # in "Model training" mode (its menu has the model registry; the GenAI menu has none)
@@ -103,15 +104,11 @@ def test_sweep_parent_and_per_case_table_in_the_mlflow_ui(sync_playwright, mlflo
             close_assistant = page.get_by_role("button", name="Close")  # MLflow 3's side panel takes a third
             if close_assistant.count():
                 close_assistant.first.click()
-            # what the README tells a user: Columns -> tick the objective (children stay folded)
-            page.get_by_role("button", name="Columns").click()
-            page.get_by_placeholder("Search columns").fill("recall_at_5")
-            page.get_by_text("recall_at_5", exact=True).first.click()
-            page.keyboard.press("Escape")
-            page.get_by_role("columnheader", name="recall_at_5").first.wait_for()
-            page.get_by_role("gridcell", name="0.875", exact=True).wait_for()  # the parent's best child
-            assert page.get_by_role("link", name="fusion.rrf_k=30 progress=false").count() == 0  # folded
+            for column in ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10", "sweep.best"):
+                page.get_by_role("columnheader", name=column).first.wait_for()
+            page.get_by_role("gridcell", name="0.875", exact=True).first.wait_for()  # the parent's best child
             page.screenshot(path=str(SHOTS / "1-runs-view.png"))
+            assert page.get_by_role("link", name="fusion.rrf_k=30 progress=false").count() == 0  # folded
 
             # 2. the parent's Overview: the description renders the comparison as a table
             page.goto(f"{mlflow_server}/#/experiments/{exp_id}/runs/{parent_id}")
@@ -124,8 +121,15 @@ def test_sweep_parent_and_per_case_table_in_the_mlflow_ui(sync_playwright, mlflo
             header = table.first.locator("th").all_inner_texts()
             assert header[:3] == ["run", "n", "recall@5"], header
             body = page.inner_text("body")
-            assert "<br>" not in body and "<sub>" not in body
+            assert "<br>" not in body and "<sub>" not in body and "[!" not in body
             assert "rrf_k=30" in table.first.inner_text()
+            # the verdict table reads in one screen: no wider than its box, no cell wrapping
+            box = table.first.evaluate("t => [t.scrollWidth, t.parentElement.clientWidth, "
+                                       "Math.max(...[...t.querySelectorAll('td')].map(c => c.getClientRects().length "
+                                       "&& Math.round(c.getBoundingClientRect().height)))]")
+            row_h = table.first.evaluate("t => Math.round(t.querySelector('th').getBoundingClientRect().height)")
+            print(f"verdict table: {box[0]} px wide in a {box[1]} px box, tallest cell {box[2]} px (header {row_h} px)")
+            assert box[0] <= box[1] and box[2] <= 1.5 * row_h, (box, row_h)
             page.screenshot(path=str(SHOTS / "2-parent-overview.png"), full_page=True)
 
             # 3. a child's per-case table (per_case.json, logged with log_table) renders as a table
@@ -188,6 +192,106 @@ def test_links_the_tool_prints_open_in_model_training_mode(sync_playwright, mlfl
             page.get_by_text("heading-200", exact=False).first.wait_for()  # the version explains itself
             page.get_by_text("Model registry", exact=True).first.wait_for()
             page.screenshot(path=str(SHOTS / "4-champion-version.png"), full_page=True)
+            context.close()
+        finally:
+            browser.close()
+
+
+def test_the_sweeps_chart_link_opens_its_points_with_the_headline_metrics_first(sync_playwright, mlflow_server,
+                                                                                small_sweep):
+    """The link a sweep prints for its points side by side (MLflow's chart view, reached through
+    the experiment's shared view the sweep records): only its points, the section "Headline
+    metrics" first with recall_at_5 (the objective) as its first chart; MLflow's own charts list
+    every metric alphabetically (hit_at_20 first), issue 48 item 3."""
+    from mlflow.tracking import MlflowClient
+
+    from rag_experiments.tracking.ui_links import VIEW_PREFIX, sweep_charts_route, sweep_view_key
+
+    parent_id, children, exp_id = small_sweep
+    assert VIEW_PREFIX + sweep_view_key(parent_id) in MlflowClient().get_experiment(exp_id).tags
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(f"{mlflow_server}/{sweep_charts_route(exp_id, parent_id)}")
+            page.get_by_text("Headline metrics", exact=True).first.wait_for()
+            page.get_by_text("Model registry", exact=True).first.wait_for()  # Model training mode
+            page.wait_for_timeout(1500)  # the charts draw after the runs arrive
+            page.screenshot(path=str(SHOTS / "5-sweep-charts.png"))
+            body = page.inner_text("body")
+            headline_at = body.index("Headline metrics")
+            found = [(body.find(m, headline_at), m) for m in
+                     ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10", "hit_at_5", "hit_at_20")]
+            first_chart = min(f for f in found if f[0] >= 0)
+            assert first_chart[1] == "recall_at_5", body[headline_at:headline_at + 300]
+            assert "fusion.rrf_k=10,30,60" not in body  # the points only, not the parent
+        finally:
+            browser.close()
+
+
+def test_the_best_point_is_marked_in_the_runs_list(sync_playwright, mlflow_server, small_sweep):
+    """The sweep's own runs list (its shared view sorted by the objective): the best point first,
+    its sweep.best column saying true; the other points say nothing there."""
+    parent_id, children, exp_id = small_sweep
+    from rag_experiments.tracking.ui_links import sweep_charts_route
+
+    url = f"{mlflow_server}/{sweep_charts_route(exp_id, parent_id).replace('&compareRunsMode=CHART', '')}"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(url)
+            page.get_by_role("columnheader", name="sweep.best").first.wait_for()
+            page.get_by_role("gridcell", name="true", exact=True).first.wait_for()
+            # the grid draws its pinned name column apart from the rest: the names in order, then the mark
+            names = [r for r in page.get_by_role("row").all_inner_texts() if "fusion.rrf_k=" in r]
+            assert len(names) == 3 and "fusion.rrf_k=30 " in names[0], names  # the best first
+            assert page.get_by_role("gridcell", name="true", exact=True).count() == 1  # one point marked
+            page.screenshot(path=str(SHOTS / "6-best-point-marked.png"))
+        finally:
+            browser.close()
+
+
+def test_every_path_into_the_experiment_after_one_click_stays_in_model_training(sync_playwright, mlflow_server,
+                                                                                small_sweep):
+    """MLflow keeps GenAI / Model training in the browser's storage (a URL's workflowType holds it
+    for that page only; no experiment tag sets it). The experiment itself opens on its runs in
+    either mode (tag mlflow.experimentKind). One click on Model training, as docs/tutorials/demo.md
+    says, holds it for Home -> experiment and for the model registry (issue 48 item 4)."""
+    parent_id, children, exp_id = small_sweep
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1600, "height": 1000})
+            page = context.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            # a fresh profile, MLflow Home, then the experiment by name
+            page.goto(f"{mlflow_server}/#/")
+            page.get_by_role("link", name="rag-experiments").first.click()
+            page.wait_for_timeout(3000)
+            page.screenshot(path=str(SHOTS / "7-home-to-experiment-fresh.png"))
+            # without the click MLflow falls back to GenAI here: no tag or Home link holds the mode
+            assert page.get_by_text("Model registry", exact=True).count() == 0
+            # the one click the docs name (past GenAI's first-visit popover)
+            got_it = page.get_by_role("button", name="Got it")
+            if got_it.count():
+                got_it.first.click()
+            page.keyboard.press("Escape")
+            page.get_by_text("Model training", exact=True).first.click(force=True)
+            page.get_by_text("Model registry", exact=True).first.wait_for()
+            for route in ("#/", "#/models", f"#/experiments/{exp_id}/runs/{children[1]}"):
+                page.goto(f"{mlflow_server}/{route}")
+                page.wait_for_timeout(1500)
+                assert page.get_by_text("Model registry", exact=True).count() > 0, route
+            page.goto(f"{mlflow_server}/#/experiments")  # where Home leads in Model training mode
+            page.get_by_role("cell", name="rag-experiments").get_by_role("link").click()
+            page.get_by_role("link", name="fusion.rrf_k=10,30,60").wait_for()  # its runs
+            page.screenshot(path=str(SHOTS / "8-home-to-experiment-after-click.png"))
+            assert page.get_by_text("Model registry", exact=True).count() > 0
+            assert page.get_by_text("Traces", exact=True).count() <= 1 and page.get_by_text("Judges").count() == 0
             context.close()
         finally:
             browser.close()

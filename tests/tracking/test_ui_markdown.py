@@ -68,5 +68,5 @@ def test_the_experiment_carries_the_runs_lists_opening_view(small_sweep):
     assert state == json.loads(view_state())
     assert state["selectedColumns"][2:6] == ["metrics.`recall_at_5`", "metrics.`recall_at_20`",
                                              "metrics.`mrr_at_10`", "metrics.`ndcg_at_10`"]
-    assert "tags.`sweep.best`" in state["selectedColumns"] and state["orderByKey"] == "metrics.`recall_at_5`"
+    assert "tags.`sweep.best`" in state["selectedColumns"] and state["orderByKey"] == "attributes.start_time"
     assert f"viewStateShareKey={VIEW_KEY}" in runs_route(exp_id) and "workflowType=machine_learning" in runs_route(exp_id)
