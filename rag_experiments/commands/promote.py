@@ -72,7 +72,16 @@ def cmd_promote(args: argparse.Namespace) -> int:
                      args.dry_run, args.resamples, args.seed)
     d = result.decision
     cand = d.candidate
-    out.print(f"best on {args.metric}: run {cand.id} ({cand.label}) = {cand.metrics[args.metric]:.4f}")
+    value = cand.metrics[args.metric]
+    line = f"best on {args.metric}: run {cand.id} ({cand.label}) = {value:.4f}"
+    primary = next((c for c in d.checks if c.key == args.metric and c.candidate is not None), None)
+    if d.champion is not None and primary is not None and f"{primary.candidate:.4f}" != f"{value:.4f}":
+        # the table pairs the two runs on the cases they share (another golden version): say which
+        # value is which here, before the table shows the other one (issue 48, item 1)
+        line += (f" on all its cases (golden {str(cand.golden or '?')[:12]}); {primary.candidate:.4f} on the "
+                 f"{primary.n} cases it shares with the champion's golden version "
+                 f"{str(d.champion.run.golden or '?')[:12]}, the value the table below compares")
+    out.print(line, soft_wrap=True)
     if d.champion is not None and d.champion.source == "record":
         from ..tracking.promote import record_path
 
@@ -86,7 +95,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
     for w in d.warnings:
         out.print(Panel(w, title="WARNING", style="bold red"))
     if d.champion is not None and d.checks:
-        out.print(decision_table(d, f"candidate vs champion {d.champion.run.id[:12]} ({d.champion.run.label[:40]})"))
+        out.print(decision_table(d, f"candidate vs champion {d.champion.run.id[:12]} ({cut_label(d.champion.run.label)})"))
     if d.gap is not None:
         from ..tracking.versioned import print_gap
 
@@ -122,3 +131,11 @@ def cmd_promote(args: argparse.Namespace) -> int:
         out.print(f"wrote {f}")
     out.print(f"reproduce: rag-exp run experiment={preset_name(args.name)}   (in the repository: python run.py ...)")
     return 0
+
+
+def cut_label(label: str, limit: int = 60) -> str:
+    """A run label cut at a space, never inside an override (``fusion.keyword_weight=1.`` was)."""
+    if len(label) <= limit:
+        return label
+    head = label[:limit].rsplit(" ", 1)[0] if " " in label[:limit] else label.split(" ", 1)[0]
+    return head + " …"

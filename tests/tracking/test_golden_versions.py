@@ -212,3 +212,20 @@ def test_only_the_golden_files_in_use_are_searched_for_the_versions(golden, tmp_
     assert candidate_files([used]) == [path]
     gone = SimpleNamespace(params={"golden.path": str(tmp_path / "moved.jsonl")}, tags={"golden_set": "demo.jsonl"})
     assert candidate_files([gone])[-1].name == "demo.jsonl"  # a file no longer there: the tag is the fallback
+
+
+def test_promote_says_which_value_of_the_candidate_the_table_compares(golden, golden_add, capsys):
+    """Issue 48 item 1: the candidate measured on a newer golden version reads one value on all its
+    cases and another on the cases it shares with the champion's version; promote's first line says
+    both and which one the table compares (it printed the first, the table the second, unexplained)."""
+    path, exp = golden
+    cases = [c.case_id for c in load_golden(path).cases]
+    _promote_champion(path, exp, miss=set(cases[:8]))
+    golden_add(path)
+    added = [c.case_id for c in load_golden(path).cases if c.case_id not in cases]
+    log_golden_run(path, name="better", exp_id=exp, miss=set(added))  # hits the 10 shared, misses the new
+    assert cli("promote", "--force") == 0
+    out = " ".join(capsys.readouterr().out.split())
+    n = len(cases) + len(added)
+    assert f"= {10 / n:.4f} on all its cases" in out, out
+    assert "1.0000 on the 10 cases it shares with the champion's golden version" in out, out

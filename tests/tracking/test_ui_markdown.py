@@ -70,3 +70,12 @@ def test_the_experiment_carries_the_runs_lists_opening_view(small_sweep):
                                              "metrics.`mrr_at_10`", "metrics.`ndcg_at_10`"]
     assert "tags.`sweep.best`" in state["selectedColumns"] and state["orderByKey"] == "attributes.start_time"
     assert f"viewStateShareKey={VIEW_KEY}" in runs_route(exp_id) and "workflowType=machine_learning" in runs_route(exp_id)
+
+
+def test_promotes_table_title_cuts_a_run_label_between_overrides():
+    """The title cut `fusion.keyword_weight=1.` mid-token (issue 48 item 1)."""
+    from rag_experiments.commands.promote import cut_label
+
+    label = "fusion.rrf_k=5 fusion.depth=100 fusion.vector_weight=1.0 fusion.keyword_weight=1.5"
+    assert cut_label(label) == "fusion.rrf_k=5 fusion.depth=100 fusion.vector_weight=1.0 …"
+    assert cut_label("retrieval=hybrid") == "retrieval=hybrid"
