@@ -31,6 +31,21 @@ rag-exp golden generate -n 100            # an LLM writes the questions sampled 
 rag-exp golden add --query "..." --source-uri DOC --quote "..." --author you   # or write cases by hand
 rag-exp golden label -k 10                # the judge labels near-misses of the top 10
 rag-exp golden spotcheck                  # you check the judge: its labels count once it agrees with you
+```
+
+Without an LLM key, write the cases and label the hits yourself:
+
+```bash
+rag-exp corpus show DOC --grep "TEXT"     # the converted text a quote must match, with line numbers
+rag-exp golden add --kind exact --query "What does OPTION_NAME do?" --source-uri DOC --quote "..."
+rag-exp golden add --kind paraphrase --query "..." --source-uri DOC --quote "..."   # other words than the text
+rag-exp run -m retrieval=vector,keyword,hybrid,hybrid_rerank   # then label the sweep's top 5 by hand:
+rag-exp golden label --by-hand --sweep PARENT_ID -k 5     # y / p / n in the terminal, or --export a CSV
+```
+
+Then measure:
+
+```bash
 rag-exp run                               # the default experiment on your documents
 rag-exp run -m retrieval=vector,keyword,hybrid   # a sweep: one MLflow parent, one child per point
 rag-exp compare --last-sweep              # paired tests between the points
@@ -202,5 +217,10 @@ def cmd_init(args) -> int:
     kinds = ", ".join(f"{n} {fmt}" for fmt, n in sorted(formats.items()))
     print(f"project {name} in {root}: corpus {corpus_dir} ({sum(formats.values())} documents"
           f"{': ' + kinds if kinds else ''})")
-    print(f"next: cd {root} && rag-exp golden generate -n 100   (README.md lists the steps)")
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        print(f"next: cd {root} && rag-exp golden generate -n 100   (README.md lists the steps)")
+    else:  # no key: the way in that needs none
+        print(f"next: cd {root} && rag-exp corpus show DOC --grep TEXT, then rag-exp golden add "
+              "--kind exact|paraphrase --query ... --source-uri DOC --quote ...   (no LLM key set: README.md lists "
+              "the steps)")
     return 0
