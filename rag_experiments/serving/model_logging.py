@@ -290,7 +290,11 @@ def register_record(name: str, record, c) -> str:
     # no golden_sha256 tag: this run is a stand-in for the model, never a promotion candidate
     tags = {"champion_source": RECORD_SOURCE, "record_run_id": run.id, "champion": "true",
             "champion_of": model_name(name), "record.golden_sha256": run.golden or "",
-            TAG_CORPUS: run.corpus or ""}  # the one corpus tag name: history chains through it
+            TAG_CORPUS: run.corpus or "",  # the one corpus tag name: history chains through it
+            # a column of the runs list: its metrics are the record's, measured on this golden version
+            # (another version's runs score other cases; compare pairs them on the shared ones)
+            "measured_on": f"golden {str(run.golden or '?')[:12]}"
+                           + (f", {run.tags['golden_records']} records" if run.tags.get("golden_records") else "")}
     from ..tracking.retriever_summary import short
 
     # named for the retriever it is; the record's run name carries Hydra's overrides (progress=False)

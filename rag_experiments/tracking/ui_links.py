@@ -33,7 +33,9 @@ VIEW_PREFIX = "mlflow.sharedViewState."
 VIEW_TAG = VIEW_PREFIX + VIEW_KEY
 #: the headline metrics at the default cutoffs (conf/eval: ks [5, 20], mrr_k 10, ndcg_k 10)
 VIEW_METRICS = ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10")
-VIEW_TAGS = ("sweep.best", "variant")
+#: tags as columns: the sweep's best point, the variant, the golden version's size (every run) and,
+#: on a champion's stand-in run, the golden version its record was measured on
+VIEW_TAGS = ("sweep.best", "variant", "golden_records", "measured_on")
 
 
 def view_state(metrics=VIEW_METRICS, order_by: str | None = None, search_filter: str | None = None) -> str:

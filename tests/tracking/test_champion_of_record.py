@@ -127,7 +127,10 @@ def test_the_champion_of_record_explains_itself_and_a_dry_run_registers_nothing(
     # the description says what the retriever is and what it was measured on; the record's run is
     # not in this store (deleted above), so no link to it
     text = mv.description
-    assert "**hybrid, heading-200, ?, rrf_k=60**" in text
+    # the first line plain: the registry's version list shows it as text (raw ** there, issue 48)
+    assert text.splitlines()[0] == "hybrid, heading-200, ?, rrf_k=60"
+    # the runs list says what the stand-in's metrics were measured on (a column of the opening view)
+    assert stand_in.data.tags["measured_on"] == f"golden {'a' * 12}"
     assert "vector + keyword search fused (rrf_k=60, candidate depth 50)" in text
     assert "- chunking: heading, 200 tokens, overlap 0, breadcrumbs" in text
     assert f"version {'a' * 12}" in text and f"corpus {'c' * 12}" in text
