@@ -415,7 +415,8 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
             notes.append(f"{label}: no per-case table (per_case.json) on "
                          f"{'the baseline' if base.per_case is None else 'this run'}: no paired test")
         rows.append(Row(r, label, i == 0, {name: cells[i] for name, cells in raw.items()}, wtl, tuple(flags)))
-    warnings += [gap.line() for gap in coverage_gaps(rows, columns, alpha)]
+    warnings += [gap.line() + f" (no LLM key: label them yourself with {gap.command} --by-hand)"
+                 for gap in coverage_gaps(rows, columns, alpha)]
     from .judge_corrected_log import judge_corrected_lines  # people's labels on a case sample: corrected values, Δ
 
     notes += judge_corrected_lines(runs, labels, [c.key.mlflow_name for c in columns if c.key.segment is None])

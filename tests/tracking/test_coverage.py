@@ -35,6 +35,8 @@ def test_a_run_judged_on_other_labels_is_said_in_compare_and_refused_by_promote(
     (line,) = [w for w in cmp.warnings if w.startswith("LABEL COVERAGE DIFFERS")]
     assert "judged@10 1.000 vs the baseline's 0.100" in line
     assert f"rag-exp golden label --pool {base} {other} -k 10" in line
+    assert line.endswith(f"(no LLM key: label them yourself with rag-exp golden label --pool {base} {other} -k 10 "
+                         "--by-hand)")  # the keyless way too (before: the LLM judge's command only)
 
     # the champion less judged than the candidate: the candidate's win may be the labels'
     reasons = coverage_reasons(runs[0], runs[1], alpha=0.05, n_resamples=2000)
