@@ -158,7 +158,7 @@ def interpret_verdict(model: str, provider: str = llm.DEFAULT_PROVIDER) -> Calla
 @dataclass(frozen=True, kw_only=True)
 class LabelPlan(JobPlan):
     cases: int  # one job per (case, hit span) pair to judge
-    skipped: dict[str, int]  # covers_evidence, already_judged, duplicate_in_run, hit_text_mismatch, ...
+    skipped: dict[str, int]  # covers_evidence, already_judged, offered_already, hit_text_mismatch, ...
     sample: SampleDraw | None = None  # --sample / --budget: the design drawn
 
 
@@ -205,6 +205,7 @@ def candidate_pairs(golden: Any, retrieve: Callable[[str], list[dict]], *, k: in
             continue
         judged = [e.span.key for e in case.evidence]  # everything judged or given, any grade
         judged += also_judged.get(case.case_id, [])
+        earlier = len(judged)  # past this index: spans offered by this plan (another run's copy of a hit)
         relevant = case.relevant
         for position, hit in enumerate(list(retrieve(case.query))[:k], start=1):
             if any(key not in hit for key in _HIT_KEYS):
@@ -222,7 +223,8 @@ def candidate_pairs(golden: Any, retrieve: Callable[[str], list[dict]], *, k: in
             if key in retry_keys:
                 pass  # an unusable answer for exactly this pair: ask again
             elif already_judged(span, judged):
-                skipped["already_judged"] += 1
+                # judged before, or the same passage already offered in this plan (a pool's runs share hits)
+                skipped["already_judged" if already_judged(span, judged[:earlier]) else "offered_already"] += 1
                 continue
             judged.append(span)
             clean = {k2: hit[k2] for k2 in _HIT_KEYS}
