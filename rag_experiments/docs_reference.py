@@ -856,8 +856,8 @@ def metric_families() -> list[MetricFamily]:
         MetricFamily("rewrite.cost_usd, rewrite.estimated_cost_usd", r"rewrite\.(?:estimated_)?cost_usd",
                      "query.rewrite: its cost in USD, and the estimate shown before paying."),
         MetricFamily("<objective>, <objective>.<segment>", rf"{measure}(?:\.doc_type\.[^.]+|\.[^.]+)?",
-                     "a sweep's parent run: the objective of the best child, and on each of its segments the "
-                     "best value any child reached (that child in the tag best_run.<name>).", "sweep parent"),
+                     "a sweep's parent run: the best child's headline metrics and objective, on each segment too "
+                     "(all from that one child, tagged sweep.best=true).", "sweep parent"),
         MetricFamily("optuna.best_value", r"optuna\.best_value",
                      "a sweep with hydra/sweeper=optuna: the study's best objective value.", "sweep parent"),
         MetricFamily("history.<metric>, history.<metric>.chained", r"history\..+",
