@@ -19,7 +19,7 @@ def test_bench_prints_its_table_on_a_small_corpus_and_drops_its_database(pg_serv
 
     before = databases()
     assert bench.main(["--corpus", str(FIXTURES / "mini_corpus"), "--corpus-name", "mini", "--strategies", "heading",
-                       "--queries", "3", "--skip", "eval,metrics,memory,sweep"]) == 0
+                       "--queries", "3", "--skip", "eval,metrics,memory,sweep,noise"]) == 0
     out = capsys.readouterr().out
     for row in ("| machine | corpus", "| machine | speed gauge", "heading: cold ingest chunks/s", "HNSW index", "postings + document frequencies",
                 "bare pgvector KNN", "bare full-text query (OR, depth 50)", "bare KNN + bare OR FTS", "hybrid (uncached legs)",
