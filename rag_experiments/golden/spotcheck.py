@@ -236,14 +236,20 @@ def human_verdicts(checks: list[dict]) -> dict[str, str]:
     return out
 
 
-def case_sample(records: list[Record] | tuple[Record, ...], checks: list[dict], seed: int = CASE_SEED) -> CaseSample:
-    """The longest prefix of the seeded case order whose every machine pair has a human verdict."""
+def _cases_and_verdicts(records, checks: list[dict]) -> tuple[list[str], dict[str, list[Judgement]], dict[str, str]]:
+    """(the live case ids; case id -> its machine-judged pairs; judgement id -> the person's verdict):
+    what the case sample and its to-do list are both read from."""
     now = current(records)
     live = [r.id for r in now.cases if r.id not in now.retired]
     by_case: dict[str, list[Judgement]] = {}
     for j in machine_judged_pairs(now.records):
         by_case.setdefault(j.case_id, []).append(j)
-    verdicts = human_verdicts(checks)
+    return live, by_case, human_verdicts(checks)
+
+
+def case_sample(records: list[Record] | tuple[Record, ...], checks: list[dict], seed: int = CASE_SEED) -> CaseSample:
+    """The longest prefix of the seeded case order whose every machine pair has a human verdict."""
+    live, by_case, verdicts = _cases_and_verdicts(records, checks)
     cases, grades, pairs, stop, missing = [], {}, 0, None, 0
     order = order_cases(live, seed)
     to_minimum = sum(j.id not in verdicts for cid in order[:MIN_CASE_SAMPLE] for j in by_case.get(cid, []))
@@ -263,12 +269,7 @@ def case_sample(records: list[Record] | tuple[Record, ...], checks: list[dict], 
 def case_todo(records, checks: list[dict], n_cases: int, pair_seed: int = DEFAULT_SEED) -> tuple[list[Judgement], int]:
     """(the machine pairs without a verdict of the first ``n_cases`` cases of the case order, case
     by case, each case's pairs in the pair order; how many of those cases are complete)."""
-    now = current(records)
-    live = [r.id for r in now.cases if r.id not in now.retired]
-    by_case: dict[str, list[Judgement]] = {}
-    for j in machine_judged_pairs(now.records):
-        by_case.setdefault(j.case_id, []).append(j)
-    verdicts = human_verdicts(checks)
+    live, by_case, verdicts = _cases_and_verdicts(records, checks)
     todo, complete = [], 0
     for cid in order_cases(live)[:n_cases]:
         missing = [j for j in order_pairs(by_case.get(cid, []), pair_seed) if j.id not in verdicts]
