@@ -105,8 +105,8 @@ def test_sample_draws_per_stratum_records_the_design_resumes_and_extends(stub, g
     assert est.value == pytest.approx(sum(expected) / 2) and est.low < est.value < est.high
 
 
-def test_cli_sample_and_budget_through_the_stub(stub, golden, monkeypatch, capsys, tmp_path):
-    path, c1, c2, hits = golden
+def _retriever_answering(monkeypatch, hits: dict) -> None:
+    """rag-exp golden label's retriever (session.open_retriever) answers each query with its hits."""
 
     class Session:
         def search(self, query, k):
@@ -117,6 +117,12 @@ def test_cli_sample_and_budget_through_the_stub(stub, golden, monkeypatch, capsy
 
     monkeypatch.setitem(sys.modules, "rag_experiments.session",
                         types.SimpleNamespace(open_retriever=lambda overrides=None: Session()))
+
+
+def test_cli_sample_and_budget_through_the_stub(stub, golden, monkeypatch, capsys, tmp_path):
+    path, c1, c2, hits = golden
+
+    _retriever_answering(monkeypatch, hits)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", stub.base_url)
     stub.responder = yes_for_even
@@ -151,15 +157,7 @@ def test_cli_sample_and_budget_through_the_stub(stub, golden, monkeypatch, capsy
 def test_by_hand_sample_export_import(golden, monkeypatch, capsys, tmp_path):
     path, c1, c2, hits = golden
 
-    class Session:
-        def search(self, query, k):
-            return hits[query][:k]
-
-        def close(self):
-            pass
-
-    monkeypatch.setitem(sys.modules, "rag_experiments.session",
-                        types.SimpleNamespace(open_retriever=lambda overrides=None: Session()))
+    _retriever_answering(monkeypatch, hits)
     monkeypatch.setattr("rag_experiments.corpus.loader.load_corpus", lambda *a, **k: [types.SimpleNamespace(
         doc_id="d1", source_uri="mini/d1.html", text=DOC, content_hash="hash-d1")])
     sheet = tmp_path / "sheet.csv"
