@@ -27,8 +27,8 @@ GEN0_THRESHOLD = 100_000
 def tune_for_command_line() -> None:
     """Fewer collections while libraries import (same collector, same guarantees: reference
     cycles are still collected, less often)."""
-    _, gen1, gen2 = gc.get_threshold()
-    gc.set_threshold(max(GEN0_THRESHOLD, gc.get_threshold()[0]), gen1, gen2)
+    gen0, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(max(GEN0_THRESHOLD, gen0), gen1, gen2)
 
 
 def before_exit() -> None:
