@@ -24,9 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 #: the params that decide a system's answers but were missing from the old answer-cache key
@@ -73,11 +71,12 @@ def _config(variant: str, params: dict[str, str]) -> dict:
 
 def _cache_counts(c, run_id: str) -> dict[str, int]:
     from ..tracking.run_record import DIAGNOSTICS_ARTIFACT
+    from ..tracking.runs import artifact_bytes
 
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            data = json.loads(Path(c.download_artifacts(run_id, DIAGNOSTICS_ARTIFACT, tmp)).read_text("utf-8"))
-    except Exception:  # noqa: BLE001 - a run without the artifact (deleted, older): unknown
+        raw = artifact_bytes(run_id, DIAGNOSTICS_ARTIFACT, c)
+        data = json.loads(raw) if raw is not None else {}
+    except Exception:  # noqa: BLE001 - an artifact that cannot be read (deleted, older): unknown
         return {}
     cache = data.get("cache", {}) if isinstance(data, dict) else {}
     return {k: int(v) for k, v in cache.items() if isinstance(v, (int, float))}

@@ -34,23 +34,13 @@ def log_judge_corrected(run_id: str | None, corrected: JudgeCorrected | None) ->
 
 def read_judge_corrected(run_id: str, client=None, artifact_uri: str = "") -> dict | None:
     """The run's ``judge_corrected.json``, or None when it logged none (or it cannot be read)."""
-    import tempfile
-    from pathlib import Path
+    from mlflow.tracking import MlflowClient
 
-    from .runs import local_artifact_dir
+    from .runs import artifact_bytes
 
-    local = local_artifact_dir(artifact_uri)
     try:
-        if local is not None and (local / ARTIFACT).is_file():
-            return json.loads((local / ARTIFACT).read_text(encoding="utf-8"))
-        if client is None:
-            from mlflow.tracking import MlflowClient
-
-            client = MlflowClient()
-        if ARTIFACT not in {f.path for f in client.list_artifacts(run_id)}:
-            return None
-        with tempfile.TemporaryDirectory(prefix="rag_exp_jc_") as tmp:
-            return json.loads(Path(client.download_artifacts(run_id, ARTIFACT, tmp)).read_text(encoding="utf-8"))
+        data = artifact_bytes(run_id, ARTIFACT, client or MlflowClient(), artifact_uri)
+        return None if data is None else json.loads(data)
     except (OSError, ValueError):
         return None
 

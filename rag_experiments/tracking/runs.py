@@ -159,19 +159,23 @@ def local_artifact_dir(artifact_uri: str) -> Path | None:
     return None
 
 
-def load_per_case(run_id: str, c=None, artifact_uri: str = "") -> pd.DataFrame | None:
-    """The run's per-case table, or None when it logged none. A local store's file is read in
+def artifact_bytes(run_id: str, name: str, c=None, artifact_uri: str = "") -> bytes | None:
+    """A run's artifact ``name``, or None when it logged none. A local store's file is read in
     place (a sweep summary reads a hundred of them; MLflow's download copies each first)."""
     local = local_artifact_dir(artifact_uri)
-    if local is not None and (local / PER_CASE_ARTIFACT).is_file():
-        return parse_per_case((local / PER_CASE_ARTIFACT).read_bytes())
+    if local is not None and (local / name).is_file():
+        return (local / name).read_bytes()
     c = c or client()
-    names = {f.path for f in c.list_artifacts(run_id)}
-    if PER_CASE_ARTIFACT not in names:
+    if name not in {f.path for f in c.list_artifacts(run_id)}:
         return None
     with tempfile.TemporaryDirectory() as tmp:
-        path = c.download_artifacts(run_id, PER_CASE_ARTIFACT, tmp)
-        return parse_per_case(Path(path).read_bytes())
+        return Path(c.download_artifacts(run_id, name, tmp)).read_bytes()
+
+
+def load_per_case(run_id: str, c=None, artifact_uri: str = "") -> pd.DataFrame | None:
+    """The run's per-case table, or None when it logged none (:func:`artifact_bytes`)."""
+    data = artifact_bytes(run_id, PER_CASE_ARTIFACT, c, artifact_uri)
+    return None if data is None else parse_per_case(data)
 
 
 def load_config_text(run_id: str, c=None) -> str:
