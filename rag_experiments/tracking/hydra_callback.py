@@ -199,7 +199,7 @@ class MlflowSweepCallback(Callback):
 
             extra = verdict_lines(verdicts(cmp, self.resamples, self.seed), cmp.alpha) + extra
         tags["mlflow.note.content"] = S.note(self.name, objective, best, tags.get("best_run_overrides", ""),
-                                             len(children), n_failed, table, extra)
+                                             len(children), n_failed, table, extra, S.best_label(cmp, best))
         # the name, overrides and labels quote what was swept: a swept db.url carries its password
         tags = {k: redact_text(str(v)) for k, v in tags.items()}
         params = {k: redact_text(str(v)) for k, v in S.shared_params(finished, exclude=list(self.spec)).items()}

@@ -134,14 +134,23 @@ def child_overrides(child: RunView, spec: Mapping[str, str]) -> str:
     return " ".join(f"{k}={child.params[k]}" for k in spec if k in child.params)
 
 
+def best_label(cmp, best: RunView | None) -> str | None:
+    """The best point's name in the comparison table (``rrf_k=30``, ``retrieval=hybrid``), so the
+    Best line, the verdict lines and the table name it alike; None without a table or a best point."""
+    if cmp is None or best is None:
+        return None
+    return next((row.label for row in cmp.rows if row.run.id == best.id), None)
+
+
 def note(name: str, objective: str, best: RunView | None, overrides: str, n_children: int, n_failed: int,
-         table: str | None, extra: Sequence[str] = ()) -> str:
-    """The parent's run description: the verdict in two lines, then the comparison table."""
+         table: str | None, extra: Sequence[str] = (), label: str | None = None) -> str:
+    """The parent's run description: the verdict in two lines, then the comparison table.
+    ``label``: the best point's name in the table (:func:`best_label`); else its overrides."""
     lines = [f"### Sweep {name}", ""]
     if best is None:
         lines.append(f"No child run logged `{objective}`.")
     else:
-        lines.append(f"**Best `{objective}` = {best.metrics[objective]:.4f}**: `{overrides or best.name}` "
+        lines.append(f"**Best `{objective}` = {best.metrics[objective]:.4f}**: `{label or overrides or best.name}` "
                      f"(run `{best.id}`).")
     lines.append("")
     lines.append(f"{n_children} runs" + (f", **{n_failed} failed**" if n_failed else "") + ".")

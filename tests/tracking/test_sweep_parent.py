@@ -32,7 +32,7 @@ def test_the_parent_carries_the_best_child_and_the_comparison(small_sweep):
     assert tags["mlflow.source.name"] and tags["git_commit"] and tags["children"] == "3"
     assert json.loads(tags["sweep_params"]) == {"fusion.rrf_k": "10,30,60"}
     description = tags["mlflow.note.content"]
-    assert "**Best `recall_at_5` = 0.8750**: `fusion.rrf_k=30`" in description
+    assert "**Best `recall_at_5` = 0.8750**: `rrf_k=30`" in description  # the table's name for it
     assert "| run | n | recall@5 |" in description and "|---|---:|" in description
     assert "<br>" not in description and "<sub>" not in description
     # the best rows come first after the baseline, so a description cut to MLflow's limit keeps them

@@ -28,6 +28,19 @@ def test_a_variant_is_named_as_the_hydra_group_chooses_it_everywhere():
     assert run_labels([_run("hybrid"), _run("vector")]) == ["retrieval=hybrid", "retrieval=vector"]
 
 
+def test_a_plain_sweeps_best_line_names_the_point_as_its_table_and_verdict_do(small_sweep):
+    """The Best line said `fusion.rrf_k=30` where the table and the verdict lines said `rrf_k=30`
+    (issue 48 item 2): one name for the point in the parent's Overview."""
+    parent_id, _, _ = small_sweep
+    note = MlflowClient().get_run(parent_id).data.tags["mlflow.note.content"]
+    best_line = next(line for line in note.splitlines() if line.startswith("**Best"))
+    assert "`rrf_k=30`" in best_line and "fusion.rrf_k" not in best_line, best_line
+    assert "- recall@5: **`rrf_k=30`**" in note
+    assert any(line.startswith("| rrf_k=30 ") for line in note.splitlines())
+    names = {t.strip("`*") for t in note.split() if "rrf_k=" in t and "," not in t}
+    assert names == {"rrf_k=10", "rrf_k=30", "rrf_k=60"}, names  # no dotted second name anywhere
+
+
 def test_the_registry_description_starts_with_plain_text():
     """The registry's version list shows a description's first line as text: no `**` there."""
     text = long(base_config(), {"golden_sha256": "a" * 64}, "recall_at_5", {"recall_at_5": 0.8}, None, "r1")
