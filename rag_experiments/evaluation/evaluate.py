@@ -12,6 +12,9 @@ segment (``recall_at_5.production-head``).
 The per-case table (``per_case.json`` of a run) holds, besides the metrics, each case's credited
 ``gains`` by rank and ``duplicate_ranks``: the ranks at which the system repeated a passage it had
 already returned (scored as what the user sees: a repeat keeps its rank and earns nothing).
+Per evidence group (a case that needs A *and* B, kind ``multi``): ``n_groups`` and ``group_ranks``,
+the rank at which each group's first relevant passage was retrieved (None: not within the scored
+depth), the per-group credit behind recall@k and complete@k.
 """
 
 from __future__ import annotations
@@ -100,20 +103,33 @@ def score_case(case: EvalCase, ranked: RankedList, p: EvalParams) -> dict:
     hits = ranked.hits[: p.depth_needed]
     c = credit(case, hits, p.min_coverage)
     grades = [e.grade for e in case.relevant]
+    group_of = {e.ref: e.group for e in case.relevant}
+    rank_groups = [None if ref is None else group_of.get(ref) for ref in c.refs]
     row: dict = {
         "case_id": case.case_id, "query": case.query, "kind": case.segment_kind, "doc_type": case.doc_type,
         "n_relevant": len(grades),
         "first_relevant_rank": M.first_relevant_rank(c.gains),
+        "n_groups": case.n_groups,
     }
-    gains = M.condensed(c.gains, c.judged) if p.unjudged == "condensed" else list(c.gains)
-    inputs = CaseInputs(gains, grades, c.judged, c.gains, lambda: _nonrelevant(case, hits, c, p.min_coverage))
+    if p.unjudged == "condensed":
+        gains = M.condensed(c.gains, c.judged)
+        scored_groups = [g for g, gain, j in zip(rank_groups, c.gains, c.judged) if j or gain > 0]
+    else:
+        gains, scored_groups = list(c.gains), rank_groups
+    unit_groups = [e.group for e in case.relevant]
+    if case.n_groups == 1 or all(g is None for g in unit_groups):  # one group: every relevant unit counts
+        scored_groups = unit_groups = None
+    inputs = CaseInputs(gains, grades, c.judged, c.gains, lambda: _nonrelevant(case, hits, c, p.min_coverage),
+                        scored_groups, unit_groups)
     for key in p.metric_keys():
         row[key.column] = REGISTRY[key.metric].score(inputs, key.k)
-    row["recall_curve"] = [M.recall_at_k(c.gains, grades, k) for k in range(1, p.curve_k + 1)]
+    row["recall_curve"] = [M.group_recall_at_k(rank_groups, unit_groups, k) if unit_groups is not None
+                           else M.recall_at_k(c.gains, grades, k) for k in range(1, p.curve_k + 1)]
     row["gains"] = list(c.gains)
     # ranks (1-based, within the scored depth) that repeat an earlier hit's span: they keep their
     # rank and earn nothing (:mod:`.relevance`); the first occurrence is the one credited
     row["duplicate_ranks"] = c.duplicate_ranks
+    row["group_ranks"] = M.group_first_ranks(rank_groups, case.n_groups)
     row["grades"] = grades
     row["top5"] = [h.chunk_id for h in hits[:5]]
     row["top5_docs"] = [h.doc_id for h in hits[:5]]

@@ -28,6 +28,24 @@ class CaseInputs:
     full_gains: Sequence[float]  # the credited gains of the full list
     nonrelevant: Callable[[], tuple[Sequence[bool], int]] = lambda: ((), 0)  # bpref: judged-non-relevant
     # flags by rank and the number of non-relevant judgements (computed only when asked)
+    # evidence groups (all-of): the group of the unit credited at each rank of ``gains`` (None: none
+    # credited), and the group of each relevant unit, parallel to ``grades``; None: one group
+    rank_groups: Sequence[int | None] | None = None
+    unit_groups: Sequence[int | None] | None = None
+
+    def groups(self) -> tuple[Sequence[int | None], Sequence[int | None]]:
+        """(rank_groups, unit_groups); a case without them is one group: every credited rank and unit is 0."""
+        if self.rank_groups is not None and self.unit_groups is not None:
+            return self.rank_groups, self.unit_groups
+        return [0 if g > 0 else None for g in self.gains], [0 if g > 0 else None for g in self.grades]
+
+
+def _recall(c: CaseInputs, k: int) -> float:
+    return M.group_recall_at_k(*c.groups(), k)
+
+
+def _complete(c: CaseInputs, k: int) -> float:
+    return M.complete_at_k(*c.groups(), k)
 
 
 def _bpref(c: CaseInputs, k: int | None) -> float:
@@ -56,9 +74,11 @@ class Measure:
 
 
 _MEASURES = [
-    Measure("recall", lambda c, k: M.recall_at_k(c.gains, c.grades, k), "ks",
+    Measure("recall", _recall, "ks",
             "recall@k = |relevant evidence in the top k| / |relevant evidence| (trec_eval's recall_k), one "
-            "per k of `eval.ks`, averaged over the cases.", headline=True),
+            "per k of `eval.ks`, averaged over the cases. A case that needs several passages (evidence "
+            "groups, kind `multi`) scores the mean of that share over its groups: with one passage per "
+            "group, the share of groups found in the top k.", headline=True),
     Measure("mrr", lambda c, k: M.reciprocal_rank(c.gains, c.grades, k), "mrr_k",
             "reciprocal rank of the first relevant hit within the top `eval.mrr_k` (0 when none), averaged.",
             headline=True),
@@ -66,6 +86,10 @@ _MEASURES = [
             "nDCG@`eval.ndcg_k` with linear gain (grade YES = 2, PART = 1; trec_eval's ndcg_cut).", headline=True),
     Measure("hit", lambda c, k: M.hit_at_k(c.gains, c.grades, k), "ks",
             "1 when any relevant evidence is in the top k, else 0, per k of `eval.ks`, averaged."),
+    Measure("complete", _complete, "ks",
+            "complete@k: 1 when every evidence group of the case has a relevant passage in the top k, else 0, "
+            "per k of `eval.ks`, averaged (a case of one group: hit@k). The all-of measure of `multi` cases; "
+            "logged and in per_case.json, not printed in the run's summary table.", in_summary=False),
     Measure("precision", lambda c, k: M.precision_at_k(c.gains, c.grades, k), "ks",
             "precision@k = |credited hits in the top k| / k (trec_eval's P_k: a list shorter than k counts "
             "its missing ranks as misses), per k of `eval.ks`, averaged; logged and in per_case.json, not "

@@ -5,6 +5,11 @@ Inputs: ``gains`` (the credited gain at each rank, rank 1 first; see :mod:`.rele
 ``ValueError`` for a case with no relevant units: such a case is an error, never a silent 0.
 
 * recall@k = |relevant units in top k| / |relevant units|          (trec_eval ``recall_k``)
+  for a case of one evidence group; over evidence groups (a case that needs A *and* B), the
+  mean over its groups of that share within each group (:func:`group_recall_at_k`): with one
+  passage per group, the share of groups found in the top k. One group: exactly the line above.
+* complete@k = 1 if every evidence group has a relevant unit in the top k, else 0
+  (:func:`complete_at_k`; one group: hit@k). No trec_eval / ir_measures equivalent.
 * hit@k (success@k) = 1 if any relevant unit is in the top k, else 0
 * precision@k = |relevant in top k| / k                             (trec_eval ``P_k``)
 * RR@k = 1 / rank of the first relevant hit within the top k, else 0 (ranx ``mrr@k``,
@@ -39,6 +44,44 @@ def _check(grades: Sequence[float], k: int) -> None:
 def recall_at_k(gains: Sequence[float], grades: Sequence[float], k: int) -> float:
     _check(grades, k)
     return sum(1 for g in gains[:k] if g > 0) / sum(1 for g in grades if g > 0)
+
+
+def _per_group(rank_groups: Sequence[int | None], unit_groups: Sequence[int | None], k: int) -> dict[int, tuple[int, int]]:
+    """group -> (its credited hits in the top k, its relevant units). ``rank_groups[i]``: the group
+    of the unit credited at rank i+1 (None: nothing credited, or a unit of no group)."""
+    if k <= 0:
+        raise ValueError(f"k must be > 0, got {k}")
+    sizes: dict[int, int] = {}
+    for g in unit_groups:
+        if g is not None:
+            sizes[g] = sizes.get(g, 0) + 1
+    if not sizes:
+        raise ValueError("case has no relevant evidence; every case needs at least one relevant unit")
+    found = dict.fromkeys(sizes, 0)
+    for g in rank_groups[:k]:
+        if g is not None and g in found:
+            found[g] += 1
+    return {g: (found[g], sizes[g]) for g in sorted(sizes)}
+
+
+def group_recall_at_k(rank_groups: Sequence[int | None], unit_groups: Sequence[int | None], k: int) -> float:
+    """The mean over evidence groups of |group's relevant units in top k| / |group's relevant units|."""
+    shares = [f / n for f, n in _per_group(rank_groups, unit_groups, k).values()]
+    return sum(shares) / len(shares)
+
+
+def complete_at_k(rank_groups: Sequence[int | None], unit_groups: Sequence[int | None], k: int) -> float:
+    """1.0 if every evidence group has a relevant unit in the top k, else 0.0."""
+    return 1.0 if all(f > 0 for f, _ in _per_group(rank_groups, unit_groups, k).values()) else 0.0
+
+
+def group_first_ranks(rank_groups: Sequence[int | None], n_groups: int) -> list[int | None]:
+    """Per evidence group 0..n-1, the 1-based rank of its first credited unit (None: not retrieved)."""
+    first: list[int | None] = [None] * n_groups
+    for i, g in enumerate(rank_groups, start=1):
+        if g is not None and g < n_groups and first[g] is None:
+            first[g] = i
+    return first
 
 
 def hit_at_k(gains: Sequence[float], grades: Sequence[float], k: int) -> float:

@@ -15,10 +15,15 @@ Record types (fields beyond the common ones):
     optional ``stratum`` (``head`` | ``torso`` | ``tail``: the traffic stratum of a query imported from
     a log, :mod:`.import_queries`). Only a ``production`` case may have no evidence (a real query
     awaiting labels: ``rag-exp golden import-queries``); every other case needs a span.
+    **Evidence groups** (all-of semantics, a question that needs A *and* B, kind ``multi``): each
+    evidence span may carry ``group`` (0, 1, ...): the case needs one passage of every group, and the
+    spans of one group are alternatives. Either every span has a ``group`` or none has (then the case
+    is one group, as every case written before groups existed); the groups used must be 0..G-1.
 ``judgement``
     ``case_id``, ``span``, ``verdict`` (YES | PART | NO), ``judge`` (``kind``: llm | human |
     agent; ``model`` or ``name``; ``prompt_version``; for ``llm`` the ``provider``: anthropic |
-    openai, absent in records written before providers existed, which are Anthropic's), optional ``reason`` and ``supersedes``
+    openai, absent in records written before providers existed, which are Anthropic's), optional ``group`` (the
+    evidence group of a multi-group case the passage was judged for), optional ``reason`` and ``supersedes``
     (the id of the judgement it replaces; a reason is then required), optional ``sample`` (the pair
     was drawn by ``rag-exp golden label --sample``: :class:`SampleDesign`; absent: judged with certainty). ``llm`` is the configured
     LLM judge (``rag-exp golden label``); ``agent`` is any other machine judge (an AI coding
@@ -118,6 +123,28 @@ def parse_span(obj: Any, where: str) -> Span:
     return Span(doc_id, source_uri, start, end, quote, _need(obj, "doc_hash", str, where))
 
 
+def parse_groups(evidence: list, where: str) -> tuple[int, ...]:
+    """The ``group`` of each evidence span (``()`` when none has one: the case is one group).
+    Either every span has one or none has; the groups used are 0..G-1, each with a span."""
+    present = ["group" in ev for ev in evidence if isinstance(ev, dict)]
+    if not any(present):
+        return ()
+    groups = []
+    for i, ev in enumerate(evidence):
+        if "group" not in ev:
+            raise GoldenSetError(f"{where}: evidence[{i}] has no field 'group' but other spans of the case have one "
+                                 "(either every span names its evidence group or none does)")
+        g = ev["group"]
+        if not isinstance(g, int) or isinstance(g, bool) or g < 0:
+            raise GoldenSetError(f"{where}: evidence[{i}].group must be an integer >= 0, got {g!r}")
+        groups.append(g)
+    missing = sorted(set(range(max(groups) + 1)) - set(groups))
+    if missing:
+        raise GoldenSetError(f"{where}: evidence groups must be numbered 0..{max(groups)} without gaps; "
+                             f"no span has group {', '.join(map(str, missing))}")
+    return tuple(groups)
+
+
 @dataclass(frozen=True)
 class SampleDesign:
     """A judgement's optional ``sample`` field (``rag-exp golden label --sample``): the pair was drawn
@@ -171,6 +198,11 @@ class Case(Record):
     doc_type: str
     evidence: tuple[tuple[Span, int], ...]  # (span, grade) as labelled
     identifier: str | None
+    groups: tuple[int, ...] = ()  # the evidence group of each span (all-of); () when the case is one group
+
+    @property
+    def n_groups(self) -> int:
+        return max(self.groups) + 1 if self.groups else 1
 
 
 @dataclass(frozen=True)
@@ -180,6 +212,7 @@ class Judgement(Record):
     verdict: str
     judge_kind: str
     supersedes: str | None
+    group: int | None = None  # the evidence group of a multi-group case it was judged for
 
 
 @dataclass(frozen=True)
@@ -242,7 +275,8 @@ def parse_record(rec: Any, where: str) -> Record:
             if grade not in (1, 2):
                 raise GoldenSetError(f"{where}: evidence[{i}].grade must be 1 (PART) or 2 (YES), got {grade}")
             spans.append((span, grade))
-        return Case(rid, rec["query"], kind, doc_type, tuple(spans), rec.get("identifier"), raw=rec)
+        groups = parse_groups(evidence, where)
+        return Case(rid, rec["query"], kind, doc_type, tuple(spans), rec.get("identifier"), groups, raw=rec)
     if rtype == "judgement":
         case_id = _need(rec, "case_id", str, where)
         span = parse_span(rec.get("span"), f"{where}: span")
@@ -257,7 +291,10 @@ def parse_record(rec: Any, where: str) -> Record:
             raise GoldenSetError(f"{where}: a judgement that supersedes another needs a 'reason'")
         if "sample" in rec:
             parse_sample(rec["sample"], f"{where}: sample")
-        return Judgement(rid, case_id, span, verdict, kind, rec.get("supersedes") or None, raw=rec)
+        group = rec.get("group")
+        if group is not None and (not isinstance(group, int) or isinstance(group, bool) or group < 0):
+            raise GoldenSetError(f"{where}: field 'group' must be an evidence group number >= 0, got {group!r}")
+        return Judgement(rid, case_id, span, verdict, kind, rec.get("supersedes") or None, group, raw=rec)
     if rtype == "retire":
         target = _need(rec, "target", str, where)
         if not _need(rec, "reason", str, where).strip():

@@ -12,6 +12,12 @@ Resolution rules (documented here because every number depends on them):
 * An ``anchor`` record re-points a span after a corpus edit (``moved``/``fuzzy``) or marks it
   ``stale``; the latest anchor per span wins. Stale evidence is excluded from metrics and
   counted; a case whose every relevant span is stale is reported, not scored as a miss.
+* **Evidence groups** (a case that needs A *and* B): each evidence span belongs to its ``group``
+  (a case without groups is one group, 0). A judgement belongs to the group it names; one that
+  names none belongs to group 0 of a one-group case, and on a multi-group case to the group whose
+  evidence is in the same document when exactly one group's is (else to no group: it still counts
+  as judged and earns its gain in MRR and nDCG, but no group's recall). A judgement re-grading a
+  case's own evidence keeps the evidence's group. A group number the case does not have is an error.
 
 :func:`current` is the one place these rules read the records: evaluation (:func:`resolve`),
 ``golden check`` / ``golden reanchor`` (:mod:`.anchoring`) and the evidence checks all start
@@ -25,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from ..errors import GoldenSetError
 from .records import MACHINE_JUDGES, VERDICTS, Anchor, Case, Judgement, Record, Retire, Span
 from .golden_file import GoldenFile
 
@@ -44,6 +51,7 @@ class SpanRef:
     stale_checked_hash: str | None = None  # the document hash a stale record was checked against
     judged: Span | None = None  # the span of the latest human anchor (its text was vouched for)
     judge_kind: str | None = None  # judgements: llm | human | agent
+    group: int | None = None  # evidence: its group (0 without groups); judgements: the group named, if any
 
     @property
     def reference(self) -> Span:
@@ -102,17 +110,19 @@ def _current(records: tuple[Record, ...]) -> Current:
     last_good = {a.ref: a for a in anchors if a.span is not None}
     human = {a.ref: a for a in anchors if a.span is not None and a.by_human}
 
-    def make(ref: str, case_id: str, source: str, grade: int, original: Span, judge: str | None = None) -> SpanRef:
+    def make(ref: str, case_id: str, source: str, grade: int, original: Span, judge: str | None = None,
+             group: int | None = None) -> SpanRef:
         good, a, h = last_good.get(ref), latest.get(ref), human.get(ref)
         return SpanRef(ref, case_id, source, grade, original, good.span if good else original, a.status if a else "ok",
-                       a and a.id, a.checked_doc_hash if a and a.status == "stale" else None, h and h.span, judge)
+                       a and a.id, a.checked_doc_hash if a and a.status == "stale" else None, h and h.span, judge, group)
 
     spans: list[SpanRef] = []
     for r in records:
         if isinstance(r, Case):
-            spans += [make(f"{r.id}#{i}", r.id, "evidence", grade, span) for i, (span, grade) in enumerate(r.evidence)]
+            spans += [make(f"{r.id}#{i}", r.id, "evidence", grade, span, group=r.groups[i] if r.groups else 0)
+                      for i, (span, grade) in enumerate(r.evidence)]
         elif isinstance(r, Judgement):
-            spans.append(make(r.id, r.case_id, "judgement", VERDICTS[r.verdict], r.span, r.judge_kind))
+            spans.append(make(r.id, r.case_id, "judgement", VERDICTS[r.verdict], r.span, r.judge_kind, r.group))
     return Current(
         records=records,
         retired=frozenset(r.target for r in records if isinstance(r, Retire)),
@@ -127,6 +137,7 @@ class Evidence:
     grade: int  # 0 = judged not relevant
     ref: str  # "<case id>#<index>" or a judgement id
     status: str = "ok"  # ok | moved | fuzzy | stale
+    group: int | None = 0  # the evidence group it counts for (None: a multi-group case's ungrouped judgement)
 
 
 @dataclass(frozen=True)
@@ -140,6 +151,7 @@ class EvalCase:
     judge_kinds: frozenset[str] = field(default_factory=frozenset)
     stratum: str | None = None  # a query log's traffic stratum (head | torso | tail): golden import-queries
     without_evidence: bool = False  # a production query recorded without evidence (labelled by pooling)
+    n_groups: int = 1  # evidence groups, all needed (a multi case: "needs A and B")
 
     @property
     def segment_kind(self) -> str:
@@ -205,7 +217,7 @@ def resolve(records: Iterable[Record], path: Path, digest: str, head: str = "") 
     for r in now.cases:
         if r.id in now.retired:
             continue
-        by_key = {sr.original.key: Evidence(sr.scored, sr.grade, sr.ref, sr.status)
+        by_key = {sr.original.key: Evidence(sr.scored, sr.grade, sr.ref, sr.status, sr.group)
                   for sr in evidence.get(r.id, ())}  # a production query may come without evidence
         kinds = set()
         for key, j in sorted(judgements.get(r.id, {}).items()):
@@ -213,15 +225,29 @@ def resolve(records: Iterable[Record], path: Path, digest: str, head: str = "") 
             if key in by_key:
                 # a judgement about the case's own evidence re-grades it (a superseding label)
                 own = by_key[key]
-                by_key[key] = Evidence(own.span, j.grade, own.ref, own.status)
+                by_key[key] = Evidence(own.span, j.grade, own.ref, own.status, own.group)
                 continue
-            by_key[key] = Evidence(j.scored, j.grade, j.ref, j.status)
+            by_key[key] = Evidence(j.scored, j.grade, j.ref, j.status, _judged_group(r, j, path))
         cases.append(EvalCase(
             case_id=r.id, query=r.query, kind=r.kind, doc_type=r.doc_type,
             evidence=tuple(by_key.values()), identifier=r.identifier, judge_kinds=frozenset(kinds),
-            stratum=r.raw.get("stratum"), without_evidence=not r.evidence,
+            stratum=r.raw.get("stratum"), without_evidence=not r.evidence, n_groups=r.n_groups,
         ))
     return GoldenSet(path=path, digest=digest, cases=tuple(cases), records=now.records, head=head)
+
+
+def _judged_group(case: Case, j: SpanRef, path: Path) -> int | None:
+    """The evidence group a judgement counts for (the rule in the module docstring)."""
+    if j.group is not None:
+        if j.group >= case.n_groups:
+            raise GoldenSetError(f"{path}: judgement {j.ref} names evidence group {j.group}, but case {case.id} "
+                                 f"has {case.n_groups} group(s) (0..{case.n_groups - 1})",
+                                 hint="append a judgement with the right group that supersedes it")
+        return j.group
+    if case.n_groups == 1:
+        return 0
+    same_doc = {g for (span, _), g in zip(case.evidence, case.groups) if span.doc_id == j.original.doc_id}
+    return same_doc.pop() if len(same_doc) == 1 else None
 
 
 _LOADED: dict[tuple[Path, str, str, int], GoldenSet] = {}

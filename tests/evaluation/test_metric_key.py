@@ -31,7 +31,8 @@ def test_the_headline_list_and_the_eval_names():
     assert [k.mlflow_name for k in headline(p.ks, p.mrr_k, p.ndcg_k)] == [
         "recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10"]
     assert p.metric_names() == ["recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10", "hit_at_5", "hit_at_20",
-                                "precision_at_5", "precision_at_20", "judged_at_10"]
+                                "complete_at_5", "complete_at_20", "precision_at_5", "precision_at_20",
+                                "judged_at_10"]
     assert headline_names(["ndcg_at_10", "hit_at_5", "recall_at_20", "recall_at_5.exact", "mrr_at_10",
                            "recall_at_5"]) == ["recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10"]
 
