@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import ConfigError, GoldenSetError, UserError
 
 DEFAULT_GOLDEN = "experiments/golden/demo.jsonl"
-ADD_KINDS = ("exact", "paraphrase", "production")  # rag_experiments.golden.add.KINDS (not imported at start-up)
+ADD_KINDS = ("exact", "paraphrase", "production", "multi")  # golden.add.KINDS + golden.multi.KIND (not imported at start-up)
 ADD_METHODS = ("human", "agent")  # rag_experiments.golden.add.ADD_METHODS
 JUDGE_BY_HAND = ("human", "agent")  # the judge.kind of a --by-hand / --import verdict
 
@@ -239,6 +239,10 @@ def register(subparsers: Any) -> None:
                     help="exact: the question names an identifier (option, parameter, error code, function) that "
                     "the passage holds, what keyword search must find (the gate guards this segment); paraphrase: "
                     "the question in other words than the passage; production: as a user asked it (default)")
+    sp.add_argument("--group", nargs=2, action="append", metavar=("DOC", "QUOTE"), default=None,
+                    help="with --kind multi (a question that needs several passages, all of them): a further "
+                    "evidence group, a document and the passage of it that answers another part; repeat per group "
+                    "(--source-uri/--quote is group 0)")
     sp.add_argument("--identifier", metavar="TEXT", help="the identifier an exact question names (default: found "
                     "in the question and the passage); it must occur in both")
     sp.add_argument("--corpus", dest="corpus_folder", default=None, metavar="demo|FOLDER",
@@ -741,6 +745,8 @@ def cmd_add(args: argparse.Namespace) -> int:
     from ..limits import check_query
 
     quote = read_quote_file(args.quote_file) if args.quote_file is not None else args.quote
+    if args.kind == "multi" or args.group:
+        return _add_multi(args, quote)
     if args.source_uri and not quote:
         raise UserError("--source-uri needs --quote or --quote-file")
     if args.chunk_id and quote:
@@ -778,6 +784,37 @@ def cmd_add(args: argparse.Namespace) -> int:
     ident = f", identifier {rec['identifier']!r}" if rec.get("identifier") else ""
     _say(_console(), f"added case {rec['id']} (kind {rec['kind']}{ident}; {ev['source_uri']} chars "
                      f"{ev['start']}..{ev['end']}; {how[result.located]})", soft_wrap=True)
+    return 0
+
+
+def _add_multi(args: argparse.Namespace, quote: str | None) -> int:
+    """``golden add --kind multi --source-uri DOC --quote Q --group DOC2 Q2 ...`` (rag_experiments.golden.multi)."""
+    from ..corpus.loader import load_corpus
+    from ..golden.add import NotFoundError, QuoteError
+    from ..golden.multi import add_multi_case
+    from ..limits import check_query
+
+    if args.kind != "multi":
+        raise UserError(f"--group goes with --kind multi (a question that needs several passages), not --kind {args.kind}")
+    if args.chunk_id or not args.source_uri or not quote:
+        raise UserError("--kind multi: give the first passage as --source-uri with --quote, each further one as "
+                        "--group DOC QUOTE")
+    if args.identifier:
+        raise UserError("--identifier goes with --kind exact, not --kind multi")
+    check_query(" ".join(args.query.split()), "--query")
+    docs = load_corpus(_add_corpus(args))
+    try:
+        result = add_multi_case(args.golden, args.query, [(args.source_uri, quote), *map(tuple, args.group or ())],
+                                docs=docs, corpus=args.corpus_folder, author=args.author, note=args.note,
+                                method=args.method)
+    except (QuoteError, NotFoundError) as exc:
+        for line in exc.context:
+            print(line, file=sys.stderr)
+        raise
+    rec = result.record
+    parts = "; ".join(f"group {ev['group']}: {ev['source_uri']} chars {ev['start']}..{ev['end']}" for ev in rec["evidence"])
+    _say(_console(), f"added case {rec['id']} (kind multi, {len(rec['evidence'])} evidence groups, all needed; {parts})",
+         soft_wrap=True)
     return 0
 
 
