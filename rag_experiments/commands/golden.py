@@ -123,6 +123,11 @@ def register(subparsers: Any) -> None:
                     help="content-word overlap with the evidence above which a question is rewritten once in a "
                     "user's words (second prompt), then dropped if still above; repeatable; VALUE a share 0..1 or "
                     "off (default: paraphrase=0.5, exact=0.75, the identifier's own words not counted)")
+    sp.add_argument("--multi", type=int, default=None, metavar="N",
+                    help="instead: write questions that need two passages (kind multi, evidence groups) from N pairs "
+                    "of chunks that belong together (two sections of one document, or two documents sharing a rare "
+                    "identifier); resumable (<golden stem>.generate-multi.log.jsonl); --leakage-bar multi=VALUE drops "
+                    "questions over it")
     llm_args(sp)
     overrides_arg(sp)
     sp.set_defaults(func=cmd_generate)
@@ -484,6 +489,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         language = _corpus_language(session)  # the prompts ask for questions in it (not english)
     finally:
         session.close()
+    if args.multi is not None:
+        return _generate_multi(args, console, chunks, bars.get("multi"), price, language)
     plan = plan_generation(chunks, args.golden, n=args.n, seed=args.seed, model=args.model, batch=args.batch,
                            retry_failed=args.retry_malformed, price=price, provider=args.provider, bars=bars,
                            language=language)
@@ -509,6 +516,28 @@ def cmd_generate(args: argparse.Namespace) -> int:
                       f"{report.rewrites_processed}):")
         for line in leakage_lines(report.leakage):
             _say(console, "  " + line, soft_wrap=True)
+    return _finish_llm_job(args, console, report, "Validation")
+
+
+def _generate_multi(args: argparse.Namespace, console, chunks, bar, price, language: str) -> int:
+    """golden generate --multi N (rag_experiments.golden.generate_multi)."""
+    from ..golden.generate_multi import plan_multi, run_multi
+
+    if args.multi < 1:
+        raise UserError(f"--multi must be >= 1 (pairs of chunks), got {args.multi}")
+    plan = plan_multi(chunks, args.golden, n=args.multi, seed=args.seed, model=args.model, batch=args.batch,
+                      retry_failed=args.retry_malformed, price=price, provider=args.provider, bar=bar,
+                      language=language)
+    _say(console, f"{len(chunks)} chunks; {len(plan.pairs)} pairs that belong together: "
+                  + (", ".join(f"{k} {v}" for k, v in sorted(plan.by_kind.items())) or "none"))
+    _say(console, f"already done (checkpoint {plan.checkpoint_path}): {plan.already_done}; "
+                  f"in open batches: {plan.in_open_batches}; to send: {len(plan.pending)}")
+    report = _run_llm_job(args, console, plan, run_multi, "generating", price)
+    if isinstance(report, int):
+        return report
+    _say(console, f"Pairs answered: {report.processed}, API errors (retried on rerun): {report.api_errors}; "
+                  f"multi cases appended: {report.cases_appended} (+{report.cases_reconciled} from the checkpoint), "
+                  f"already present: {report.cases_already_present}")
     return _finish_llm_job(args, console, report, "Validation")
 
 

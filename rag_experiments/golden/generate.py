@@ -320,6 +320,11 @@ def _copies(question: str, passage: str, run: int = COPY_RUN_WORDS) -> bool:
     return any(" " + " ".join(q[i:i + run]) + " " in p for i in range(len(q) - run + 1))
 
 
+def copies_passage(question: str, passage: str, run: int = COPY_RUN_WORDS) -> bool:
+    """Whether ``question`` shares ``run`` (8) consecutive words with ``passage`` (it copies it)."""
+    return _copies(question, passage, run)
+
+
 def parse_generation(text: str, passage: str) -> tuple[list[dict], Counter]:
     """Validate one answer strictly. Returns the accepted items and a Counter of problems.
 
