@@ -583,11 +583,11 @@ def _finish_llm_job(args: argparse.Namespace, console, report, problems_title: s
 
 
 def _pool_hits(args: argparse.Namespace, docs=None):
-    """(retrieve(query) -> the pool's hits, the pool's definition) of --pool / --sweep
-    (rag_experiments.tracking.pool): no retrieval, no database."""
+    """(retrieve(query) -> the pool's hits, the pool's definition, the runs' corpus.language) of
+    --pool / --sweep (rag_experiments.tracking.pool): no retrieval, no database."""
     from ..corpus.loader import load_corpus
     from ..golden.resolve import load_golden
-    from ..tracking.pool import parse_depths, pool_runs, pooled_hits
+    from ..tracking.pool import parse_depths, pool_language, pool_runs, pooled_hits
 
     runs = pool_runs(args.pool or (), args.sweep)
     depths = parse_depths(args.per_run_depth or (), runs)
@@ -596,17 +596,17 @@ def _pool_hits(args: argparse.Namespace, docs=None):
     by_query = {c.query: hits.get(c.case_id, []) for c in load_golden(args.golden).cases}
     if args.sweep:
         definition["sweep"] = args.sweep
-    return (lambda q: by_query.get(q, [])), definition
+    return (lambda q: by_query.get(q, [])), definition, pool_language(runs)
 
 
 def _pool_plan(args: argparse.Namespace, price, spec=None):
     """The labelling plan of a pool of runs (rag_experiments.tracking.pool): no retrieval."""
     from ..golden.label import plan_labelling
 
-    retrieve, definition = _pool_hits(args)
+    retrieve, definition, language = _pool_hits(args)  # the judge is told the runs' corpus.language
     return plan_labelling(args.golden, retrieve, k=10**9, model=args.model, batch=args.batch,
                           retry_failed=args.retry_malformed, price=price, pool=definition, provider=args.provider,
-                          sample=spec, source=definition)
+                          sample=spec, source=definition, language=language)
 
 
 def _label_by_hand(args: argparse.Namespace) -> int:
@@ -624,7 +624,7 @@ def _label_by_hand(args: argparse.Namespace) -> int:
         return 0
     spec = _sample_spec(args)
     if args.pool or args.sweep:
-        retrieve, definition = _pool_hits(args, docs)
+        retrieve, definition, _ = _pool_hits(args, docs)
         plan = hl.plan_hand_labelling(args.golden, retrieve, k=10**9, pool=definition, sample=spec,
                                       source=definition)
     else:

@@ -10,6 +10,9 @@ highest. Duplicates across runs and chunkings are dropped by labelling's own spa
 overlapping one already judged or queued for the case is not judged again, so a chunk judged
 under one chunking is not paid for again under another. A run's hit that is not a span of a
 corpus document (an unplaced external passage) is left out.
+
+The judge is told the language of the text (:func:`pool_language`): the ``corpus.language`` the
+pooled runs were scored with (their tag; a run logged before the setting existed: english).
 """
 
 from __future__ import annotations
@@ -28,6 +31,31 @@ def pool_runs(run_ids: Sequence[str] = (), sweep: str | None = None) -> list[Run
     if not runs:
         raise UserError("--pool: no runs to pool", hint="give run ids (--pool RUN_ID ...) or --sweep PARENT_ID")
     return runs
+
+
+LANGUAGE_TAG = "corpus.language"  # rag_experiments.tracking.mlflow_run logs it as a tag and a param
+NAMES_NO_LANGUAGE = ("english", "simple")  # the prompts' default; simple (no stemmer) names no language
+
+
+def pool_language(runs: Sequence[RunView]) -> str:
+    """The corpus.language of a pool's text, for the judge's prompt: the one language the runs'
+    ``corpus.language`` names. A pool may hold strategies of one corpus under several
+    configurations (english beside german for a German corpus: english and simple name no language
+    and give way); two named languages (german and french) are refused with one line naming the
+    runs, as a judge told the wrong language is silently wrong."""
+    by_lang: dict[str, list[str]] = {}
+    for r in runs:
+        lang = r.tags.get(LANGUAGE_TAG) or r.params.get(LANGUAGE_TAG) or "english"
+        by_lang.setdefault(lang, []).append(r.id)
+    named = sorted(lang for lang in by_lang if lang.rsplit(".", 1)[-1] not in NAMES_NO_LANGUAGE)
+    if len(named) > 1:
+        listed = "; ".join(f"{lang}: {', '.join(by_lang[lang])}" for lang in named)
+        raise UserError(f"--pool: the runs were scored in different corpus.language settings ({listed}); "
+                        "the judge is told the one language the question and passages are in",
+                        hint="pool the runs of one language (english runs of the same corpus may join them)")
+    if named:
+        return named[0]
+    return "simple" if set(by_lang) == {"simple"} else "english"
 
 
 def parse_depths(specs: Sequence[str], runs: Sequence[RunView]) -> dict[str, int]:
