@@ -2,8 +2,8 @@
 tsvector, BM25 statistics, query parsing, RM3 and identifiers; english strategies stay as they were.
 
 The German corpus is 44 coreutils manual pages from Debian's manpages-de 4.18.1 (GPL-3+; see
-tests/fixtures/manpages_de.SOURCE.md), with 19 questions written by hand by an AI agent
-(tests/fixtures/golden_manpages_de.jsonl, provenance.method agent).
+tests/fixtures/manpages_de.SOURCE.md), with 44 questions written by hand by AI agents
+(tests/fixtures/golden_manpages_de.jsonl, provenance.method agent: 19, then 25 more).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from rag_experiments.chunking.strategies import CHUNKER_VERSION
 from rag_experiments.config import CorpusParams
 from rag_experiments.errors import ConfigError
 from rag_experiments.identifiers import extract_identifiers
-from rag_experiments.retrieval.legs import KeywordParams, keyword_search
+from rag_experiments.retrieval.legs import KeywordParams, keyword_search, query_identifiers
 from rag_experiments.retrieval.rm3 import rm3_weights
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -180,12 +180,44 @@ def test_migration_keeps_english_strategies_as_they_were(fresh_db_url, monkeypat
         assert c.execute("SELECT 1 FROM pg_indexes WHERE indexname = 'chunks_tsv_gin'").fetchone()
 
 
+def test_identifiers_in_german_text_are_found_with_the_german_configuration(conn, both):
+    """German stemming must not cost the keyword leg its identifiers: options, environment variables
+    inside German sentences are extracted from the German chunks and the German question alike,
+    and the chunk holding the identifier comes first."""
+    en, de = both
+    for query, identifier, doc in (
+            ("Was bewirkt die Option --preserve-root bei rm?", "--preserve-root", "man1/rm.1"),
+            ("Warum sortiert sort Umlaute komisch, hilft LC_ALL=C?", "lc_all", "man1/sort.1"),
+            ("Wann rechnet df in 512-Byte-Blöcken, was hat POSIXLY_CORRECT damit zu tun?", "posixly_correct", "man1/df.1"),
+            ("Wie übergebe ich in der Shebang-Zeile mehrere Argumente mit env --split-string?", "--split-string",
+             "man1/env.1")):
+        assert identifier in query_identifiers(conn, de.strategy_id, query), query
+        holding = {r[0] for r in conn.execute(
+            "SELECT chunk_id FROM chunks WHERE strategy_id = %s AND %s = ANY(identifiers)", (de.strategy_id, identifier))}
+        assert holding, identifier  # extracted from the German text at ingest
+        top = keyword_search(conn, de.strategy_id, query, 5)
+        assert top[0].doc_id == doc and top[0].chunk_id in holding, (query, top[0])
+        # the identifier alone (no other word of the question) still finds its chunks under german
+        alone = {h.chunk_id for h in keyword_search(conn, de.strategy_id, identifier, 50)}
+        assert holding <= alone, identifier
+
+
 def test_german_cases_table(conn, both):
-    """The hand-written German cases: each one's evidence found by the german keyword leg within 50."""
+    """The German cases written by AI agents (19, then 25 more written before seeing any retrieval result):
+    the first 19's evidence is found by the german keyword leg within 50; over all 44 the german
+    configuration finds the evidence page within 20 for more cases than english (measured:
+    experiments/reports/2026-12-05-german-keyword.md)."""
     en, de = both
     cases = [json.loads(line) for line in (FIXTURES / "golden_manpages_de.jsonl").read_text().splitlines()]
-    assert len(cases) == 19 and all(c["provenance"]["method"] == "agent" for c in cases)
-    for case in cases:
+    assert len(cases) == 44 and all(c["provenance"]["method"] == "agent" for c in cases)
+    assert [c["kind"] for c in cases].count("exact") == 5
+    found = {"english": 0, "german": 0}
+    for i, case in enumerate(cases):
         ev = case["evidence"][0]
-        hits = keyword_search(conn, de.strategy_id, case["query"], 50)
-        assert ev["doc_id"] in {h.doc_id for h in hits}, case["query"]
+        if i < 19:
+            hits = keyword_search(conn, de.strategy_id, case["query"], 50)
+            assert ev["doc_id"] in {h.doc_id for h in hits}, case["query"]
+        for info in both:
+            found[info.language] += ev["doc_id"] in {h.doc_id for h in keyword_search(conn, info.strategy_id,
+                                                                                        case["query"], 20)}
+    assert found["german"] > found["english"], found
