@@ -66,11 +66,18 @@ Answer with one JSON object and nothing else:
 {"verdict": "YES" | "PART" | "NO", "reason": "<one short sentence>"}"""
 
 
-def build_prompt(query: str, passage: str, language: str = "english") -> str:
+def build_prompt(query: str, passage: str, language: str = "english", parts: tuple[str, ...] = ()) -> str:
     """The user message for one (question, passage) pair; ``language``: corpus.language (not english:
-    the judge is told the language they are written in; english prompts stay as they were)."""
+    the judge is told the language they are written in; english prompts stay as they were).
+    ``parts``: a question that needs several passages (evidence groups): the passage that answers
+    each part, so the judge says which part this passage answers (``"part"``: its number, or null)."""
     name = language.rsplit(".", 1)[-1]
     told = "" if name in ("english", "simple") else f"The question and the passage are in {name.capitalize()}. "
+    if parts:
+        listed = "\n".join(f"Part {i}: <reference>{text}</reference>" for i, text in enumerate(parts, start=1))
+        told += (f"The question needs several passages; each part is answered by a reference passage:\n{listed}\n"
+                 "Judge the passage for the part it answers (YES: it answers that part fully, PART: partly) and add "
+                 '"part": that part\'s number (null when the verdict is NO). ')
     return (f"Question: {query}\n\nPassage:\n<passage>\n{passage}\n</passage>\n\n"
             f"{told}Answer with the JSON object only.")
 
@@ -150,8 +157,38 @@ def interpret_verdict(model: str, provider: str = llm.DEFAULT_PROVIDER) -> Calla
             return {"records": [], "problems": {problem: 1}, "unusable": True}
         rec = judgement_record(payload["case_id"], payload["hit"], verdict, reason, model, payload.get("pool"),
                                provider, payload.get("sample"))
-        return {"records": [rec], "problems": {f"verdict_{verdict}": 1}, "unusable": False}
+        problems = {f"verdict_{verdict}": 1}
+        if payload.get("parts"):  # a multi case: the verdict is for the evidence group the judge named
+            part = _part_of(text, len(payload["parts"]))
+            if part is not None and verdict != "NO":
+                rec["group"] = part - 1
+            elif verdict != "NO":
+                problems["part_missing"] = 1  # no group: resolution's same-document rule places it
+        return {"records": [rec], "problems": problems, "unusable": False}
     return interpret
+
+
+def _part_of(text: str, n_parts: int) -> int | None:
+    """The judge's ``"part"`` (1..n_parts), or None when absent or out of range."""
+    try:
+        data = llm.extract_json(text)
+    except llm.JSONExtractionError:
+        return None
+    part = data.get("part") if isinstance(data, dict) else None
+    return part if isinstance(part, int) and not isinstance(part, bool) and 1 <= part <= n_parts else None
+
+
+def case_parts(golden: Any) -> dict[str, tuple[str, ...]]:
+    """Per multi-group case, the quote of its first evidence span of each group (the parts the judge sees)."""
+    out = {}
+    for case in golden.cases:
+        if case.n_groups > 1:
+            own = {}
+            for e in case.evidence:
+                if e.ref.startswith(f"{case.case_id}#") and e.group is not None:
+                    own.setdefault(e.group, e.span.quote)
+            out[case.case_id] = tuple(own.get(g, "") for g in range(case.n_groups))
+    return out
 
 
 # -- plan + run ---------------------------------------------------------------------------------
@@ -439,6 +476,8 @@ def plan_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]
         checkpointed.setdefault(case_id, []).append(span)
     retry_keys = state.failed if retry_failed else frozenset()
 
+    parts = case_parts(golden)  # multi cases: the judge is told the parts and names the one a passage answers
+
     def jobs_of(pairs: list[Pair]) -> list[Job]:
         jobs: list[Job] = []
         for pair in pairs:
@@ -447,7 +486,10 @@ def plan_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]
                 payload["pool"] = pool
             if pair.sample:
                 payload["sample"] = pair.sample
-            jobs.append(Job(pair.key, build_prompt(pair.query, pair.hit["text"], language), payload))
+            if pair.case_id in parts:
+                payload["parts"] = list(parts[pair.case_id])
+            jobs.append(Job(pair.key, build_prompt(pair.query, pair.hit["text"], language,
+                                                   parts.get(pair.case_id, ())), payload))
         return jobs
 
     def fields(jobs: list[Job]) -> dict:
