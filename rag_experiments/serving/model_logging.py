@@ -255,14 +255,19 @@ def sync_with_record(name: str, c) -> str | None:
 def ensure_registered(name: str = "default") -> str | None:
     """After a single run (``python run.py``, what ``make run`` runs): the registry mirrors the
     committed champion record, so ``mlflow.pyfunc.load_model("models:/rag-retriever-default@champion")``
-    and ``mlflow models serve`` work in a fresh store without another command first. A no-op (one
-    registry look-up) once it mirrors; None when there is no record."""
+    and ``mlflow models serve`` work in a fresh store without another command first; the champion's
+    row then says its value on the newest golden version (tracking.champion_newest.refresh_ui). A no-op
+    (registry look-ups, one hash of the golden file) once both hold; None when there is no record."""
     from ..tracking.champion import record_path
     from ..tracking.runs import client
 
     if not record_path(name).exists():
         return None
-    return sync_with_record(name, client())
+    version = sync_with_record(name, client())
+    from ..tracking.champion_newest import refresh_ui
+
+    refresh_ui(name)  # its row in the runs list: its value on the newest golden version, when the set grew
+    return version
 
 
 def register_record(name: str, record, c) -> str:

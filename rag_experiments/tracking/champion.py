@@ -1,4 +1,4 @@
-"""The champion's identity (registered model name, alias) and its committed record, shared by
+"""The champion's identity (registered model name, alias), its committed record and the current champion, shared by
 :mod:`.promote` and :mod:`rag_experiments.serving.model_logging` (which promote calls)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..config import project_root
 from ..errors import UserError
-from .runs import RunView, parse_per_case
+from .runs import RunView, client, get_run, parse_per_case
 
 ALIAS = "champion"
 PROMOTED_DIR = Path("experiments/promoted")
@@ -53,6 +53,7 @@ class Champion:
     version: str | None  # registry version, None when read from the committed record
     source: str  # "registry" | "record"
     metric: str | None  # the primary metric it was promoted on
+    name: str = "default"  # the champion's name (registered model rag-retriever-<name>)
 
 
 def record_path(name: str) -> Path:
@@ -71,8 +72,35 @@ def read_record(name: str) -> Champion | None:
                       per_case=parse_per_case(data["per_case"]))
     except (KeyError, ValueError, TypeError) as exc:
         raise UserError(f"{path}: not a promotion record ({exc})") from exc
-    return Champion(run, data.get("version"), "record", data.get("primary_metric"))
+    return Champion(run, data.get("version"), "record", data.get("primary_metric"), name)
 
 
 def preset_config(config: dict) -> dict:
     return {k: v for k, v in config.items() if k not in PRESET_DROP}
+
+
+# -- the champion of record, or the registry's -------------------------------------------------------
+def current_champion(name: str = "default", c=None, record_fallback: bool = True) -> Champion | None:
+    """The champion of record: the committed ``experiments/promoted/<name>.record.json`` when it
+    exists (the registry's alias ``champion`` mirrors it; :func:`rag_experiments.serving.model_logging.sync_with_record`
+    re-populates the registry from it), else the run behind alias ``champion`` of ``rag-retriever-<name>``.
+
+    ``record_fallback=False`` reads the registry alone."""
+    from mlflow.exceptions import MlflowException
+
+    c = c or client()
+    try:
+        mv = c.get_model_version_by_alias(model_name(name), ALIAS)
+    except MlflowException:
+        mv = None
+    record = read_record(name) if record_fallback else None
+    if record is not None:
+        mirrored_run = ((mv.tags or {}).get("record_run_id") or mv.run_id) if mv is not None else None
+        if mirrored_run != record.run.id:
+            return record  # registry empty, or stale against the committed record: the record wins
+        if mv.run_id != record.run.id:  # registered from the record: the record holds the per-case table
+            return Champion(record.run, str(mv.version), "record", record.metric, name)
+    if mv is not None and mv.run_id:
+        return Champion(get_run(mv.run_id, c=c), str(mv.version), "registry", (mv.tags or {}).get("primary_metric"),
+                        name)
+    return record

@@ -200,8 +200,23 @@ def markdown_table(cmp, rows: Sequence | None = None, compact: bool = False) -> 
         lines.append("| " + " | ".join([label, "" if n is None else str(n), *cells,
                                           "" if row.wtl is None else str(row.wtl)]) + " |")
     lines += ["", f"_{_md_escape(compact_legend(cmp) if compact else legend(cmp))}_", ""]
-    lines += [f"- {_md_escape(n)}" for n in cmp.notes]
+    lines += [f"- {_md_escape(n)}" for n in [*cmp.notes, *champion_notes(cmp)]]
     return "\n".join(lines) + "\n"
+
+
+#: the champion's row tag with its value on the newest golden version (tracking.champion_newest.TAG)
+NEWEST_TAG = "on_newest_golden"
+
+
+def champion_notes(cmp) -> list[str]:
+    """For a compared run that is the champion and was measured on an older golden version: its value
+    on the newest version (its ranked lists rescored, as its row in the runs list says)."""
+    out = []
+    for row in cmp.rows:
+        text = row.run.tags.get(NEWEST_TAG)
+        if row.run.tags.get("champion") == "true" and text and not text.startswith("measured on the newest"):
+            out.append(f"{row.label} is the champion; on the newest golden version: {text}")
+    return out
 
 
 def compact_legend(cmp) -> str:
@@ -240,7 +255,7 @@ def print_comparison(cmp, markdown: bool = False, console: Any = None) -> None:
         out.print(f"[bold red]{WARN} NOT COMPARABLE: different golden set or corpus {WARN}[/]")
     for table in rich_tables(cmp, out.width):
         out.print(table)
-    for n in cmp.notes:
+    for n in [*cmp.notes, *champion_notes(cmp)]:
         out.print(f"[yellow]note:[/yellow] {n}")
 
 
@@ -249,11 +264,26 @@ MDE_LEGEND = ("MDE = the smallest |Δ| these paired cases could detect (power 0.
               "significant; n≈ = the cases that would detect the Δ observed")
 
 CHECK_HEAD = ["check", "champion", "candidate", "Δ", "p (paired)", "W/T/L", "cases", "MDE (n for Δ)", "result"]
+#: the column beside "champion" when it was measured on an older golden version: its ranked lists
+#: rescored on the newest one (tracking.champion_newest); the note under the table says on which cases
+NEWEST_HEAD = "champion, newest golden"
 
 
-def check_cells(chk, alpha: float = 0.05) -> list[str]:
+def _has_newest(decision) -> bool:
+    return any(getattr(chk, "champion_newest", None) is not None for chk in decision.checks)
+
+
+def check_head(decision) -> list[str]:
+    head = list(CHECK_HEAD)
+    if _has_newest(decision):
+        head.insert(2, NEWEST_HEAD)
+    return head
+
+
+def check_cells(chk, alpha: float = 0.05, newest: bool = False) -> list[str]:
     notes = [n for n in (chk.note, getattr(chk, "noise", None)) if n]
-    return [chk.title, fmt(chk.champion), fmt(chk.candidate),
+    return [chk.title, fmt(chk.champion),
+            *([fmt(getattr(chk, "champion_newest", None))] if newest else []), fmt(chk.candidate),
             fmt(chk.delta, True),
             "—" if chk.p is None else p_text(chk.p),
             "—" if chk.wtl is None else str(chk.wtl), str(chk.n), check_power(chk, alpha),
@@ -281,11 +311,12 @@ def decision_table(decision, title: str, candidate_label: str = "candidate"):
 
     table = Table(caption=f"two-sided paired randomization test over cases, alpha {decision.alpha:g}; "
                   f"W/T/L = cases the {candidate_label} won/tied/lost; {MDE_LEGEND}", caption_justify="left")
-    for h in CHECK_HEAD:
+    newest = _has_newest(decision)
+    for h in check_head(decision):
         table.add_column(h.replace("candidate", candidate_label),
                          justify="left" if h in ("check", "result") else "right")
     for chk in decision.checks:
-        cells = check_cells(chk, decision.alpha)
+        cells = check_cells(chk, decision.alpha, newest)
         style = "green" if chk.passed else "bold red"
         table.add_row(*cells[:-1], f"[{style}]{cells[-1]}[/{style}]")
     notes = [Text(f"note: {n}", style="yellow") for n in getattr(decision, "notes", [])]
@@ -293,10 +324,11 @@ def decision_table(decision, title: str, candidate_label: str = "candidate"):
 
 
 def decision_markdown(decision, candidate_label: str = "candidate") -> str:
-    head = [h.replace("candidate", candidate_label) for h in CHECK_HEAD]
+    head = [h.replace("candidate", candidate_label) for h in check_head(decision)]
+    newest = _has_newest(decision)
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 2) + "---|"]
     for chk in decision.checks:
-        cells = check_cells(chk, decision.alpha)
+        cells = check_cells(chk, decision.alpha, newest)
         cells[-1] = ("✅ " if chk.passed else "❌ **") + cells[-1] + ("" if chk.passed else "**")
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     lines += ["", f"_{MDE_LEGEND}_"]

@@ -43,8 +43,8 @@ from ..errors import UserError
 from ..evaluation.metric_key import MEASURES, MetricKey, Segment
 from ..stats.paired import WinTieLoss, paired_permutation_test, win_tie_loss
 from ..stats.power import PowerEstimate, estimate
-from .champion import (ALIAS, PRESET_DROP, PROMOTED_DIR, Champion, model_name, preset_config, preset_name,
-                       read_record, record_path)
+from .champion import (ALIAS, PRESET_DROP, PROMOTED_DIR, Champion, current_champion, model_name,  # noqa: F401
+                       preset_config, preset_name, read_record, record_path)
 from .compare import paired_values
 from .ownership import KILLED_REASON
 from .runs import RunView, client, get_run, search, sweep_children
@@ -69,6 +69,9 @@ class Check:
     note: str = ""
     power: PowerEstimate | None = None  # what these paired cases could detect (stats.power)
     noise: str | None = None  # 'within the HNSW noise floor ...' (tracking.noise_floor), when it is
+    # the champion rescored on the newest golden version (tracking.champion_newest), when it was measured
+    # on an older one: its value there, shown beside the value the check compares
+    champion_newest: float | None = None
 
 
 @dataclass(frozen=True)
@@ -89,32 +92,9 @@ class Decision:
     # what the reader should know beside the verdict: a difference within the HNSW noise floor, or an
     # HNSW run without a measured floor (tracking.noise_floor)
     notes: list[str] = field(default_factory=list)
-
-
-# -- the champion ---------------------------------------------------------------------------------
-def current_champion(name: str = "default", c=None, record_fallback: bool = True) -> Champion | None:
-    """The champion of record: the committed ``experiments/promoted/<name>.record.json`` when it
-    exists (the registry's alias ``champion`` mirrors it; :func:`rag_experiments.serving.model_logging.sync_with_record`
-    re-populates the registry from it), else the run behind alias ``champion`` of ``rag-retriever-<name>``.
-
-    ``record_fallback=False`` reads the registry alone."""
-    from mlflow.exceptions import MlflowException
-
-    c = c or client()
-    try:
-        mv = c.get_model_version_by_alias(model_name(name), ALIAS)
-    except MlflowException:
-        mv = None
-    record = read_record(name) if record_fallback else None
-    if record is not None:
-        mirrored_run = ((mv.tags or {}).get("record_run_id") or mv.run_id) if mv is not None else None
-        if mirrored_run != record.run.id:
-            return record  # registry empty, or stale against the committed record: the record wins
-        if mv.run_id != record.run.id:  # registered from the record: the record holds the per-case table
-            return Champion(record.run, str(mv.version), "record", record.metric)
-    if mv is not None and mv.run_id:
-        return Champion(get_run(mv.run_id, c=c), str(mv.version), "registry", (mv.tags or {}).get("primary_metric"))
-    return record
+    # the champion on the newest golden version (tracking.champion_newest.OnNewest), None when it was
+    # measured on the newest one
+    newest: Any = None
 
 
 # -- candidates -----------------------------------------------------------------------------------
@@ -291,8 +271,23 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
         else:
             reasons.append(f"{chk.title}: significantly worse than the champion (Δ{chk.delta:+.3f}, p={chk.p:.3f})"
                            + (f"; but {chk.noise}" if chk.noise else ""))
+    checks, newest = with_newest(checks, champion, metric)
+    if newest is not None:
+        notes.insert(0, newest.line(metric, champion.run.metric(metric)))
     return Decision(candidate, champion, metric, alpha, checks, not reasons, reasons, warnings, gap,
-                    (champ_run, cand_run) if gap is not None else None, notes=notes)
+                    (champ_run, cand_run) if gap is not None else None, notes=notes, newest=newest)
+
+
+def with_newest(checks: list[Check], champion: Champion, metric: str) -> tuple[list[Check], Any]:
+    """The checks with the champion's value on the newest golden version (its ranked lists rescored,
+    :mod:`.champion_newest`) beside the value each compares, and that rescoring; unchanged when the
+    champion was measured on the newest version."""
+    from .champion_newest import on_newest
+
+    newest = on_newest(champion)
+    if newest is None:
+        return checks, None
+    return [replace(chk, champion_newest=newest.value(chk.key)) for chk in checks], newest
 
 
 def noise_notes(checks: list[Check], champion: RunView, candidate: RunView) -> tuple[list[Check], list[str]]:
@@ -364,7 +359,9 @@ def replaced_summary(decision: Decision) -> list[str]:
             continue
         delta = chk.candidate - chk.champion if chk.delta is None else chk.delta
         lines.append(f"  {chk.key}: {chk.champion:.4f} -> {chk.candidate:.4f} ({delta:+.4f}"
-                     + (f", paired p={chk.p:.4f}, W/T/L {chk.wtl}" if chk.p is not None else "") + ")")
+                     + (f", paired p={chk.p:.4f}, W/T/L {chk.wtl}" if chk.p is not None else "") + ")"
+                     + (f"; the champion on the newest golden version: {chk.champion_newest:.4f}"
+                        if chk.champion_newest is not None else ""))
     if not decision.checks:
         m = decision.metric
         a, b = old.metric(m), decision.candidate.metric(m)
@@ -432,7 +429,25 @@ def write_files(decision: Decision, name: str, config_text: str, version: str | 
         "metrics": decision.candidate.metrics,
         "per_case": json.loads(pc[keep].to_json(orient="split", index=False)) if pc is not None else None,
     }, indent=1, sort_keys=True) + "\n")
-    return [promoted, preset, record]
+    ranked = keep_ranked_lists(decision.candidate, name, config)
+    return [promoted, preset, record] + ([ranked] if ranked is not None else [])
+
+
+def keep_ranked_lists(run: RunView, name: str, config: dict, c=None) -> Path | None:
+    """The run's ranked lists (``run.trec``, to the depth its metrics read) committed beside its
+    record (:func:`.champion_newest.write_ranked`), so the champion can be rescored on a newer golden
+    version in a store that never saw the run; None (and an old file removed) when it logged none."""
+    from ..evaluation.runfile import ARTIFACT
+    from .champion_newest import ranked_path, write_ranked, eval_params
+    from .mlflow_run import flatten
+    from .runs import artifact_bytes
+
+    data = artifact_bytes(run.id, ARTIFACT, c or client(), run.artifact_uri)
+    if data is None:
+        ranked_path(name).unlink(missing_ok=True)  # the old champion's lists would be read as this one's
+        return None
+    flat = {k: str(v) for k, v in flatten({"eval": config.get("eval") or {}}).items()}
+    return write_ranked(name, data.decode("utf-8"), eval_params(flat).depth_needed)
 
 
 # -- registry -------------------------------------------------------------------------------------
@@ -468,6 +483,7 @@ def promote(metric: str, sweep: str | None = None, name: str = "default", force:
         from ..serving.model_logging import sync_with_record
 
         sync_with_record(name, c)
+        refresh_champion_row(name, c)
     champion = current_champion(name, c)
     best = pick_best(same_level(runs, champion), metric)
     best = get_run(best.id, c=c)  # now with its per-case table
@@ -491,4 +507,17 @@ def promote(metric: str, sweep: str | None = None, name: str = "default", force:
         c.set_tag(champion.run.id, "champion", "false")
         c.set_tag(champion.run.id, "replaced_by", best.id)
     files = write_files(decision, name, config_text, version, forced, when)
+    refresh_champion_row(name, c)
     return Promotion(decision, True, forced, version, files)
+
+
+def refresh_champion_row(name: str, c=None) -> None:
+    """The champion's row in the runs list says its value on the newest golden version
+    (:func:`.champion_newest.refresh_ui`); a failure there never fails a promotion."""
+    from .champion_newest import refresh_ui
+
+    try:
+        refresh_ui(name, c)
+    except Exception as exc:  # noqa: BLE001 - a label in the UI; promote's own output says the same
+        print(f"warning: the champion's row was not tagged with its value on the newest golden version: {exc}",
+              file=sys.stderr)

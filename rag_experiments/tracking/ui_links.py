@@ -34,8 +34,9 @@ VIEW_TAG = VIEW_PREFIX + VIEW_KEY
 #: the headline metrics at the default cutoffs (conf/eval: ks [5, 20], mrr_k 10, ndcg_k 10)
 VIEW_METRICS = ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10")
 #: tags as columns: the sweep's best point, the variant, the golden version's size (every run) and,
-#: on a champion's stand-in run, the golden version its record was measured on
-VIEW_TAGS = ("sweep.best", "variant", "golden_records", "measured_on")
+#: on the champion's row (its stand-in run), the golden version its record was measured on and its value
+#: on the newest version, rescored (tracking.champion_newest.TAG)
+VIEW_TAGS = ("sweep.best", "variant", "golden_records", "measured_on", "on_newest_golden")
 
 
 def view_state(metrics=VIEW_METRICS, order_by: str | None = None, search_filter: str | None = None) -> str:
