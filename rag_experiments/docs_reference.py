@@ -916,9 +916,16 @@ def flatten_diagnostics(diag: dict) -> list[str]:
 def metrics_markdown() -> str:
     from .evaluation.evaluate import EvalParams
 
-    example = ", ".join(_code(n) for n in EvalParams().metric_names())
+    from .evaluation.measures import REGISTRY
+    from .evaluation.metric_key import MetricKey
+
+    names = EvalParams().metric_names()
+    example = ", ".join(_code(n) for n in names if not REGISTRY[MetricKey.parse(n).metric].groups_only)
+    grouped = ", ".join(_code(n) for n in names if REGISTRY[MetricKey.parse(n).metric].groups_only)
     lines = ["With the default `eval` settings a run logs " + example + ", each also per query kind and per "
-             "document type, plus the objective's interval and the extras below.", ""]
+             "document type, plus the objective's interval and the extras below"
+             + (f" ({grouped} too when the golden set has a case with several evidence groups)." if grouped else "."),
+             ""]
     titles = {"metric": "Metrics of a run", "sweep parent": "Metrics of a sweep's parent run",
               "history run": "Metrics of a history run", "diagnostics.json": "Diagnostics (diagnostics.json, not metrics)"}
     fams = metric_families()

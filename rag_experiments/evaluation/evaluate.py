@@ -184,9 +184,13 @@ def evaluate(golden: GoldenSet, results: Mapping[str, RankedList], p: EvalParams
     per_case = pd.DataFrame(rows)
     names = p.metric_names()
     metrics = aggregate(per_case, names)
+    if not any(c.n_groups > 1 for c in golden.cases):  # complete@k would repeat hit@k: per case only
+        metrics = {k: v for k, v in metrics.items() if not REGISTRY[MetricKey.parse(k).metric].groups_only}
+        names = [n for n in names if not REGISTRY[MetricKey.parse(n).metric].groups_only]
+    summary = [n for n in p.summary_names() if n in names]
     metrics["n_cases"] = float(len(rows))
     if len(per_case):
         metrics["latency_ms_p50"] = float(per_case["latency_ms"].quantile(0.5))
         metrics["latency_ms_p95"] = float(per_case["latency_ms"].quantile(0.95))
     return EvalResult(per_case, metrics, len(rows), tuple(excluded), tuple(names), tuple(unanswered),
-                      tuple(p.summary_names()))
+                      tuple(summary))

@@ -62,6 +62,8 @@ class Measure:
     headline: bool = False  # a headline column (summaries, compare, promote, gate)
     when: str | None = None  # the eval switch that turns it on; None: always logged
     in_summary: bool = True  # a column of the summary table a run prints (else logged and per case only)
+    # logged (and printed) only for a golden set with a case of several evidence groups; always per case
+    groups_only: bool = False
 
     def cutoffs(self, eval_params: Any) -> tuple[int | None, ...]:
         """The cutoffs logged under ``eval_params`` (``()``: not logged; ``(None,)``: no cutoff)."""
@@ -88,8 +90,9 @@ _MEASURES = [
             "1 when any relevant evidence is in the top k, else 0, per k of `eval.ks`, averaged."),
     Measure("complete", _complete, "ks",
             "complete@k: 1 when every evidence group of the case has a relevant passage in the top k, else 0, "
-            "per k of `eval.ks`, averaged (a case of one group: hit@k). The all-of measure of `multi` cases; "
-            "logged and in per_case.json, not printed in the run's summary table.", in_summary=False),
+            "per k of `eval.ks`, averaged (a case of one group: hit@k). The all-of measure of `multi` cases: "
+            "always in per_case.json, logged and printed only when the golden set has a case with several "
+            "evidence groups.", groups_only=True),
     Measure("precision", lambda c, k: M.precision_at_k(c.gains, c.grades, k), "ks",
             "precision@k = |credited hits in the top k| / k (trec_eval's P_k: a list shorter than k counts "
             "its missing ranks as misses), per k of `eval.ks`, averaged; logged and in per_case.json, not "

@@ -220,6 +220,14 @@ def refuse_dirty_tree(decision: Decision) -> Decision:
     return replace(decision, ok=False, reasons=reasons)
 
 
+MULTI_SEGMENT = "multi"  # cases with evidence groups (golden add --kind multi, golden generate --multi)
+
+
+def _has_kind(run: RunView, kind: str) -> bool:
+    pc = run.per_case
+    return pc is not None and "kind" in pc and bool((pc["kind"] == kind).any())
+
+
 def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: float = 0.05, mode: str = "beat",
            guard_segment: str = GUARD_SEGMENT, n_resamples: int = 10000, seed: int = 13) -> Decision:
     """The gate. ``mode='beat'`` (promote): the candidate must beat the champion on ``metric`` and
@@ -251,6 +259,10 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
     checks = [paired_check(champ_run, cand_run, metric, None, alpha, mode, n_resamples, seed)]
     if seg is not None:
         checks.append(paired_check(champ_run, cand_run, metric, seg, alpha, "no_loss", n_resamples, seed))
+        # questions that need several passages (kind multi), when both runs have them: no loss there either
+        if guard_segment != MULTI_SEGMENT and all(_has_kind(r, MULTI_SEGMENT) for r in (champ_run, cand_run)):
+            checks.append(paired_check(champ_run, cand_run, metric, Segment("kind", MULTI_SEGMENT), alpha, "no_loss",
+                                       n_resamples, seed))
     checks, notes = noise_notes(checks, champ_run, cand_run)
     from .judge_corrected_log import judge_corrected_lines  # shown, not decided on: people's labels on a case sample
 

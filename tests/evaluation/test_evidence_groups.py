@@ -151,6 +151,15 @@ def test_multi_is_a_segment_of_every_measure():
     res = evaluate(golden, {"m": RankedList("q", hits), "p": RankedList("q", hits)})
     assert res.metrics["recall_at_5.multi"] == 0.5 and res.metrics["complete_at_5.multi"] == 0.0
     assert res.metrics["recall_at_5.paraphrase"] == 1.0 and res.metrics["complete_at_5"] == 0.5
+    # logged and printed with a multi case in the set
+    assert "complete_at_5" in res.headline and "complete_at_5" in res.summary
+    # a set without one: complete@k would repeat hit@k, so it is a per-case column only (the logged
+    # metrics and the printed summary stay as they were)
+    old = evaluate(GoldenSet(path=None, digest="x", cases=cases[1:]), {"p": RankedList("q", hits)})
+    assert not any(n.startswith("complete") for n in [*old.metrics, *old.headline, *old.summary])
+    assert old.per_case["complete_at_5"].tolist() == [1.0]
+    assert list(old.summary) == ["recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10", "hit_at_5", "hit_at_20",
+                                 "judged_at_10"]
 
 
 # -- the records ----------------------------------------------------------------------------------

@@ -156,8 +156,7 @@ def test_precision_is_logged_and_agrees_with_ir_measures_and_ranx(seed):
     p = EvalParams(ks=(1, 5, 20))
     assert {"precision_at_1", "precision_at_5", "precision_at_20"} <= set(p.metric_names())
     # logged (MLflow, per_case.json), not a column of the summary table a run prints
-    # (complete@k too: the all-of measure of multi cases, tests/evaluation/test_evidence_groups.py)
-    assert p.summary_names() == [n for n in p.metric_names() if not n.startswith(("precision", "complete"))]
+    assert p.summary_names() == [n for n in p.metric_names() if not n.startswith("precision")]
     cases, runs = _random_cases(seed)
     qrels, run = _to_trec(cases, runs)
     rows = {c.case_id: score_case(c, RankedList("q", tuple(h)), p) for c, h in zip(cases, runs)}
