@@ -21,7 +21,9 @@ examples the tests use). Walking the ranking from the top, in the order the syst
    matches only already-credited spans gains 0.
 
 The relevant units of a case are its evidence spans, so recall@k = credited spans in top k /
-all relevant spans, exactly as trec_eval counts relevant documents. :meth:`Credited.pseudo_ids`
+all relevant spans, exactly as trec_eval counts relevant documents (for a case of one evidence
+group; a case that needs several passages averages that share over its groups:
+:func:`.metrics.group_recall_at_k`, each credited span counting for its own group). :meth:`Credited.pseudo_ids`
 maps a ranking to document ids that reproduce this in ranx / ir_measures (the cross-check tests
 use it): a credited hit is its span's ref, any other hit a unique id of its own.
 """

@@ -8,7 +8,7 @@ reported with its line number (see :mod:`.golden_file`).
 Record types (fields beyond the common ones):
 
 ``case``
-    ``query``, ``kind`` (``paraphrase`` | ``exact`` | ``production`` | ``benchmark`` | ...),
+    ``query``, ``kind`` (``paraphrase`` | ``exact`` | ``production`` | ``benchmark`` | ``multi`` | ...),
     ``doc_type``, ``evidence`` (list of spans, each with ``grade``), ``provenance``
     (``method``: llm | human | agent | import; ``provider``, ``model``, ``prompt_version``,
     ``author``...), optional ``identifier`` (the exact identifier an ``exact`` question carries),

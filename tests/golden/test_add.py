@@ -247,7 +247,9 @@ def test_kind_is_validated(git_docs, capsys):
     assert add.KINDS == ("exact", "paraphrase", "production")
     from rag_experiments.commands.golden import ADD_KINDS
 
-    assert ADD_KINDS == add.KINDS
+    from rag_experiments.golden.multi import KIND as MULTI
+
+    assert ADD_KINDS == (*add.KINDS, MULTI)  # multi: golden add --kind multi --group (rag_experiments.golden.multi)
     assert not golden.exists()
 
 
