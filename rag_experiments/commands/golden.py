@@ -243,7 +243,8 @@ def register(subparsers: Any) -> None:
     sp.add_argument("--kind", choices=ADD_KINDS, default="production",
                     help="exact: the question names an identifier (option, parameter, error code, function) that "
                     "the passage holds, what keyword search must find (the gate guards this segment); paraphrase: "
-                    "the question in other words than the passage; production: as a user asked it (default)")
+                    "the question in other words than the passage; production: as a user asked it (default); multi: "
+                    "the question needs several passages, all of them (give the others with --group)")
     sp.add_argument("--group", nargs=2, action="append", metavar=("DOC", "QUOTE"), default=None,
                     help="with --kind multi (a question that needs several passages, all of them): a further "
                     "evidence group, a document and the passage of it that answers another part; repeat per group "
