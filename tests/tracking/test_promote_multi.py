@@ -1,5 +1,6 @@
 """The gate guards the `multi` segment (questions that need several passages) when both runs have
-such cases: better overall but worse on them is refused, as for exact identifiers."""
+such cases: better overall but worse on them is refused, as for exact identifiers. (Compare's
+per-kind columns needed no change: a kind is a segment, `multi` included.)"""
 
 from __future__ import annotations
 
@@ -33,3 +34,4 @@ def test_better_overall_but_worse_on_multi_is_refused(store, make_run, capsys):
     assert overall.passed and overall.delta == pytest.approx(0.2)
     assert exact.passed and exact.delta == 0
     assert not multi.passed and multi.delta == pytest.approx(-0.7) and multi.wtl.losses == 14
+
