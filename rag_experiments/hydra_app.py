@@ -18,6 +18,7 @@ does not serve it), hence the two cases.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from contextlib import contextmanager
@@ -45,9 +46,15 @@ class ConfigSource:
         return ["hydra.searchpath=[" + ",".join(f"file://{p}" for p in self.extra) + "]"]
 
 
-def config_source(root: Path | None = None) -> ConfigSource:
-    from .config import project_root
+def project_root() -> Path:
+    """:func:`rag_experiments.config.project_root` (``$RAG_EXP_HOME``, else the working folder),
+    here without importing :mod:`rag_experiments.config`: that module imports every settings
+    class (pandas, numpy, psycopg: 0.75 s idle), which a command that only looks up a path, such
+    as ``golden add``, never needs."""
+    return Path(os.environ.get("RAG_EXP_HOME", os.getcwd())).resolve()
 
+
+def config_source(root: Path | None = None) -> ConfigSource:
     local = (root or project_root()) / "conf"
     if not local.is_dir() or local.resolve() == PACKAGED_CONF:
         return ConfigSource(PACKAGED_CONF, "config")

@@ -14,6 +14,17 @@ Recognised shapes (each a regex below):
 * config/file names with an extension: ``pg_hba.conf``, ``postgresql.conf``
 * command-line options: ``--jobs``, ``--no-owner``
 
+:func:`extract_identifiers` gives those keys (lower-cased: the index column and the keyword
+leg's query side, which compare them as they are). :func:`find_identifiers` gives the
+identifiers *as written*, and two shapes more, for what a person reads or writes by hand
+(``golden add --kind exact`` records the identifier its question names): names in capitals such
+as ``HISTSIZE``, ``REPORTTIME``, ``PATH``, ``ORIG_HEAD`` or ``SQLSTATE`` (4 characters or more,
+so ``SQL`` or ``WAL`` are acronyms, not names), and dotted settings with a camelCase part such as
+``push.autoSetupRemote``. Those two shapes are not index keys: the demo's questions name SQL
+keywords and acronyms in capitals (``SELECT FOR UPDATE``, ``JSON``, ``SSL``, 40-odd of them), and
+boosting the chunks that share them would change the keyword leg's rankings (and every stored
+strategy's ``chunks.identifiers``) for what is a word, not a name, in those questions.
+
 The shapes are ASCII for ``english`` (the default; what every strategy before ``corpus.language``
 was built with, so their identifiers stay as they were). For any other language a letter is
 any Unicode letter, so ``größe_max`` or ``fichier_données.conf`` are identifiers too. Ingest and
@@ -51,3 +62,36 @@ def extract_identifiers(text: str, language: str = "english") -> list[str]:
         if token and token not in seen:
             seen[token] = None
     return list(seen)
+
+
+# names in capitals (environment variables, shell parameters, git refs, SQL keywords) and dotted
+# settings with a camelCase part (git's push.autoSetupRemote): shapes a person names, not index keys
+_CAPS = r"(?<![\w.-])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*(?![\w-])"
+_CAMEL_DOTTED = r"(?<![\w.-])[a-z][a-z0-9]*(?:\.[a-z][a-z0-9]*)*\.[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*(?![\w-])"
+_WRITTEN_RE = re.compile(f"(?:{_CAMEL_DOTTED})|(?:{_CAPS})")
+MIN_CAPS = 4  # a name in capitals has at least this many characters (SQL, WAL, XML are acronyms)
+
+
+def find_identifiers(text: str, language: str = "english") -> list[str]:
+    """The identifiers of ``text`` as written (case kept), distinct ignoring case, in order of
+    first appearance: the shapes of :func:`extract_identifiers` first, then names in capitals of
+    :data:`MIN_CAPS` characters or more (``HISTSIZE``) and dotted camelCase settings
+    (``push.autoSetupRemote``). For a person's question (``golden add --kind exact``), never for
+    the index (see the module docstring)."""
+    pattern = _IDENT_RE if language == "english" else _UNICODE_IDENT_RE
+    seen: dict[str, str] = {}
+    found = [m.group(0).rstrip(".") for m in pattern.finditer(text)]
+    found += [t for m in _WRITTEN_RE.finditer(text)
+              if (t := m.group(0)) and (not t.isupper() or len(t) >= MIN_CAPS)]
+    for token in found:
+        if token and token.lower() not in seen:
+            seen[token.lower()] = token
+    return list(seen.values())
+
+
+def written_in(identifier: str, text: str) -> bool:
+    """Whether ``text`` holds ``identifier`` as a whole token (not inside a longer name), in the
+    same case when the identifier is in capitals (``PATH`` is a name, "path" a word), else in
+    any case."""
+    flags = 0 if identifier.isupper() else re.IGNORECASE
+    return re.search(r"(?<![\w-])" + re.escape(identifier) + r"(?![\w-])", text, flags) is not None

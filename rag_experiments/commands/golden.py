@@ -37,10 +37,9 @@ def configured_corpus(overrides: list[str] | None = None) -> str:
 
     if config_source().name == "config" and not any(o.startswith(("corpus", "+corpus")) for o in overrides or []):
         return "demo"
-    from ..experiment import corpus_path
-    from ..session import compose_settings
+    from ..configured_paths import configured_paths
 
-    return str(corpus_path(compose_settings(list(overrides or []))[0]))
+    return configured_paths(overrides)["corpus"]  # composed once per configuration (remembered)
 
 
 def configured_golden(overrides: list[str] | None = None) -> str:
@@ -50,9 +49,9 @@ def configured_golden(overrides: list[str] | None = None) -> str:
 
     if config_source().name == "config" and not any(o.startswith(("golden", "+golden")) for o in overrides or []):
         return DEFAULT_GOLDEN  # the packaged default: no composition needed
-    from ..session import compose_settings
+    from ..configured_paths import configured_paths
 
-    return str(compose_settings(list(overrides or []))[0].golden.file)
+    return configured_paths(overrides)["golden"]
 
 
 def register(subparsers: Any) -> None:
@@ -794,13 +793,10 @@ def cmd_add(args: argparse.Namespace) -> int:
         finally:
             session.close()
     else:
-        from ..corpus.loader import load_corpus
-
         corpus = _add_corpus(args)
-        docs = load_corpus(corpus)
-        try:
-            result = add_production_case(args.golden, args.query, source_uri=args.source_uri, quote=quote, docs=docs,
-                                         corpus=args.corpus_folder, **common)
+        try:  # reads the named document alone (every document only when a miss needs them)
+            result = add_production_case(args.golden, args.query, source_uri=args.source_uri, quote=quote,
+                                         corpus_path=corpus, corpus=args.corpus_folder, **common)
         except (QuoteError, NotFoundError) as exc:
             for line in exc.context:
                 print(line, file=sys.stderr)

@@ -251,6 +251,19 @@ def load_corpus(path: str | Path, corpus: str | None = None) -> list[Document]:
     return list(loaded.docs)
 
 
+def load_some(path: str | Path, keep, corpus: str | None = None) -> list[Document]:
+    """The documents of the files under ``path`` whose relative path and format ``keep(rel, fmt)``
+    accepts, read as :func:`load_corpus` reads them (a converted file from the conversion cache),
+    the others not even opened: ``golden add`` reads the one document a quote names. A kept file
+    that cannot be loaded is absent (:func:`load_corpus` names it)."""
+    root, name = _root_and_name(path, corpus)
+    files = [(f, fmt) for f, fmt in corpus_files(root) if keep(f.relative_to(root).as_posix(), fmt)]
+    try:
+        return _read(root, name, files).docs if files else []
+    except CorpusError:
+        return []
+
+
 def read_corpus(path: str | Path, corpus: str | None = None, *, cache: ConversionCache | None = None,
                 progress: bool = False) -> CorpusLoad:
     """Read the folder now (no in-process memo) and report on every file: ``rag-exp corpus

@@ -33,12 +33,12 @@ import re
 import shlex
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Callable, Sequence
 
 from ..corpus.lookup import Lines, resolve_document, similar_names
 from ..errors import GoldenSetError, UserError
-from ..identifiers import extract_identifiers
+from ..identifiers import extract_identifiers, find_identifiers, written_in
 from ..limits import check_query, check_text
 from ..types import Document
 from .generate import quote_matches
@@ -192,14 +192,24 @@ def miss_context(doc: Document, quote: str, corpus: str | None = None, n: int = 
     return out
 
 
-def locate_unique(text: str, quote: str, doc: str, *, docs: Sequence[Document] | None = None,
+Corpus = Sequence[Document] | Callable[[], Sequence[Document]]
+"""The corpus as a list, or a function that reads it (called only when a miss must search it)."""
+
+
+def _every(docs: Corpus | None) -> Sequence[Document]:
+    return () if docs is None else docs() if callable(docs) else docs
+
+
+def locate_unique(text: str, quote: str, doc: str, *, docs: Corpus | None = None,
                   corpus: str | None = None) -> tuple[int, int, str]:
     """``(start, end, mode)`` of the single occurrence of ``quote`` in ``text`` (see the module
-    docstring). ``docs``: the corpus, to say on a miss in which other documents the quote is."""
+    docstring). ``docs``: the corpus (or a function that reads it), to say on a miss in which
+    other documents the quote is."""
     mode, spans = find_quote(text, quote)
     if not spans:
-        here = next((d for d in docs or () if doc in (d.source_uri, d.doc_id)), None)
-        elsewhere = documents_with(docs or (), quote, skip=here.doc_id if here else None)
+        docs = _every(docs)
+        here = next((d for d in docs if doc in (d.source_uri, d.doc_id)), None)
+        elsewhere = documents_with(docs, quote, skip=here.doc_id if here else None)
         context = miss_context(here or Document(doc, doc, doc, "doc", text), quote, corpus)
         grep = _grep_word(text, quote)
         if elsewhere:
@@ -220,6 +230,33 @@ def locate_unique(text: str, quote: str, doc: str, *, docs: Sequence[Document] |
     return start, end, mode
 
 
+def named_document(corpus_path: str | Path, name: str) -> tuple[Document | None, Corpus]:
+    """The document ``name`` designates in the corpus folder (as :func:`resolve_document` finds it
+    in the whole corpus), reading only the files that can be it: the one whose path or file stem
+    is ``name``'s, and the Markdown files (their front matter may set another source_uri). Also
+    returns the corpus to search on a miss: the documents read, when ``name`` was not found
+    among them, else a function that reads every document then (once)."""
+    from ..corpus.loader import load_corpus, load_some
+
+    stem = PurePosixPath(name.replace("\\", "/")).stem
+
+    def keep(rel: str, fmt: str) -> bool:
+        return fmt == "md" or rel == name or PurePosixPath(rel).stem == stem
+
+    some = load_some(corpus_path, keep)
+    found = resolve_document(some, name)
+    if found is None:  # not among the files that could be it (or ambiguous): the whole corpus decides
+        every = load_corpus(corpus_path)
+        return resolve_document(every, name), every
+    whole: list[Document] = []
+
+    def read_all() -> list[Document]:
+        whole[:] = whole or load_corpus(corpus_path)
+        return whole
+
+    return found, read_all
+
+
 # == the case ==================================================================================
 def check_kind(kind: str) -> str:
     if kind not in KINDS:
@@ -231,10 +268,12 @@ def check_kind(kind: str) -> str:
 
 def case_identifier(query: str, text: str, kind: str, identifier: str | None) -> str | None:
     """The identifier an ``exact`` case carries: ``identifier`` when given, else the first
-    identifier of the question (:func:`rag_experiments.identifiers.extract_identifiers`: snake_case
-    and dotted names, ``--options``, ``file.conf``, error codes) that ``text`` (the evidence's
-    document, or its chunk) holds. Compared through markup and case; it must be in the question
-    (for ``exact``) and in ``text``. None for other kinds without ``identifier``."""
+    identifier of the question (:func:`rag_experiments.identifiers.find_identifiers`: snake_case
+    and dotted names, ``--options``, ``file.conf``, error codes, names in capitals such as
+    ``HISTSIZE``, camelCase settings such as ``push.autoSetupRemote``) that ``text`` (the
+    evidence's document, or its chunk) holds, recorded as the question writes it. Compared through
+    markup and case (a name in capitals in capitals); it must be in the question (for ``exact``)
+    and in ``text``. None for other kinds without ``identifier``."""
     body = normalised(text)[0]
     if identifier is not None:
         ident = normalised(identifier)[0]
@@ -249,8 +288,8 @@ def case_identifier(query: str, text: str, kind: str, identifier: str | None) ->
         return identifier
     if kind != "exact":
         return None
-    idents = extract_identifiers(query)
-    found = next((i for i in idents if normalised(i)[0] in body), None)
+    idents = find_identifiers(query)
+    found = next((i for i in idents if _holds(text, body, i)), None)
     if found is None:
         named = f" ({', '.join(idents)}: not in the evidence's document)" if idents else ""
         raise UserError(f"--kind exact: the question names no identifier that the evidence's document holds{named}",
@@ -259,10 +298,21 @@ def case_identifier(query: str, text: str, kind: str, identifier: str | None) ->
     return found
 
 
+def _holds(text: str, body: str, ident: str) -> bool:
+    """Whether a document (``text``; ``body``: its normalised text) holds the identifier a question
+    names: a word in capitals (``HISTSIZE``, a shape only :func:`find_identifiers` knows) as a
+    whole token in capitals (``PATH`` is a name, "path" a word); the other shapes (``AUTO_CD``,
+    ``--autosquash``) through markup and case, as before."""
+    if ident.isupper() and not extract_identifiers(ident):
+        return written_in(ident, text)
+    return normalised(ident)[0] in body
+
+
 def production_case(query: str, *, chunk_id: str | None = None, source_uri: str | None = None,
                     quote: str | None = None, chunk_lookup: Callable[[str], dict | None] | None = None,
                     doc_lookup: Callable[[str], dict | None] | None = None,
                     docs: Sequence[Document] | None = None, corpus: str | None = None,
+                    corpus_path: str | Path | None = None,
                     author: str | None = None, note: str | None = None, grade: int = 2,
                     kind: str = "production", identifier: str | None = None, method: str = "human") -> AddResult:
     """Build (not append) a case from a chunk id, or a source uri + quote.
@@ -272,8 +322,10 @@ def production_case(query: str, *, chunk_id: str | None = None, source_uri: str 
     ``golden stats``), with ``author`` naming the person or the agent.
 
     The document of a quote comes from ``docs`` (the corpus as loaded: by source_uri, doc_id or
-    unique file stem) or from ``doc_lookup``. ``corpus``: named in the hints' commands when it is
-    not the configured one."""
+    unique file stem), from ``corpus_path`` (the corpus folder: only the named document's file is
+    read, and the Markdown files, whose front matter may name them otherwise; every document only
+    when a miss must say where the quote is or which names are close) or from ``doc_lookup``.
+    ``corpus``: named in the hints' commands when it is not the configured one."""
     query = " ".join(query.split())
     if not query:
         raise UserError("the query is empty")
@@ -300,8 +352,11 @@ def production_case(query: str, *, chunk_id: str | None = None, source_uri: str 
     else:
         if not quote or not quote.strip():
             raise UserError("--source-uri needs --quote (the passage that answers the query)")
-        if docs is not None:
+        if docs is None and corpus_path is not None:
+            found, docs = named_document(corpus_path, source_uri)
+        elif docs is not None:
             found = resolve_document(docs, source_uri)
+        if docs is not None:
             doc = None if found is None else {"doc_id": found.doc_id, "source_uri": found.source_uri,
                                               "doc_type": found.doc_type, "text": found.text,
                                               "content_hash": found.content_hash}
@@ -310,7 +365,7 @@ def production_case(query: str, *, chunk_id: str | None = None, source_uri: str 
         else:
             raise ValueError("docs or doc_lookup is required with source_uri")
         if doc is None:
-            raise _no_document(source_uri, quote, docs, corpus)
+            raise _no_document(source_uri, quote, None if docs is None else _every(docs), corpus)
         start, end, located = locate_unique(doc["text"], quote, doc.get("source_uri") or source_uri, docs=docs,
                                             corpus=corpus)
         span = Span(doc["doc_id"], doc.get("source_uri") or source_uri, start, end, doc["text"][start:end],
