@@ -39,6 +39,14 @@ text is boilerplate pages gets :attr:`DocQuality.boilerplate` (the flag a loader
 act on); a PDF with some such pages lists them (:attr:`DocQuality.boilerplate_pages`, and
 :meth:`DocQuality.boilerplate_spans` as char spans of the text).
 
+Two more kinds of boilerplate (measured on zsh-doc's texinfo HTML): a *redirect stub* (a page
+of at most :data:`REDIRECT_MAX_CHARS` characters, heading lines aside, whose text only points
+elsewhere: ``The node you are looking for is at Aliasing.``) is flagged as a whole
+(:attr:`DocQuality.redirect`, :attr:`DocQuality.boilerplate`); *navigation-bar lines* (link-only
+lines such as ``| [ << ] | [ < ] | [ Up ] | [ > ] | ... | [Contents] | [Index] | [ ? ] |`` or
+``Next: X, Previous: Y, Up: Z``, with the table rule under them) are counted per document and
+given as char spans (:attr:`DocQuality.navigation`, in :meth:`DocQuality.boilerplate_spans`).
+
 Nothing is dropped here: a boilerplate page still gets indexed (a golden span may point into it,
 and dropping it would change every run's corpus digest); the warning names it so a team can move
 the file out of the corpus folder or live with it.
@@ -66,7 +74,9 @@ __all__ = [
     "QualityReport",
     "assess",
     "load_dictionary",
+    "navigation_spans",
     "page_texts",
+    "redirect_stub",
 ]
 
 DICTIONARY_PATH = Path("/usr/share/dict/words")
@@ -94,6 +104,17 @@ _LEADERS = re.compile(r"(?:\.\s?){4,}")  # ". . . ." or "....." (a TOC's dot lea
 _PAGE_REFS = re.compile(r"\D[\s,]\s*(?:[ivxlc]+|\d{1,4})(?:\s*[,–-]\s*\d{1,4})*\s*$", re.I)
 _SECTION_REF = re.compile(r"^(?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*\.?\s+\S")
 _TABLE_RULE = re.compile(r"^\|?[\s:|-]*-{3,}[\s:|-]*$")
+# a redirect stub: a short page whose text only points elsewhere (texinfo's "The node you are
+# looking for is at X.", "This page has moved to ...", a refresh link)
+_REDIRECT = re.compile(r"\b(?:the node you are looking for is at|(?:has|have) (?:been )?moved|moved to|"
+                       r"redirect(?:ed|ing)?\b|refresh\b|this page is now at|new location)", re.I)
+REDIRECT_MAX_CHARS = 400  # a redirect stub's text (heading lines aside) is at most this long
+# navigation bars: link-only lines repeated on every page (texinfo's "| [ << ] | [ < ] | [ Up ] |
+# ... | [Contents] | [Index] | [ ? ] |", "Next: X, Previous: Y, Up: Z")
+_MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_NAV_TOKENS = frozenset({"<<", "<", ">", ">>", "?", "up", "top", "next", "prev", "previous", "contents", "index",
+                         "home", "toc", "back", "forward", "about", "search", "table of contents"})
+_NAV_LABELLED = re.compile(r"^(?:(?:next|previous|prev|up|home|contents|index)\s*:\s*[^,:]{1,80}?,?\s*){2,}$", re.I)
 
 
 # --------------------------------------------------------------------------------------------
@@ -200,6 +221,49 @@ def _listing_line(line: str) -> bool:
     return _PAGE_REFS.search(s) is not None or (_SECTION_REF.match(s) is not None and n_words <= 10)
 
 
+def _nav_line(line: str) -> bool:
+    """A navigation-bar line: table cells (or bracketed items) that are all navigation links
+    (``[ << ]``, ``[ Up ]``, ``[Contents]``, ``[Index]``, ...; at least 2), or ``Next: X,
+    Previous: Y, Up: Z``."""
+    s = _MD_LINK.sub(lambda m: f"[{m.group(1)}]", line.strip())
+    if _NAV_LABELLED.match(s):
+        return True
+    if s.startswith("|"):
+        items = [c.strip() for c in s.strip("|").split("|")]
+    else:
+        items = re.findall(r"\[[^\]]*\]|\S+", s)
+    items = [i for i in items if i]
+    if len(items) < 2 or not all(i.startswith("[") and i.endswith("]") for i in items):
+        return False
+    return all(" ".join(i.strip("[]").split()).lower() in _NAV_TOKENS for i in items)
+
+
+def navigation_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """Char spans of the navigation-bar lines of ``text`` (with the Markdown table rule that
+    follows a navigation row: the converter's table header)."""
+    out: list[tuple[int, int]] = []
+    pos, after_nav = 0, False
+    for line in text.split("\n"):
+        end = pos + len(line)
+        if _nav_line(line) or (after_nav and _TABLE_RULE.match(line.strip())):
+            out.append((pos, end))
+            after_nav = not _TABLE_RULE.match(line.strip())
+        else:
+            after_nav = False
+        pos = end + 1
+    return tuple(out)
+
+
+def redirect_stub(doc: Document) -> str | None:
+    """The sentence of a redirect stub (a short page whose text, heading lines aside, only points
+    elsewhere: texinfo's ``The node you are looking for is at X.``), else None."""
+    body = [ln.strip() for ln in doc.text.split("\n") if ln.strip() and not ln.lstrip().startswith("#")]
+    text = " ".join(body)
+    if not text or len(text) > REDIRECT_MAX_CHARS or len(body) > 3:
+        return None
+    return text if _REDIRECT.search(text) else None
+
+
 def _boilerplate_page(text: str) -> bool:
     lines = [ln for ln in text.split("\n") if ln.strip() and not _TABLE_RULE.match(ln.strip())]
     if len(lines) < MIN_BOILERPLATE_LINES:
@@ -267,6 +331,8 @@ class DocQuality:
     # (without either, a clean page of a 6-file corpus has a third of its words "unknown")
     vocabulary_broad: bool = True
     page_spans: tuple[tuple[int, int], ...] = field(default=(), repr=False)
+    redirect: str | None = None  # a redirect stub's text: the whole document is boilerplate
+    navigation: tuple[tuple[int, int], ...] = field(default=(), repr=False)  # navigation-bar lines
 
     @property
     def broken_per_1000(self) -> float:
@@ -282,12 +348,15 @@ class DocQuality:
 
     @property
     def boilerplate(self) -> bool:
-        """Every page is a table of contents or an index: the per-document flag."""
-        return bool(self.boilerplate_pages) and len(self.boilerplate_pages) == self.pages
+        """Every page is a table of contents or an index, or the document is a redirect stub:
+        the per-document flag."""
+        return self.redirect is not None or (bool(self.boilerplate_pages)
+                                             and len(self.boilerplate_pages) == self.pages)
 
     def boilerplate_spans(self) -> tuple[tuple[int, int], ...]:
-        """Char spans of the text on boilerplate pages (what an index could leave out)."""
-        return tuple(self.page_spans[p - 1] for p in self.boilerplate_pages)
+        """Char spans of the text on boilerplate pages and of navigation-bar lines (what an index
+        could leave out), in text order."""
+        return tuple(sorted([self.page_spans[p - 1] for p in self.boilerplate_pages] + list(self.navigation)))
 
     def warnings(self) -> list[str]:
         """One line per finding, e.g. ``text looks garbled: ...``; empty when none."""
@@ -297,11 +366,17 @@ class DocQuality:
             out.append(f"text looks garbled: {self.glued + self.split} glued or split words in {self.words:,} "
                        f"({self.broken_per_1000:.1f} per 1,000, limit {MAX_BROKEN_PER_1000:g}; e.g. {eg}); "
                        f"{self.unknown:.0%} of words in no dictionary nor 2+ files")
-        if self.boilerplate:
+        if self.redirect is not None:
+            text = self.redirect if len(self.redirect) <= 80 else self.redirect[:77] + "..."
+            out.append(f"boilerplate: a redirect stub (its text only points elsewhere: {text!r})")
+        elif self.boilerplate:
             out.append("boilerplate: a table of contents or an index (mostly dot leaders, page numbers, "
                        "section references)")
         elif self.boilerplate_pages:
             out.append(f"boilerplate pages (table of contents / index): {_ranges(self.boilerplate_pages)}")
+        if self.navigation and self.redirect is None:
+            out.append(f"boilerplate lines: {len(self.navigation)} navigation-bar lines ([ << ] [ Up ] [Contents] "
+                       "...; DocQuality.boilerplate_spans gives them)")
         return out
 
 
@@ -423,4 +498,4 @@ def _assess_one(doc: Document, corpus_vocab: frozenset[str], broad: bool) -> Doc
     return DocQuality(doc_id=doc.doc_id, words=n_words, unknown=unknown / n_words if n_words else 0.0,
                       glued=glued, split=split, pages=len(spans), boilerplate_pages=bp,
                       examples=_examples(examples), distinct_broken=len(forms), vocabulary_broad=broad,
-                      page_spans=tuple(spans))
+                      page_spans=tuple(spans), redirect=redirect_stub(doc), navigation=navigation_spans(doc.text))
