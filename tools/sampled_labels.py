@@ -19,6 +19,7 @@ top 20 per case) and are cached in /tmp/sampled_labels_rankings.json (--rankings
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import sys
@@ -29,7 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rag_experiments.evaluation.sampled import NO_DESIGN, estimate_recall, sampling_design  # noqa: E402
+from rag_experiments.evaluation.sampled import (NO_DESIGN, estimate_recall, estimate_recall_difference,  # noqa: E402
+                                                sampling_design)
+from rag_experiments.evaluation.relevance import credit  # noqa: E402
 from rag_experiments.golden.golden_file import GoldenFile  # noqa: E402
 from rag_experiments.golden.label import parse_strata, stratum_of_rank  # noqa: E402
 from rag_experiments.golden.records import Judgement  # noqa: E402
@@ -71,13 +74,19 @@ def hits(rows: list) -> list[Hit]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--share", type=float, default=0.25, help="share of the pool's labels kept (default 0.25)")
-    ap.add_argument("--reps", type=int, default=200, help="subsamples (default 200)")
-    ap.add_argument("--unit", choices=("case", "pair", "both"), default="both",
-                    help="what is drawn: whole cases (rag-exp's default) or pairs within rank strata (default: both)")
+    ap.add_argument("--reps", type=int, default=1000, help="subsamples (default 1000)")
+    ap.add_argument("--unit", choices=("case", "pair", "both"), default="case",
+                    help="what is drawn: whole cases (rag-exp's default; the default here) or pairs within rank "
+                         "strata, or both")
+    ap.add_argument("--interval", choices=("t", "normal"), default="t",
+                    help="unit case: Student's t (rag-exp's) or normal intervals")
     ap.add_argument("--strata", default="1-2,3-5", help="unit pair: rank strata (default 1-2,3-5)")
     ap.add_argument("--priority", default=None,
                     help="unit pair: relative sampling rates per stratum, e.g. 1,0.5 (default: equal)")
     ap.add_argument("--method", default="basic", help="unit pair: interval basic | percentile | normal | linear")
+    ap.add_argument("--bound", action="store_true",
+                    help="print the best any stratified pair sample of this size could do for the order (an "
+                         "oracle bound, no subsampling) and exit")
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rankings", type=Path, default=Path("/tmp/sampled_labels_rankings.json"))
@@ -98,6 +107,9 @@ def main() -> int:
           f"{len({j.case_id for j in pool})} cases; {len(case_ids)} cases scored; {args.reps} subsamples keeping "
           f"{args.share:.0%} of the pool's labels; the rest of the golden set (case evidence, 320 near-miss labels) "
           f"is kept whole. Truth: recall@{args.k} with every label.")
+    if args.bound:
+        bound(pool, full, ranked, case_ids, truth, true_order, args)
+        return 0
     for unit in (("case", "pair") if args.unit == "both" else (args.unit,)):
         draw = case_draw(pool, args) if unit == "case" else pair_draw(pool, ranked, args)
         table(unit, draw, others, gf, ranked, case_ids, truth, true_order, len(pool), args)
@@ -156,7 +168,9 @@ def table(unit, draw_and_text, others, gf, ranked, case_ids, truth, true_order, 
     rng = random.Random(args.seed)
     cover = {v: 0 for v in VARIANTS}
     sums = {v: [0.0, 0.0, 0.0, 0.0] for v in VARIANTS}  # estimate, width, naive, estimate^2
-    naive_order = order_kept = labels = 0
+    pairs = list(itertools.combinations(true_order, 2))  # (better, worse) by the truth
+    verdicts = {p: {"right": 0, "tie": 0, "wrong": 0} for p in pairs}  # unit case: paired 95% intervals
+    naive_order = order_kept = tie_aware = all_resolved = labels = 0
     t0 = time.time()
     for rep in range(args.reps):
         kept = draw(rng, rep)
@@ -166,7 +180,8 @@ def table(unit, draw_and_text, others, gf, ranked, case_ids, truth, true_order, 
         design = sampling_design(sub_records)
         est, naive = {}, {}
         for v in VARIANTS:
-            e = estimate_recall(sub, ranked[v], case_ids, [args.k], design, method=args.method, seed=rep)[args.k]
+            e = estimate_recall(sub, ranked[v], case_ids, [args.k], design, method=args.method, seed=rep,
+                                interval=args.interval)[args.k]
             est[v] = e.value
             naive[v] = estimate_recall(sub, ranked[v], case_ids, [args.k], NO_DESIGN, method="linear")[args.k].value
             cover[v] += e.low <= truth[v] <= e.high
@@ -176,25 +191,159 @@ def table(unit, draw_and_text, others, gf, ranked, case_ids, truth, true_order, 
             sums[v][3] += e.value ** 2
         order_kept += sorted(VARIANTS, key=lambda v: -est[v]) == true_order
         naive_order += sorted(VARIANTS, key=lambda v: -naive[v]) == true_order
+        if unit == "case":
+            wrong = resolved = 0
+            for a, b in pairs:
+                d = estimate_recall_difference(sub, ranked[a], ranked[b], case_ids, [args.k], design)[args.k]
+                said = "right" if d.low > 0 else "wrong" if d.high < 0 else "tie"
+                verdicts[(a, b)][said] += 1
+                wrong += said == "wrong"
+                resolved += said == "right"
+            tie_aware += wrong == 0
+            all_resolved += resolved == len(pairs)
     n = args.reps
     mean_labels = labels / n
     print()
-    print(f"## unit {unit}: {text}; {time.time() - t0:.0f} s")
+    print(f"## unit {unit}: {text}; {n} subsamples; {args.interval} intervals; {time.time() - t0:.0f} s")
     print(f"labels judged: {mean_labels:.0f} of {n_pool} on average ({mean_labels / n_pool:.0%}); saved "
           f"{n_pool - mean_labels:.0f} ({1 - mean_labels / n_pool:.0%}), about "
           f"${COST_FULL_POOL * (1 - mean_labels / n_pool):.2f} of the ${COST_FULL_POOL:.2f} the whole pool costs "
           "at the --dry-run estimate")
     print()
-    print(f"| variant | recall@{args.k}, every label | estimate: mean | sd | 95% interval covers the truth | "
-          f"mean width | naive (unjudged = miss): mean |")
+    print(f"| variant | recall@{args.k}, every label | estimate: mean | sd | 95% interval covers the truth "
+          f"(± MC s.e.) | mean width | naive (unjudged = miss): mean |")
     print("|---|---|---|---|---|---|---|")
     for v in true_order:
         sd = max(0.0, sums[v][3] / n - (sums[v][0] / n) ** 2) ** 0.5
-        print(f"| {v} | {truth[v]:.4f} | {sums[v][0] / n:.4f} | {sd:.4f} | {cover[v] / n:.1%} | "
+        print(f"| {v} | {truth[v]:.4f} | {sums[v][0] / n:.4f} | {sd:.4f} | {share(cover[v], n)} | "
               f"{sums[v][1] / n:.4f} | {sums[v][2] / n:.4f} |")
     print()
-    print(f"order of the four variants kept ({' > '.join(true_order)}): estimate {order_kept / n:.1%} of "
-          f"{n} subsamples; naive {naive_order / n:.1%}")
+    print(f"order of the four variants ({' > '.join(true_order)}), strict (the four estimates in the true "
+          f"order): {share(order_kept, n)}; naive scores {share(naive_order, n)}")
+    if unit != "case":
+        print("(no paired intervals for pair samples: tie-aware order not measured)")
+        return
+    print(f"order, tie-aware (no pair's paired 95% interval excludes 0 on the wrong side; overlapping = a tie): "
+          f"{share(tie_aware, n)}; all {len(pairs)} pairs resolved in the true order: {share(all_resolved, n)}")
+    print()
+    print("| pair | true difference | right (interval above 0) | tie (interval holds 0) | wrong (below 0) |")
+    print("|---|---|---|---|---|")
+    for a, b in pairs:
+        c = verdicts[(a, b)]
+        print(f"| {a} - {b} | {truth[a] - truth[b]:.4f} | {c['right'] / n:.1%} | {c['tie'] / n:.1%} | "
+              f"{c['wrong'] / n:.1%} |")
+
+
+def bound(pool: list, full, ranked: dict, case_ids: list, truth: dict, true_order: list, args) -> None:
+    """An oracle lower bound on the error of the two close differences (hybrid - hybrid_rerank, keyword -
+    vector) for ANY Horvitz-Thompson sample of ``share`` of the pool's pairs stratified by what is known
+    before judging (a pair's best rank, how many variants have it in their top k, and which side of
+    each close pair it is on), granting it two things no real design has: every case's number of
+    relevant passages T_c (so recall is linear in the labels) and each stratum's true spread (Neyman
+    allocation with the truth). With T_c known, a difference of recall is the mean over the n cases
+    of sum_i s_i y_i / T_c over the pairs in one variant's top k and not the other's (s_i = +-1, y_i
+    = 1 when relevant); the pairs both or neither have add nothing, so the bound samples only those."""
+    from statistics import NormalDist
+
+    close = [(a, b) for a, b in zip(true_order, true_order[1:]) if truth[a] - truth[b] < 0.03]
+    fc = {c.case_id: c for c in full.cases}
+    n = len(case_ids)
+    strata: dict = {}
+    for cid in case_ids:
+        case = fc[cid]
+        rel = {e.ref for e in case.relevant}
+        top = {}
+        for v in VARIANTS:
+            hits_v = ranked[v][cid][:args.k]
+            refs = set(r for r in credit(case, hits_v, 0.5).refs[:args.k] if r is not None)
+            spans = {(h.doc_id, h.start, h.end) for h in hits_v}
+            top[v] = (refs, spans)
+        for j in (j for j in pool if j.case_id == cid):
+            member = {v: j.id in top[v][0] or j.span.key in top[v][1] for v in VARIANTS}
+            sides = tuple(int(member[a]) - int(member[b]) for a, b in close)
+            if not any(sides):
+                continue
+            ranks = [i for v in VARIANTS for i, h in enumerate(ranked[v][cid][:args.k], start=1)
+                     if (h.doc_id, h.start, h.end) == j.span.key]
+            key = (min(ranks) if ranks else args.k + 1, sum(member.values()), sides)
+            y = 1.0 if j.id in rel else 0.0
+            strata.setdefault(key, []).append(tuple(si * y / (n * len(case.relevant)) for si in sides))
+    budget = round(args.share * len(pool))
+
+    def var(xs: list) -> float:
+        m = sum(xs) / len(xs)
+        return sum((x - m) ** 2 for x in xs) / (len(xs) - 1) if len(xs) > 1 else 0.0
+
+    def neyman(weights: tuple) -> dict:
+        """Neyman allocation minimising sum_i weights_i var_i / difference_i^2, water-filled at the sizes."""
+        a = {h: sum(w * var([z[i] for z in zs]) / (truth[x] - truth[y]) ** 2
+                    for i, ((x, y), w) in enumerate(zip(close, weights))) for h, zs in strata.items()}
+        alloc, left, open_ = {}, float(budget), set(strata)
+        while open_:
+            mass = sum(len(strata[h]) * a[h] ** 0.5 for h in open_)
+            full_h = [h for h in open_ if mass > 0 and left * len(strata[h]) * a[h] ** 0.5 / mass >= len(strata[h])]
+            if not full_h:
+                for h in open_:
+                    alloc[h] = max(left * len(strata[h]) * a[h] ** 0.5 / mass, 1e-9) if mass > 0 else 1e-9
+                break
+            for h in full_h:
+                alloc[h] = len(strata[h])
+                left -= len(strata[h])
+                open_.remove(h)
+        return alloc
+
+    def errors(alloc: dict) -> tuple[list[float], float]:
+        """The two differences' standard errors and the correlation of their errors under ``alloc``."""
+        def cov(i: int, j: int) -> float:
+            total = 0.0
+            for h, zs in strata.items():
+                if len(zs) < 2:
+                    continue
+                mi, mj = (sum(z[i] for z in zs) / len(zs), sum(z[j] for z in zs) / len(zs))
+                c = sum((z[i] - mi) * (z[j] - mj) for z in zs) / (len(zs) - 1)
+                total += len(zs) ** 2 * (1 / alloc[h] - 1 / len(zs)) * c
+            return total
+        ses = [max(cov(i, i), 0.0) ** 0.5 for i in range(len(close))]
+        rho = cov(0, 1) / (ses[0] * ses[1]) if len(close) == 2 and ses[0] * ses[1] > 0 else 0.0
+        return ses, rho
+
+    def p_right(ses: list[float], rho: float) -> float:
+        """P(every close difference estimated with the right sign), normal approximation."""
+        from scipy.stats import multivariate_normal
+
+        means = [truth[x] - truth[y] for x, y in close]
+        if len(close) == 1 or min(ses) == 0:  # one pair, or one of them exact: independent
+            out = 1.0
+            for m, se in zip(means, ses):
+                out *= NormalDist().cdf(m / se) if se > 0 else 1.0
+            return out
+        cov = [[ses[0] ** 2, rho * ses[0] * ses[1]], [rho * ses[0] * ses[1], ses[1] ** 2]]
+        return float(multivariate_normal(mean=[0, 0], cov=cov, allow_singular=True, seed=0).cdf(means))
+
+    print(f"oracle bound: {budget} labels ({args.share:.0%} of {len(pool)}) spent only on the "
+          f"{sum(len(z) for z in strata.values())} pairs where a close pair of variants disagrees, in "
+          f"{len(strata)} strata (best rank, variants holding it, sides), Neyman-allocated with the true "
+          f"spreads (so a stratum without a relevant pair gets no label), every case's number of relevant "
+          f"passages known; normal approximation:")
+    for i, (x, y) in enumerate(close):
+        ses, _rho = errors(neyman(tuple(float(j == i) for j in range(len(close)))))
+        print(f"  {x} - {y} (true difference {truth[x] - truth[y]:.4f}) alone, with every label spent on it: "
+              f"standard error {ses[i]:.4f}, the right sign in {NormalDist().cdf((truth[x] - truth[y]) / ses[i]) if ses[i] else 1:.1%}")
+    best = (0.0, None, None, None)
+    for w in [i / 20 for i in range(1, 20)] if len(close) == 2 else [1.0]:
+        ses, rho = errors(neyman((w, 1 - w)[:len(close)]))
+        p = p_right(ses, rho)
+        if p > best[0]:
+            best = (p, w, ses, rho)
+    p, w, ses, rho = best
+    print(f"  all close pairs in the right order, best over allocations weighting the pairs w : 1 - w: {p:.1%} "
+          f"at w = {w:.2f} (standard errors {', '.join(f'{se:.4f}' for se in ses)}, correlation {rho:+.2f})")
+
+
+def share(hits: int, n: int) -> str:
+    """A share of ``n`` repetitions with its Monte Carlo standard error, in points."""
+    p = hits / n
+    return f"{p:.1%} ± {100 * (p * (1 - p) / n) ** 0.5:.1f}"
 
 
 if __name__ == "__main__":

@@ -81,6 +81,7 @@ class Estimate:
     low: float
     high: float
     level: float = 0.95
+    df: float | None = None  # the t interval's degrees of freedom (None: a normal interval)
 
     def describe(self, digits: int = 3) -> str:
         return f"{self.value:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
@@ -239,8 +240,17 @@ def ratio_mean_bootstrap(cases: Sequence[Sequence[Term]], strata: Mapping[Hashab
     return Estimate(v, sd, float(low), float(high), level), {"replicate_mean": float(reps.mean())}
 
 
+def t_quantile(level: float, df: float | None) -> float:
+    """The two-sided ``level`` quantile of Student's t with ``df`` degrees of freedom (None: normal)."""
+    if df is None or math.isinf(df):
+        return NormalDist().inv_cdf(0.5 + level / 2)
+    from scipy.special import stdtrit  # scipy comes with mlflow
+
+    return float(stdtrit(df, 0.5 + level / 2))
+
+
 def difference_mean(base: Sequence[float], deltas: Mapping[Hashable, Sequence[float]],
-                    strata: Mapping[Hashable, Stratum], level: float = 0.95) -> Estimate:
+                    strata: Mapping[Hashable, Stratum], level: float = 0.95, interval: str = "t") -> Estimate:
     """Sampling whole cases (``--sample-unit case``): the mean over the ``n = len(base)`` cases of a
     metric, from ``base`` (each case's value on the labels every case has: the sampled judgements
     left out) plus the Horvitz-Thompson estimate of the total correction, ``deltas[h]`` the
@@ -252,13 +262,25 @@ def difference_mean(base: Sequence[float], deltas: Mapping[Hashable, Sequence[fl
 
     Linear in the drawn cases, so exactly unbiased for the value with every case's pool judged, and
     its variance ``sum_h N_h^2 (1 - n_h/N_h) s_h^2 / n_h / n^2`` (``s_h^2`` the sample variance of
-    the corrections, drawn-but-unscored cases as 0) is unbiased too (Cochran 5.3). Normal interval."""
+    the corrections, drawn-but-unscored cases as 0) is unbiased too (Cochran 5.3).
+
+    ``interval``: ``t`` (the default) uses Student's t with Satterthwaite's degrees of freedom,
+    ``(sum_h v_h)^2 / sum_h v_h^2 / (n_h - 1)`` with ``v_h`` stratum ``h``'s term of the variance
+    (one stratum: ``n_h - 1``); ``normal`` uses z. The corrections are mostly 0 with a few of +-0.5,
+    so with 58 drawn cases the normal interval covered 93.4% where t covered 94.0%
+    (tools/sampled_labels.py, 1,000 subsamples of the demo's pool).
+
+    Linear in its inputs: the paired difference of two metrics on the same sample is this estimate
+    of ``base_a - base_b`` and ``delta_a - delta_b`` (:func:`rag_experiments.evaluation.sampled.estimate_recall_difference`);
+    it equals the difference of the two estimates, and its variance sees how the two move together."""
+    if interval not in ("t", "normal"):
+        raise ValueError(f"interval must be t or normal, got {interval!r}")
     n = len(base)
     if n == 0:
         nan = float("nan")
         return Estimate(nan, nan, nan, nan, level)
     value = sum(base) / n
-    var = 0.0
+    terms: list[tuple[float, int]] = []  # per stratum: its variance term v_h and n_h - 1
     for key, st in strata.items():
         ds = list(deltas.get(key, ()))
         if len(ds) > st.sampled:
@@ -268,7 +290,11 @@ def difference_mean(base: Sequence[float], deltas: Mapping[Hashable, Sequence[fl
         if st.sampled < st.population and st.sampled > 1:
             mean = sum(ds) / st.sampled
             s_sq = sum((d - mean) ** 2 for d in ds) / (st.sampled - 1)
-            var += st.population ** 2 * (1 - st.inclusion) * s_sq / st.sampled / n ** 2
+            terms.append((st.population ** 2 * (1 - st.inclusion) * s_sq / st.sampled / n ** 2, st.sampled - 1))
+    var = sum(v for v, _ in terms)
     se = math.sqrt(var)
-    q = NormalDist().inv_cdf(0.5 + level / 2)
-    return Estimate(value, se, value - q * se, value + q * se, level)
+    df = None
+    if interval == "t" and var > 0:
+        df = var ** 2 / sum(v * v / d for v, d in terms)
+    q = t_quantile(level, df)
+    return Estimate(value, se, value - q * se, value + q * se, level, df)

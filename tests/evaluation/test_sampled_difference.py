@@ -1,0 +1,116 @@
+"""Whole-case sampled labels (issue 45 item 4): the paired difference of two runs' recall@k on the same
+sample, and the t interval of the estimate, against values worked out by hand on a tiny golden set."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rag_experiments.evaluation.sampled import estimate_recall, estimate_recall_difference, sampling_design
+from rag_experiments.golden import GoldenFile
+from rag_experiments.golden.label import judgement_record, new_id
+from rag_experiments.golden.resolve import load_golden
+from rag_experiments.stats.ipw import Stratum, difference_mean
+from rag_experiments.types import Hit
+
+DOC = "".join(f"Paragraph {i}: " + "words about topic %d. " % i * 12 + "\n\n" for i in range(40))
+STEP = 200  # passage i is [STEP*i + 10, STEP*i + 110): no two overlap
+T12 = 12.706204736174696  # Student's t, 1 degree of freedom, 0.975
+
+
+def span(i: int) -> dict:
+    s = STEP * i + 10
+    return {"doc_id": "d1", "source_uri": "mini/d1.html", "start": s, "end": s + 100, "quote": DOC[s:s + 100],
+            "doc_hash": "hash-d1"}
+
+
+def hit_dict(i: int) -> dict:
+    sp = span(i)
+    return {**sp, "text": sp["quote"]}
+
+
+def hits(*ids: int) -> list[Hit]:
+    return [Hit(f"d1:{i}", "d1", "mini/d1.html", "", span(i)["start"], span(i)["end"], 0.0, r)
+            for r, i in enumerate(ids, start=1)]
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    """Four cases, each with its own evidence (passages 39, 38, 37, 36). Cases 1-3 have pool pairs (the
+    sample's population: 3 cases); cases 1 and 2 were drawn and every pool pair of theirs judged:
+    case 1: passage 0 YES, 1 NO, 2 YES; case 2: passage 3 YES, 4 NO."""
+    path = tmp_path / "experiments" / "golden" / "g.jsonl"
+    ids = []
+    records = []
+    for n, ev in enumerate((39, 38, 37, 36), start=1):
+        cid = new_id("c", f"question {n}")
+        ids.append(cid)
+        records.append({"type": "case", "id": cid, "query": f"question {n}", "kind": "paraphrase",
+                        "doc_type": "config", "evidence": [{**span(ev), "grade": 2}],
+                        "provenance": {"method": "human", "author": "t"}})
+    design = {"id": "s-hand", "unit": "case", "stratum": "cases", "population": 3, "seed": 1, "inclusion": 2 / 3}
+    for cid, judged in ((ids[0], {0: "YES", 1: "NO", 2: "YES"}), (ids[1], {3: "YES", 4: "NO"})):
+        records += [judgement_record(cid, hit_dict(i), v, None, "m", sample=design) for i, v in judged.items()]
+    GoldenFile(path).append(records)
+    c1, c2, c3, c4 = ids
+    # top 3 of run A and run B per case
+    run_a = {c1: hits(39, 0, 1), c2: hits(3, 4, 5), c3: hits(37, 6, 7), c4: hits(36, 8, 9)}
+    run_b = {c1: hits(0, 2, 1), c2: hits(38, 4, 5), c3: hits(6, 7, 8), c4: hits(36, 8, 9)}
+    return load_golden(path), ids, run_a, run_b
+
+
+def test_paired_difference_by_hand(tiny):
+    g, ids, run_a, run_b = tiny
+    design = sampling_design(g.records)
+    assert design.unit == "case" and [(s.population, s.sampled) for s in design.strata.values()] == [(3, 2)]
+    a = estimate_recall(g, run_a, ids, [3], design)[3]
+    b = estimate_recall(g, run_b, ids, [3], design)[3]
+    d = estimate_recall_difference(g, run_a, run_b, ids, [3], design)[3]
+    # run A: base (own evidence only) 1, 0, 1, 1 -> 0.75; with the sample's labels case 1 is 2/3 (evidence and
+    # passage 0 of {evidence, 0, 2}), case 2 is 1/2 (passage 3 of {evidence, 3}): corrections -1/3, +1/2;
+    # 0.75 + (3/2) * (1/6) / 4 = 0.8125
+    assert a.value == pytest.approx(0.8125)
+    # run B: base 0, 1, 0, 1 -> 0.5; full: case 1 2/3 (0 and 2), case 2 1/2 (its evidence): +2/3, -1/2 -> 0.5625
+    assert b.value == pytest.approx(0.5625)
+    # paired: base differences 1, -1, 1, 0 -> 0.25; correction differences -1 and +1 -> sum 0: 0.25 = A - B
+    assert d.value == pytest.approx(0.25) == pytest.approx(a.value - b.value)
+    # its variance from the correction differences: s^2 = (1 + 1) / 1 = 2; 3^2 (1 - 2/3) 2 / 2 / 4^2 = 3/16,
+    # not V_A + V_B: A's corrections have s^2 = 50/144 -> 0.032552, B's 98/144 -> 0.063802
+    assert d.se == pytest.approx(math.sqrt(3 / 16))
+    assert a.se == pytest.approx(math.sqrt(9 * (1 / 3) * (50 / 144) / 2 / 16))
+    assert b.se == pytest.approx(math.sqrt(9 * (1 / 3) * (98 / 144) / 2 / 16))
+    # two drawn cases: one degree of freedom, t = 12.706
+    assert d.df == pytest.approx(1) and d.high - d.value == pytest.approx(T12 * d.se)
+    # the same run against itself: exactly 0, no width
+    same = estimate_recall_difference(g, run_a, run_a, ids, [3], design)[3]
+    assert same.value == 0 and same.se == 0 and same.low == same.high == 0
+
+
+def test_paired_difference_needs_a_whole_case_sample(tiny):
+    g, ids, run_a, run_b = tiny
+    design = sampling_design(g.records)
+    pair_design = type(design)("pair", design.strata, design.stratum_of)
+    with pytest.raises(ValueError, match="whole-case sample"):
+        estimate_recall_difference(g, run_a, run_b, ids, [3], pair_design)
+
+
+def test_difference_mean_t_interval_by_hand():
+    # 4 cases scored; 2 of 3 eligible cases drawn, corrections -0.5 and 0.1 (as in test_ipw): se^2 = 0.016875
+    base = [1.0, 0.5, 1.0, 0.0]
+    t = difference_mean(base, {"all": [-0.5, 0.1]}, {"all": Stratum(3, 2)})
+    z = difference_mean(base, {"all": [-0.5, 0.1]}, {"all": Stratum(3, 2)}, interval="normal")
+    assert t.value == z.value == pytest.approx(0.475) and t.se == z.se == pytest.approx(math.sqrt(0.016875))
+    assert t.df == pytest.approx(1) and t.high - t.value == pytest.approx(T12 * t.se)
+    assert z.df is None and z.high - z.value == pytest.approx(1.959963984540054 * z.se)
+    # two strata (Satterthwaite): h1 N=4, n=2, corrections 0 and 1 (s^2 = 0.5); h2 N=6, n=3, corrections
+    # 0, 0, 1 (s^2 = 1/3); n = 10 cases. v1 = 16 (1/2) 0.5 / 2 / 100 = 0.02; v2 = 36 (1/2) (1/3) / 3 / 100 = 0.02
+    # df = (0.02 + 0.02)^2 / (0.02^2 / 1 + 0.02^2 / 2) = 0.0016 / 0.0006 = 8/3
+    two = difference_mean([0.0] * 10, {"h1": [0.0, 1.0], "h2": [0.0, 0.0, 1.0]},
+                          {"h1": Stratum(4, 2), "h2": Stratum(6, 3)})
+    assert two.value == pytest.approx((2 * 1 + 2 * 1) / 10)
+    assert two.se == pytest.approx(math.sqrt(0.04)) and two.df == pytest.approx(8 / 3)
+    # t quantile at 8/3 degrees of freedom (scipy.stats.t.ppf(0.975, 8/3) = 3.41977)
+    assert two.high - two.value == pytest.approx(3.41977 * two.se, rel=1e-4)
+    with pytest.raises(ValueError, match="interval"):
+        difference_mean(base, {}, {"all": Stratum(3, 2)}, interval="wide")
