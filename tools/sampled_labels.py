@@ -87,6 +87,10 @@ def main() -> int:
     ap.add_argument("--bound", action="store_true",
                     help="print the best any stratified pair sample of this size could do for the order (an "
                          "oracle bound, no subsampling) and exit")
+    ap.add_argument("--alternatives", action="store_true",
+                    help="unit case: compare other whole-case designs on the same subsamples (strata by how much "
+                         "the close variants disagree; a model-assisted estimator) and the order kept at larger "
+                         "shares, from a per-case table (fast), and exit")
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rankings", type=Path, default=Path("/tmp/sampled_labels_rankings.json"))
@@ -109,6 +113,9 @@ def main() -> int:
           f"is kept whole. Truth: recall@{args.k} with every label.")
     if args.bound:
         bound(pool, full, ranked, case_ids, truth, true_order, args)
+        return 0
+    if args.alternatives:
+        alternatives(pool, others, gf, full, ranked, case_ids, truth, true_order, args)
         return 0
     for unit in (("case", "pair") if args.unit == "both" else (args.unit,)):
         draw = case_draw(pool, args) if unit == "case" else pair_draw(pool, ranked, args)
@@ -338,6 +345,117 @@ def bound(pool: list, full, ranked: dict, case_ids: list, truth: dict, true_orde
     p, w, ses, rho = best
     print(f"  all close pairs in the right order, best over allocations weighting the pairs w : 1 - w: {p:.1%} "
           f"at w = {w:.2f} (standard errors {', '.join(f'{se:.4f}' for se in ses)}, correlation {rho:+.2f})")
+
+
+def case_table(pool: list, others: tuple, gf, full, ranked: dict, case_ids: list, k: int) -> dict:
+    """Per case, what the whole-case designs need: its pool pairs (which variants hold each in their top
+    k, whether it is relevant, its best rank), and per variant the relevant passages found with and without
+    the pool's labels (``b``, ``B``: without; the recall with them is ``r1``)."""
+    base = {c.case_id: c for c in resolve(others, gf.path, "base").cases}
+    fc = {c.case_id: c for c in full.cases}
+    out = {}
+    for cid in case_ids:
+        case, bcase = fc[cid], base[cid]
+        rel = {e.ref for e in case.relevant}
+        row = {"B": len(bcase.relevant), "b": {}, "r1": {}, "pairs": []}
+        top = {}
+        for v in VARIANTS:
+            hits_v = ranked[v][cid][:k]
+            refs = set(r for r in credit(case, hits_v, 0.5).refs[:k] if r is not None)
+            brefs = set(r for r in credit(bcase, hits_v, 0.5).refs[:k] if r is not None)
+            row["b"][v] = sum(e.ref in brefs for e in bcase.relevant)
+            row["r1"][v] = sum(e.ref in refs for e in case.relevant) / len(case.relevant)
+            top[v] = (refs, {(h.doc_id, h.start, h.end) for h in hits_v})
+        for j in (j for j in pool if j.case_id == cid):
+            member = tuple(j.id in top[v][0] or j.span.key in top[v][1] for v in VARIANTS)
+            row["pairs"].append((member, 1.0 if j.id in rel else 0.0))
+        out[cid] = row
+    return out
+
+
+def alternatives(pool: list, others: tuple, gf, full, ranked: dict, case_ids: list, truth: dict, true_order: list,
+                 args) -> None:
+    """Whole-case designs on a per-case table, each estimate by :func:`.ipw.difference_mean` (t interval):
+
+    * ``simple``: a simple random sample of cases (rag-exp's design; the main table, here on the table);
+    * ``disagreement strata``: cases in three strata by how many pool pairs the close variants
+      (hybrid/hybrid_rerank, keyword/vector) disagree on (0-2, 3-6, 7+), proportional allocation, or
+      rates raised with the disagreement (sqrt of the mean count per pair of the case's cost);
+    * ``model-assisted``: the prediction of each case's recall with every pool pair counted at the
+      relevance rate of pairs held by as many variants in the drawn cases, plus the Horvitz-Thompson
+      estimate of the drawn cases' residuals (the base recall is the prediction with rate 0);
+    and the simple design's order kept at larger shares."""
+    from rag_experiments.stats.ipw import Stratum, difference_mean
+
+    table_ = case_table(pool, others, gf, full, ranked, case_ids, args.k)
+    cids = list(case_ids)
+    n_cases = len(cids)
+    idx = {v: i for i, v in enumerate(VARIANTS)}
+    close = [("hybrid", "hybrid_rerank"), ("keyword", "vector")]
+    cost = {c: len(table_[c]["pairs"]) for c in cids}
+    pool_cases = [c for c in cids if cost[c]]
+
+    def predicted(c: str, rate) -> dict:
+        row = table_[c]
+        den = row["B"] + sum(rate(m) for m, _y in row["pairs"])
+        return {v: (row["b"][v] + sum(rate(m) for m, _y in row["pairs"] if m[idx[v]])) / den for v in VARIANTS}
+
+    zero = {c: predicted(c, lambda m: 0.0) for c in cids}
+
+    def disagreement(c: str) -> int:
+        return sum(m[idx[a]] != m[idx[b]] for m, _y in table_[c]["pairs"] for a, b in close)
+
+    def run(name: str, strata: dict, alloc: dict, model: bool, reps: int) -> None:
+        rng = random.Random(args.seed)
+        cover = {v: 0 for v in VARIANTS}
+        kept = labels = 0
+        design = {h: Stratum(len(strata[h]), alloc[h]) for h in strata}
+        for _rep in range(reps):
+            drawn = {h: rng.sample(strata[h], alloc[h]) for h in strata}
+            labels += sum(cost[c] for cs in drawn.values() for c in cs)
+            pred = zero
+            if model:
+                seen: dict = {}
+                for c in (c for cs in drawn.values() for c in cs):
+                    for m, y in table_[c]["pairs"]:
+                        seen.setdefault(sum(m), []).append(y)
+                overall = sum(sum(v) for v in seen.values()) / max(1, sum(len(v) for v in seen.values()))
+                rates = {nv: (sum(ys) + 2 * overall) / (len(ys) + 2) for nv, ys in seen.items()}
+                pred = {c: predicted(c, lambda m: rates.get(sum(m), overall)) for c in cids}
+            est = {}
+            for v in VARIANTS:
+                e = difference_mean([pred[c][v] for c in cids],
+                                    {h: [table_[c]["r1"][v] - pred[c][v] for c in cs] for h, cs in drawn.items()},
+                                    design)
+                est[v] = e.value
+                cover[v] += e.low <= truth[v] <= e.high
+            kept += sorted(VARIANTS, key=lambda v: -est[v]) == true_order
+        covers = ", ".join(f"{v} {share(cover[v], reps)}" for v in true_order)
+        print(f"| {name} | {labels / reps:.0f} | {covers} | {share(kept, reps)} |")
+
+    want = max(2, round(len(pool_cases) * args.share))
+    print(f"whole-case designs, {args.reps} subsamples each, t intervals (the truth: recall@{args.k} with every label)")
+    print()
+    print("| design | labels (mean) | interval covers the truth (± MC s.e.) | order kept, strict |")
+    print("|---|---|---|---|")
+    run(f"simple, {want} of {len(pool_cases)} cases", {"all": pool_cases}, {"all": want}, False, args.reps)
+    cuts = [(0, 2), (3, 6), (7, 10 ** 9)]
+    strata = {(f"{lo}-{hi}" if hi < 10 ** 9 else f"{lo}+"): [c for c in pool_cases if lo <= disagreement(c) <= hi]
+              for lo, hi in cuts}
+    strata = {h: cs for h, cs in strata.items() if len(cs) >= 2}
+    budget = args.share * sum(cost[c] for c in pool_cases)
+    for label, raise_rate in (("proportional", False), ("rates raised with disagreement", True)):
+        weight = {h: len(cs) * ((sum(disagreement(c) for c in cs) / len(cs) + 0.5) ** 0.5 /
+                                (sum(cost[c] for c in cs) / len(cs)) ** 0.5 if raise_rate else 1.0)
+                  for h, cs in strata.items()}
+        per_label = budget / sum(weight[h] * sum(cost[c] for c in cs) / len(cs) for h, cs in strata.items())
+        alloc = {h: max(2, min(len(cs), round(weight[h] * per_label))) for h, cs in strata.items()}
+        sizes = ", ".join(f"{h}: {alloc[h]} of {len(cs)}" for h, cs in strata.items())
+        run(f"disagreement strata ({sizes}), {label}", strata, alloc, False, args.reps)
+    run(f"model-assisted, {want} of {len(pool_cases)} cases", {"all": pool_cases}, {"all": want}, True, args.reps)
+    for more in (0.5, 0.75, 0.8, 0.85):
+        n_more = round(len(pool_cases) * more)
+        run(f"simple at {more:.0%}: {n_more} cases", {"all": pool_cases}, {"all": n_more}, False, args.reps)
 
 
 def share(hits: int, n: int) -> str:
