@@ -6,11 +6,17 @@ label --sample`` draws (``--unit case``: whole cases, every pool pair of a drawn
 pair``: pairs within rank strata, a pair's stratum its best rank among the four variants), with the
 sampling design recorded on the kept judgements as the command writes it, drops the rest, and
 scores each variant's recall@5 with the estimator of rag_experiments.evaluation.sampled. The truth is recall@5 with
-every label. Printed: per variant, the share of repetitions whose 95% interval covers the truth,
-the mean estimate and interval width; how often the order of the four variants is kept; the
-labels saved. Beside it, the naive score of the same subsample (unjudged pairs counted as misses).
+every label. Printed: per variant, the share of repetitions whose 95% interval covers the truth
+(± its Monte Carlo standard error), the mean estimate and interval width; the order of the four
+variants kept, strict (the four estimates in the true order) and, for whole cases, tie-aware (no
+pair's paired 95% interval, evaluation.sampled.estimate_recall_difference, excludes 0 on the wrong
+side) with each pair's right / tie / wrong shares; the labels saved. Beside it, the naive score of
+the same subsample (unjudged pairs counted as misses).
 
-    .venv/bin/python tools/sampled_labels.py [--share 0.25] [--reps 200] [--unit case|pair|both]
+    .venv/bin/python tools/sampled_labels.py [--share 0.25] [--reps 1000] [--unit case|pair|both]
+                                             [--interval t|normal]
+    .venv/bin/python tools/sampled_labels.py --alternatives   # other whole-case designs, larger shares
+    .venv/bin/python tools/sampled_labels.py --bound          # oracle bound on the order for pair samples
 
 The variants' rankings come from the demo database once (rag_experiments.session.open_retriever,
 top 20 per case) and are cached in /tmp/sampled_labels_rankings.json (--rankings).
