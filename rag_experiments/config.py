@@ -32,6 +32,7 @@ from .retrieval.legs import KeywordParams, VectorSearchParams
 from .retrieval.rerank import RerankParams
 from .retrieval.query_rewrite import QueryParams
 from .retrieval.retriever import RetrievalParams
+from .retrieval.systems import system_type
 from .scale.executors import IngestParams
 from .chunk_index import HnswParams
 
@@ -76,7 +77,7 @@ class RetrievalConfig:
     """The ``retrieval`` group. With ``fusion`` and ``rerank`` it makes the Retriever's
     :class:`RetrievalParams` (:attr:`Settings.retriever_params`), which checks ``variant``."""
 
-    variant: str = "hybrid"  # vector | keyword | hybrid | hybrid_rerank | external | http
+    variant: str = "hybrid"  # the retrieval system: one of rag_experiments/retrieval/systems/ (presets: conf/retrieval/)
     keyword: KeywordParams = field(default_factory=KeywordParams)
     filters: Filters = field(default_factory=Filters)
     hnsw: HnswParams = field(default_factory=HnswParams)
@@ -87,7 +88,7 @@ class RetrievalConfig:
     stored: StoredParams = field(default_factory=StoredParams)  # variant=stored: a run file (rag-exp import-run)
 
     def __post_init__(self) -> None:
-        if self.variant in ("external", "http", "stored") and not self.filters.is_empty():
+        if not self.filters.is_empty() and not system_type(self.variant).filters:
             raise ConfigError(f"retrieval.filters: apply to the built-in variants only, not {self.variant!r} "
                               "(a team's system filters itself: pass its filter in its params)")
 

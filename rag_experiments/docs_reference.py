@@ -480,6 +480,10 @@ def value_texts(path: str) -> dict[str, str]:
         from .retrieval.fusion_methods import registry
 
         return {name: m.summary for name, m in registry().items()}
+    if path == "retrieval.variant":
+        from .retrieval.systems import registry as systems
+
+        return {name: s.summary for name, s in systems().items()}
     return {}
 
 

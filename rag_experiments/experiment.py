@@ -27,9 +27,9 @@ from .golden.quality import quality_of
 from .golden.resolve import GoldenSet, load_golden
 from .retrieval.failures import SearchOutcome, search_degrading
 from .retrieval.filter_check import check_filters
-from .retrieval.external import ExternalRetriever, load_system
-from .retrieval.protocol import SearchSystem
-from .retrieval.retriever import EXTERNAL_VARIANTS, Retriever
+from .retrieval.external import ExternalRetriever, System
+from .retrieval.protocol import AnnIndex, CacheCounts, SearchSystem, Usage, capability
+from .retrieval.systems import BuildInputs, build_system, system_type
 from .scale.executors import embedding_executor
 from .chunk_index import IngestReport, StrategyInfo, check_language, ingest, strategy_info
 from .types import Hit, RankedList
@@ -85,7 +85,7 @@ def check_credentials(settings: Settings) -> None:
     if settings.embedding.name in API_PROVIDERS:
         api_key(settings.embedding.name, f"embedding={settings.embedding.name}")
     rerank = settings.rerank
-    if settings.retrieval.variant == "hybrid_rerank" and rerank.name in ("voyage", "cohere"):
+    if system_type(settings.retrieval.variant).rerank and rerank.name in ("voyage", "cohere"):
         api_key(rerank.name, f"rerank={rerank.name}")
 
 
@@ -127,7 +127,7 @@ def _run_experiment(settings: Settings, conn: psycopg.Connection | None = None) 
         warnings.warn(message, stacklevel=2)
     quality = quality_of(golden, docs).to_json()
     timings["load_s"] = time.perf_counter() - t0
-    if settings.retrieval.variant in EXTERNAL_VARIANTS:
+    if system_type(settings.retrieval.variant).kind == "team":  # a team's system: nothing of ours to ingest
         result = _run_external(settings, golden, docs, manifest, drift, timings, t0, conn)
         result.golden_quality = quality
         return result
@@ -152,13 +152,13 @@ def _run_experiment(settings: Settings, conn: psycopg.Connection | None = None) 
         # the index the vector leg searches is part of its cache keys (a sweep over hnsw.m rebuilds it)
         strategy = strategy_info(conn, report.strategy_id, settings.retrieval.hnsw)
 
-        retriever = Retriever(conn, strategy, embedder, settings.retriever_params)
+        retriever = build_system(BuildInputs(settings, conn, docs, strategy, embedder))
         cases = golden.scorable
         depth = settings.eval.depth_needed
         if settings.eval.level == "document":
             depth = max(depth, settings.fusion.depth * 2)
         t = time.perf_counter()
-        outcome = _search_with_progress(retriever, [c.query for c in cases], depth, settings.progress)
+        outcome = _search_with_progress(retriever, [c.query for c in cases], depth, settings.progress, conn)
         timings["retrieval_s"] = time.perf_counter() - t
         results = {c.case_id: r for c, r in zip(cases, outcome.ranked) if r is not None}
         failed = {cases[i].case_id: why for i, why in sorted(outcome.failed.items())}
@@ -171,22 +171,23 @@ def _run_experiment(settings: Settings, conn: psycopg.Connection | None = None) 
         with collector_paused():
             ev = evaluate(golden, results, settings.eval, failed=tuple(failed))
         timings["evaluate_s"] = time.perf_counter() - t
-        if settings.eval.ann_recall_queries > 0 and settings.retrieval.variant != "keyword":
+        ann = capability(retriever, AnnIndex)  # a vector leg's HNSW index
+        if settings.eval.ann_recall_queries > 0 and ann is not None:
             t = time.perf_counter()
-            ev.metrics["ann_recall_at_depth"] = retriever.ann_recall(
+            ev.metrics["ann_recall_at_depth"] = ann.ann_recall(
                 [c.query for c in cases if c.case_id not in failed][: settings.eval.ann_recall_queries])
             timings["ann_recall_s"] = time.perf_counter() - t
         timings["total_s"] = time.perf_counter() - t0
         usage = {**gate.metrics(), **usage_metrics(embedder, usage_before)}
-        reranker_usage = getattr(retriever.reranker, "usage", None)
-        if callable(reranker_usage):
-            usage.update(reranker_usage())
-        if retriever.rewriter is not None:  # query.rewrite: requests, cached, tokens, cost
-            usage.update(retriever.rewriter.usage())
+        paid = capability(retriever, Usage)  # a paid reranker; query.rewrite: requests, cached, tokens, cost
+        if paid is not None:
+            usage.update(paid.usage())
+        counts = capability(retriever, CacheCounts)
         return ExperimentResult(
             settings=settings, eval=ev, golden=golden, ingest=report, strategy=strategy,
             embedding_model=embedder.model_id, corpus_manifest=manifest, timings=timings,
-            cache=vars(retriever.stats).copy(), results=results, drift=drift, usage=usage, failed=failed,
+            cache=counts.cache_counts() if counts is not None else {}, results=results, drift=drift, usage=usage,
+            failed=failed,
             golden_quality=quality,
         )
     except psycopg.Error as exc:
@@ -200,37 +201,30 @@ def _run_experiment(settings: Settings, conn: psycopg.Connection | None = None) 
             conn.close()
 
 
-def external_cache_enabled(settings: Settings) -> bool:
-    r = settings.retrieval
-    if r.variant == "stored":
-        return False  # the file is its own cache
-    return r.use_cache and (r.external.cache if r.variant == "external" else True)
-
-
 def _run_external(settings: Settings, golden: GoldenSet, docs: list, manifest: dict, drift: dict,
                   timings: dict[str, float], t0: float, conn: psycopg.Connection | None) -> ExperimentResult:
     """A team's own system through the same protocol: its passages placed in the corpus, then the
     same search loop, evaluation and result as a built-in variant. The database is opened only
     for the answer cache; nothing is ingested (the system indexes its documents itself)."""
-    r = settings.retrieval
-    t = time.perf_counter()
-    system = load_system(r.variant, r.external, r.http, r.stored,  # import/URL/auth problems before any work
-                         {c.case_id: c.query for c in golden.scorable})
-    timings["model_load_s"] = time.perf_counter() - t
-    use_cache = external_cache_enabled(settings)
+    use_cache = system_type(settings.retrieval.variant).needs_database(settings)  # its answer cache
     own_conn = conn is None and use_cache
     if own_conn:
         t = time.perf_counter()
         conn = open_database(settings)
         timings["db_connect_s"] = time.perf_counter() - t
     try:
-        retriever = ExternalRetriever(system, docs, r.variant, conn if use_cache else None, use_cache,
-                                      r.external.max_unplaced)
+        t = time.perf_counter()
+        retriever = build_system(BuildInputs(settings, conn if use_cache else None, docs,  # import/URL/auth problems
+                                             queries_by_case={c.case_id: c.query for c in golden.scorable}))
+        timings["model_load_s"] = time.perf_counter() - t
+        if not isinstance(retriever, ExternalRetriever):
+            raise TypeError(f"retrieval.variant={settings.retrieval.variant}: a team system builds an ExternalRetriever")
+        system = retriever.system
         cases = golden.scorable
         retriever.planned_queries = len(cases)  # the run stops once its unplaced share is certain
         t = time.perf_counter()
         outcome = _search_with_progress(retriever, [c.query for c in cases], settings.eval.depth_needed,
-                                        settings.progress)
+                                        settings.progress, conn if use_cache else None)
         timings["retrieval_s"] = time.perf_counter() - t
         retriever.check_unplaced()
         results = {c.case_id: rl for c, rl in zip(cases, outcome.ranked) if rl is not None}
@@ -252,7 +246,7 @@ def _run_external(settings: Settings, golden: GoldenSet, docs: list, manifest: d
         return ExperimentResult(
             settings=settings, eval=ev, golden=golden, ingest=report, strategy=strategy,
             embedding_model=f"external:{system.identity.get('version') or system.name}"[:250],
-            corpus_manifest=manifest, timings=timings, cache=retriever.stats.cache_counts(), results=results,
+            corpus_manifest=manifest, timings=timings, cache=retriever.cache_counts(), results=results,
             drift=drift, failed=failed, external=extra,
             alignment_failures=list(retriever.stats.failures),
         )
@@ -268,7 +262,7 @@ class ExternalIndex(IngestReport):
         return f"{self.strategy_id}: nothing ingested here (the system indexes the {self.n_documents} documents itself)"
 
 
-def external_index(settings: Settings, system, docs: list) -> tuple[StrategyInfo, IngestReport]:
+def external_index(settings: Settings, system: System, docs: list) -> tuple[StrategyInfo, IngestReport]:
     """The external system as a strategy (its id is the system's identity): the run's `strategy`
     tag tells two systems, or two versions of one, apart."""
     sid = "external:" + system.key[:16]
@@ -282,7 +276,8 @@ def external_index(settings: Settings, system, docs: list) -> tuple[StrategyInfo
 PROGRESS_DELAY_S = 1.0
 
 
-def _search_with_progress(retriever: SearchSystem, queries: list[str], limit: int, progress: bool) -> SearchOutcome:
+def _search_with_progress(retriever: SearchSystem, queries: list[str], limit: int, progress: bool,
+                          conn: psycopg.Connection | None) -> SearchOutcome:
     """Batches of queries (cached work is fetched in bulk); the bar moves after every query, so a
     slow one (a reranker: seconds a query) still shows progress, and appears only once the
     retrieval has taken a second: a sweep point on cached legs (~0.1 s) printed a finished bar,
@@ -298,7 +293,7 @@ def _search_with_progress(retriever: SearchSystem, queries: list[str], limit: in
     try:
         with collector_paused():  # the memo of candidate lists grows here (rag_experiments/collector.py)
             return search_degrading(lambda qs: retriever.search_many(qs, limit, on_query=on_query), queries,
-                                    retriever.conn, batch=50)
+                                    conn, batch=50)
     finally:
         if bar is not None:
             bar.close()

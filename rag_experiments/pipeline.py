@@ -18,6 +18,7 @@ from .errors import UserError
 from .experiment import ExperimentResult, run_experiment
 from .redaction import redact_text
 from .report import point_line, print_summary
+from .retrieval.systems import system_type
 
 
 def _in_multirun() -> bool:
@@ -116,7 +117,7 @@ def log_result(result: ExperimentResult, cfg: DictConfig, run_name: str, validat
     config_dict = OmegaConf.to_container(cfg, resolve=True)
     plots = s.tracking.plots and (not _in_multirun() or s.tracking.child_plots)
     extra = {}
-    if s.retrieval.variant in ("vector", "hybrid", "hybrid_rerank"):  # the built-in variants with a vector leg
+    if system_type(s.retrieval.variant).embeds_queries:  # a variant with a vector leg
         # exact or HNSW, and under auto why: an HNSW run's numbers move with the index build
         extra["retrieval.vector.search"] = s.retrieval.vector.describe(result.strategy.n_chunks)
     run_id = log_experiment(

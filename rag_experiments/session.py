@@ -12,12 +12,11 @@ from pathlib import Path
 
 from psycopg.rows import dict_row
 
-from .retrieval.retriever import EXTERNAL_VARIANTS
 from .config import Settings, check_override_keys, free_mapping_overrides, settings_from_cfg
 from .corpus.loader import load_corpus
 from .embedding.cost import CostGate
 from .experiment import check_credentials, corpus_path, load_settings_embedder, open_database
-from .retrieval.retriever import Retriever
+from .retrieval.systems import BuildInputs, build_system, system_type
 from .chunk_index import ingest, strategy_info
 
 
@@ -66,7 +65,7 @@ class RetrieverSession:
         docs = load_corpus(corpus_path(settings), settings.corpus.name)
         self._docs = {d.doc_id: d for d in docs}
         self._by_uri = {d.source_uri: d for d in docs}
-        if settings.retrieval.variant in EXTERNAL_VARIANTS:  # a team's system: nothing of ours to ingest
+        if system_type(settings.retrieval.variant).kind == "team":  # a team's system: nothing of ours to ingest
             self._open_external(settings, docs)
             return
         self.embedder = load_settings_embedder(settings)
@@ -80,23 +79,18 @@ class RetrieverSession:
             self.conn.close()
             raise
         self.strategy = strategy_info(self.conn, self.ingest_report.strategy_id, settings.retrieval.hnsw)
-        self.retriever = Retriever(self.conn, self.strategy, self.embedder, settings.retriever_params)
+        self.retriever = build_system(BuildInputs(settings, self.conn, docs, self.strategy, self.embedder))
 
     def _open_external(self, settings: Settings, docs: list) -> None:
-        from .experiment import external_cache_enabled, external_index
-        from .retrieval.external import ExternalRetriever, load_system
+        from .experiment import external_index
 
-        r = settings.retrieval
         try:
-            system = load_system(r.variant, r.external, r.http)
+            self.retriever = build_system(BuildInputs(settings, self.conn, docs))
         except BaseException:
             self.conn.close()
             raise
         self.embedder = None
-        self.strategy, self.ingest_report = external_index(settings, system, docs)
-        use_cache = external_cache_enabled(settings)
-        self.retriever = ExternalRetriever(system, docs, r.variant, self.conn if use_cache else None, use_cache,
-                                           r.external.max_unplaced)
+        self.strategy, self.ingest_report = external_index(settings, self.retriever.system, docs)
 
     @property
     def strategy_id(self) -> str:

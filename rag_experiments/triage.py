@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 
 from .errors import UserError
 from .evaluation.relevance import matches
-from .retrieval.retriever import EXTERNAL_VARIANTS, VARIANTS, Retriever
+from .retrieval.retriever import VARIANTS, Retriever
+from .retrieval.systems import system_type
 
 _SPAN = re.compile(r"^(?P<uri>.+):(?P<start>\d+)-(?P<end>\d+)$")
 
@@ -105,7 +106,8 @@ def _rank(hits, exp: Expected) -> int | None:
 def triage(session, query: str, expected: Expected, context: int = 8) -> TriageReport:
     params = session.settings.retriever_params
     depth = params.fusion.depth
-    if params.variant in EXTERNAL_VARIANTS:  # a team's system: its own list is all there is to rank in
+    system = system_type(params.variant)
+    if not system.legs:  # not one of the built-in variants (a team's system): its own list is all there is
         hits = session.retriever.search_many([query], depth)[0].hits
         return TriageReport(query, expected, params.variant, context, {params.variant: _rank(hits, expected)},
                             {}, depth)
@@ -120,11 +122,10 @@ def triage(session, query: str, expected: Expected, context: int = 8) -> TriageR
     leg_ranks: dict[str, int | None] = {}
     first = next((h for h in configured_hits if matches(h.doc_id, h.start, h.end, expected.doc_id,
                                                         expected.start, expected.end)), None)
-    legs = ["vector", "keyword", "fused", "rerank"] if params.variant == "hybrid_rerank" else (
-        ["vector", "keyword", "fused"] if params.variant == "hybrid" else [params.variant])
+    legs = [*system.legs, *(["fused"] if system.fuses else []), *(["rerank"] if system.rerank else [])]
     for leg in legs:
         leg_ranks[leg] = first.leg_ranks.get(leg) if first is not None else None
-    if params.variant in ("hybrid", "hybrid_rerank"):
+    if system.fuses:
         leg_ranks["vector"] = ranks["vector"]
         leg_ranks["keyword"] = ranks["keyword"]
     return TriageReport(query, expected, params.variant, context, ranks, leg_ranks, depth)

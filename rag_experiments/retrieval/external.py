@@ -45,7 +45,7 @@ import sys
 import time
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from ..cache_key import cache_key
@@ -54,8 +54,8 @@ from ..types import Document, Hit, RankedList
 from .external_params import ExternalParams, HttpParams, StoredParams
 from .passages import ExternalResultError, Passage, read_result
 from .placement import METHODS, PLACED, Placer, placed_hit
+from .protocol import CacheCounts, ChunkTexts
 
-from .retriever import EXTERNAL_VARIANTS  # noqa: E402,F401 - one definition
 CODE_VERSION = "2"  # bump when what a cached answer means changes (2: init and the code digests in the key)
 
 
@@ -70,6 +70,7 @@ class System:
     concurrency: int = 1
     offsets: str = "auto"  # what passage offsets count from (retrieval.external.offsets)
     max_passage_chars: int | None = None  # a passage's text longer than this is refused (http)
+    whole_documents: bool = False  # a passage may name a document only (a stored run's bare docno)
 
     @property
     def key(self) -> str:
@@ -266,20 +267,8 @@ def load_stored_run(p: StoredParams, queries_by_case: dict[str, str]) -> System:
     if not p.path:
         raise ConfigError("retrieval.stored.path: not set", hint="rag-exp import-run FILE --format trec|jsonl")
     search = StoredSearch(project_path(p.path), p.format, queries_by_case)
-    return System(str(p.path), search, {"target": "stored", "sha256": search.digest, "format": p.format}, {})
-
-
-def load_system(variant: str, external: ExternalParams, http: HttpParams, stored: StoredParams | None = None,
-                queries_by_case: dict[str, str] | None = None) -> System:
-    if variant == "http":
-        return load_http_target(http, external.offsets)
-    if variant == "stored":
-        if queries_by_case is None:
-            raise ConfigError("retrieval=stored: a stored run answers only the golden set's cases it holds; it "
-                              "cannot be searched or served", hint="search or serve the system itself "
-                              "(retrieval=external or retrieval=http)")
-        return replace(load_stored_run(stored or StoredParams(), queries_by_case), offsets=external.offsets)
-    return load_python_target(external)
+    return System(str(p.path), search, {"target": "stored", "sha256": search.digest, "format": p.format}, {},
+                  whole_documents=True)
 
 
 # -- the retriever --------------------------------------------------------------------------------
@@ -321,7 +310,6 @@ class ExternalRetriever:
         # the per-query lists (unplaced passages, harness time) are a run's record; a served model
         # answers for the life of its process, so it keeps the counts only (bounded)
         self.per_query_records = per_query_records
-        self.reranker = None  # the protocol's: an external system reranks itself
         self._texts: dict[str, str] = {}  # chunk id -> text of the last search's hits (chunk_texts)
 
     def _key(self, query: str, k: int) -> str:
@@ -365,7 +353,7 @@ class ExternalRetriever:
                                       f"{(str(exc).splitlines() or [''])[0][:200]}",
                                       hint="rerun with --debug (or HYDRA_FULL_ERROR=1) for its traceback") from exc
         ms = (time.perf_counter() - t0) * 1000
-        return read_result(answer, k, where, self.system.max_passage_chars), ms
+        return read_result(answer, k, where, self.system.max_passage_chars, self.system.whole_documents), ms
 
     def search_many(self, queries: Sequence[str], limit: int = 20,
                     on_query: Callable[[int], object] | None = None) -> list[RankedList]:
@@ -500,5 +488,9 @@ class ExternalRetriever:
             f"{self.system.name}: {share} (at most {self.max_unplaced:.0%}: retrieval.external.max_unplaced); "
             + "; ".join(causes), hint=hint)
 
-    def ann_recall(self, queries) -> float:  # the protocol's; no index of ours to measure
-        return float("nan")
+    def capability(self, kind: type) -> object | None:
+        """The text of hits and the answer-cache counts (.protocol); no index of ours, no usage."""
+        return self if kind in (ChunkTexts, CacheCounts) else None
+
+    def cache_counts(self) -> dict[str, int]:
+        return self.stats.cache_counts()

@@ -14,7 +14,7 @@ from ..types import Hit
 from .fusion_methods import LEG_ORDER, FusionMethod, registry
 from .score_fusion import NORMS
 
-__all__ = ["LEG_ORDER", "FusionParams", "fuse", "method", "rrf", "rrf_lists"]
+__all__ = ["LEG_ORDER", "FusionParams", "fuse", "fuse_lists", "method", "rrf", "rrf_lists"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,23 @@ def fuse(legs: Mapping[str, Sequence[Hit]], params: FusionParams, limit: int | N
 def rrf(legs: Mapping[str, Sequence[Hit]], params: FusionParams, limit: int | None = None) -> list[Hit]:
     """Reciprocal rank fusion with ``params``' weights, whatever ``params.method`` says."""
     return registry()["rrf"].fuse(legs, params.weights(), params, limit)
+
+
+def fuse_lists(lists: Sequence[Sequence[Hit]], params: FusionParams) -> list[Hit]:
+    """The ranked lists of one query's expansions (``query.rewrite``: ``q0`` = the question's, then
+    each rewrite's) merged by the configured ``fusion.method``, each list a leg of equal weight 1,
+    cut to ``fusion.depth``; ties by chunk id. ``leg_ranks`` keep the leg ranks of a hit's first
+    appearance (vector, keyword, fused) plus its rank in each list. With ``fusion.method=rrf`` this
+    is :func:`rrf_lists`, float for float (the lists are summed in list order). A score-based
+    method normalises each list by ``fusion.norm``; under ``tmm`` an expansion list counts from 0
+    (a fused list's scores are >= 0; a vector-only variant's cosine lists, bounded by -1, too)."""
+    legs = {f"q{i}": hits for i, hits in enumerate(lists)}
+    first: dict[str, Hit] = {}
+    for hits in lists:
+        for h in hits[: params.depth]:
+            first.setdefault(h.chunk_id, h)
+    fused = registry()[params.method].fuse(legs, dict.fromkeys(legs, 1.0), params, None)
+    return [f.ranked(f.score, f.rank, {**first[f.chunk_id].leg_ranks, **f.leg_ranks}) for f in fused]
 
 
 def rrf_lists(lists: Sequence[Sequence[Hit]], k: int, depth: int) -> list[Hit]:

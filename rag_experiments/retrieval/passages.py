@@ -37,7 +37,29 @@ class ExternalResultError(UserError):
 
 @dataclass(frozen=True)
 class Passage:
-    """One passage as the system returned it (before it is placed in the corpus)."""
+    """One passage of a team's answer: the typed contract a team's system can return (a mapping
+    or any object of the shapes above is read into one).
+
+        from rag_experiments import Passage
+
+        def search(query: str, k: int, **params) -> list[Passage]:   # retrieval.external.target
+            return [Passage("runtime-config-resource.html", start=120, end=480, score=12.5), ...]
+
+    The rules (each broken one is an :class:`ExternalResultError` naming the field):
+
+    * ``document``: the corpus document, by its ``source_uri`` or ``doc_id`` (or file name), not empty;
+    * ``start`` and ``end``: integer character offsets into that document's text, both or neither
+      (what they count from: ``retrieval.external.offsets``); offsets that do not hold the passage
+      are counted as unplaced (the text, when given, is placed instead);
+    * ``text``: the passage's text, placed in the document when there are no offsets (exact,
+      then normalised, then fuzzy); a passage without offsets needs it (only a stored run may name
+      a whole document);
+    * ``score``: optional and finite; the order of the list is what is scored, best first;
+    * ``id``: optional, the system's own id for the passage (shown beside it).
+
+    At most ``k`` passages, best first; a repeat of a span already returned keeps its rank and is
+    credited once.
+    """
 
     document: str  # source_uri or doc_id, as the system names it
     start: int | None = None
@@ -45,6 +67,26 @@ class Passage:
     text: str | None = None
     score: float | None = None
     id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.document, str) or not self.document:
+            raise ExternalResultError(f"Passage.document: must be a non-empty string (a source_uri or doc_id), "
+                                      f"got {self.document!r}")
+        for name in ("start", "end"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+                raise ExternalResultError(f"Passage.{name}: must be an integer character offset, got {v!r}")
+        if (self.start is None) != (self.end is None):
+            raise ExternalResultError(f"Passage: give both start and end (or neither), got start={self.start} "
+                                      f"end={self.end}")
+        for name in ("text", "id"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, str):
+                raise ExternalResultError(f"Passage.{name}: must be a string, got {type(v).__name__}")
+        if self.score is not None:
+            if isinstance(self.score, bool) or not isinstance(self.score, (int, float)) or not math.isfinite(self.score):
+                raise ExternalResultError(f"Passage.score: must be a finite number, got {self.score!r}")
+            object.__setattr__(self, "score", float(self.score))
 
     def to_json(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -100,11 +142,27 @@ def _text(value: str, field: str, where: str) -> str:
     return value
 
 
-def read_passage(obj: Any, where: str, max_chars: int | None = None) -> Passage:
+def _checked(p: Passage, where: str, max_chars: int | None, whole_documents: bool) -> Passage:
+    """A typed passage's values as :func:`read_passage` checks a mapping's (naming ``where``)."""
+    if p.text is not None:
+        _text(p.text, "text", where)
+        if max_chars is not None and len(p.text) > max_chars:
+            raise ExternalResultError(f"{where}: the passage text is {len(p.text):,} characters, more than "
+                                      f"retrieval.http.max_passage_chars={max_chars:,}")
+    _text(p.document, "the document name", where)
+    if p.id is not None:
+        _text(p.id, "id", where)
+    if p.start is None and not p.text and not whole_documents:
+        raise ExternalResultError(f"{where}: the passage has neither start/end offsets nor text")
+    return p
+
+
+def read_passage(obj: Any, where: str, max_chars: int | None = None, whole_documents: bool = False) -> Passage:
     """``obj`` as a :class:`Passage`; ExternalResultError naming ``where`` when it is not one (or
-    when its text is longer than ``max_chars``)."""
-    if isinstance(obj, Passage):  # a stored run's, already read
-        return obj
+    when its text is longer than ``max_chars``). ``whole_documents``: a passage may name a
+    document only (a stored run's bare docno)."""
+    if isinstance(obj, Passage):  # typed by the system (or a stored run's, already read): the values are checked
+        return _checked(obj, where, max_chars, whole_documents)
     score = None
     node = _get(obj, "node")
     if node is not None and not isinstance(obj, Mapping):  # LlamaIndex NodeWithScore
@@ -153,7 +211,8 @@ def read_passage(obj: Any, where: str, max_chars: int | None = None) -> Passage:
                    None if text is None else _text(text, "text", where), _score(score, where), pid)
 
 
-def read_result(result: Any, k: int, where: str, max_chars: int | None = None) -> list[Passage]:
+def read_result(result: Any, k: int, where: str, max_chars: int | None = None,
+                whole_documents: bool = False) -> list[Passage]:
     """The ranked passages of one answer. More than ``k`` is an error (a system that ignores ``k``
     would be measured on a different cutoff than it is asked for); so is a passage text longer
     than ``max_chars`` (when given)."""
@@ -169,4 +228,4 @@ def read_result(result: Any, k: int, where: str, max_chars: int | None = None) -
     if len(items) > k:
         raise ExternalResultError(f"{where}: {len(items)} passages returned for k={k}",
                                   hint="return at most k passages, best first")
-    return [read_passage(p, f"{where}, passage {i}", max_chars) for i, p in enumerate(items, start=1)]
+    return [read_passage(p, f"{where}, passage {i}", max_chars, whole_documents) for i, p in enumerate(items, start=1)]

@@ -2,14 +2,15 @@
 
 * ``multi_query``: the model writes ``query.n`` other search queries for the question; the
   original and each rewrite are searched (each through the variant's legs and the configured
-  fusion) and the ``n + 1`` ranked lists are combined by reciprocal rank fusion
-  (``fusion.rrf_k``: the lists are rankings of the same corpus by different queries, whose
-  fused scores are not on one scale, so only their ranks are combined).
+  fusion) and the ``n + 1`` ranked lists are merged by the configured ``fusion.method`` too,
+  each list a leg of weight 1 (:func:`rag_experiments.retrieval.fusion.fuse_lists`; the default,
+  RRF with ``fusion.rrf_k``, combines ranks only: the lists rank one corpus for different
+  queries, and their fused scores are not on one scale).
 * ``hyde`` (Gao et al. 2022, "Precise Zero-Shot Dense Retrieval without Relevance Labels"): the
   model writes ``query.n`` short passages that would answer the question; the *vector* leg
   searches with each passage's embedding instead of the question's, the keyword leg keeps the
   question (BM25 on an invented passage rewards its invented words); each passage's fused list
-  is then combined by RRF as above. A keyword-only variant has no vector leg: refused.
+  is then merged as above. A variant without a vector leg (keyword) is refused.
 
 The reranker (``hybrid_rerank``) always scores the passages against the user's question.
 
@@ -226,7 +227,8 @@ def expansions(mode: str, query: str, rewrites: Sequence[str]) -> list[tuple[str
     return [(query, query)]
 
 
-def check_variant(params: QueryParams, variant: str) -> None:
-    if params.rewrite == "hyde" and variant == "keyword":
-        raise ConfigError("query.rewrite=hyde changes what the vector leg embeds; retrieval=keyword has no vector leg",
+def check_variant(params: QueryParams, variant: str, legs: Sequence[str]) -> None:
+    """``hyde`` rewrites what the vector leg embeds: a variant without one cannot use it."""
+    if params.rewrite == "hyde" and "vector" not in legs:
+        raise ConfigError(f"query.rewrite=hyde changes what the vector leg embeds; retrieval={variant} has no vector leg",
                           hint="use query.rewrite=multi_query, or a variant with a vector leg (vector, hybrid)")

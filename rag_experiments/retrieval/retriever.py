@@ -31,19 +31,18 @@ from ..cache_key import cache_key
 from ..chunk_index import StrategyInfo, embed_with_cache, embedding_space_key
 from ..types import Hit, RankedList
 from .filters import Filters
-from .fusion import FusionParams, fuse, rrf_lists
+from .fusion import FusionParams, fuse, fuse_lists
 from .hybrid_sql import hybrid_sql_search
 from .query_rewrite import QueryParams, QueryRewriter, check_variant, expansions
 from .legs import (LEGS_VERSION, KeywordLeg, KeywordParams, Leg, VectorLeg, VectorSearchParams, hit_row, leg_hits,
                    vector_search)
 from .rerank import RerankParams, Reranker, cached_scores, load_reranker, rerank_order
+from .protocol import AnnIndex, CacheCounts, ChunkTexts, Usage
+from .systems import registry, system_type
 
-#: the first-stage legs (:class:`.legs.Leg`) each variant fuses; one leg is served as it is
-VARIANT_LEGS = {"vector": ("vector",), "keyword": ("keyword",), "hybrid": ("vector", "keyword"), "hybrid_rerank": ("vector", "keyword")}
-VARIANTS = tuple(VARIANT_LEGS)
-#: a team's own system behind the same protocol (rag_experiments.retrieval.external)
-EXTERNAL_VARIANTS = ("external", "http", "stored")
-ALL_VARIANTS = VARIANTS + EXTERNAL_VARIANTS
+#: the variants this class implements (their legs and reranking: :mod:`.systems.builtin`); every
+#: variant, a team's systems too, is in :func:`.systems.registry`
+VARIANTS = ("vector", "keyword", "hybrid", "hybrid_rerank")
 
 
 class SearchMemo:
@@ -86,15 +85,20 @@ class RetrievalParams:
     vector: VectorSearchParams = field(default_factory=VectorSearchParams)
 
     def __post_init__(self) -> None:
-        if self.variant not in ALL_VARIANTS:
-            raise ConfigError(f"retrieval.variant: unknown variant {self.variant!r}; use one of {', '.join(ALL_VARIANTS)}")
-        if self.fusion.engine == "sql" and self.variant != "hybrid":
-            raise ConfigError(f"fusion.engine=sql implements variant 'hybrid' only, not {self.variant!r}")
-        if self.query.enabled and self.variant in ("vector", "keyword", "hybrid", "hybrid_rerank"):
-            check_variant(self.query, self.variant)
+        system = system_type(self.variant)  # ConfigError naming retrieval.variant
+        if self.fusion.engine == "sql" and not system.sql_twin:
+            twins = [name for name, s in registry().items() if s.sql_twin]
+            raise ConfigError(f"fusion.engine=sql implements variant {', '.join(repr(t) for t in twins)} only, "
+                              f"not {self.variant!r}")
+        if self.query.enabled and system.rewrites:
+            check_variant(self.query, self.variant, system.legs)
             if self.fusion.engine == "sql":
                 raise ConfigError(f"query.rewrite={self.query.rewrite}: the SQL fusion twin searches the question "
                                   "only", hint="use fusion.engine=python (the default) with query rewriting")
+        elif self.query.enabled and system.kind == "index":
+            raise ConfigError(f"query.rewrite={self.query.rewrite}: retrieval={self.variant} does not rewrite queries",
+                              hint="use a variant that does (" + ", ".join(n for n, s in registry().items()
+                                                                      if s.rewrites) + ") or query.rewrite=none")
 
 
 @dataclass
@@ -106,7 +110,8 @@ class CacheStats:
 
 
 class Retriever:
-    """The built-in variants: an implementation of :class:`.protocol.SearchSystem`."""
+    """The built-in variants: an implementation of :class:`.protocol.SearchSystem` (built by
+    :mod:`.systems.builtin`)."""
 
     def __init__(self, conn: psycopg.Connection, strategy: StrategyInfo, embedder, params: RetrievalParams,
                  memo: SearchMemo = MEMO) -> None:
@@ -121,6 +126,12 @@ class Retriever:
         self._qvec: dict[str, np.ndarray] = {}
         self._leg_parts: dict[str, dict] = {}
         p = self.params
+        system = system_type(p.variant)
+        if not system.legs:
+            raise ConfigError(f"retrieval.variant: {p.variant!r} is not one of this index's variants "
+                              f"({', '.join(VARIANTS)})")
+        self.leg_names: tuple[str, ...] = system.legs  # the legs it fuses (one leg is served as it is)
+        self.reranks = system.rerank
         self.legs: dict[str, Leg] = {leg.name: leg for leg in (
             VectorLeg(conn, strategy, p.fusion.depth, p.filters, p.ef_search, embedder.model_id, self.query_vector,
                       p.vector.exact_for(strategy.n_chunks)),
@@ -211,16 +222,16 @@ class Retriever:
         """Ranked lists for ``queries`` (their legs fetched in bulk); ``on_query(1)`` after each
         query is ranked (a progress bar)."""
         p = self.params
-        if p.variant in ("vector", "hybrid", "hybrid_rerank"):
+        legs = self.leg_names
+        if "vector" in legs:
             self.embed_queries(queries)
         done = on_query or (lambda n: None)
-        if p.fusion.engine == "sql" and p.variant in ("hybrid", "hybrid_rerank"):
+        if p.fusion.engine == "sql" and len(legs) > 1:
             out = []
             for q in queries:
                 out.append(self._search_sql(q, limit))
                 done(1)
             return out
-        legs = VARIANT_LEGS[p.variant]
         if p.query.enabled:
             return self._search_rewritten(queries, legs, limit, done)
         lists = self._legs_for(queries, legs)
@@ -230,7 +241,7 @@ class Retriever:
             if len(legs) == 1:  # a leg's hits are already ranked (rank, leg_ranks) as that leg
                 hits = lists[(legs[0], q)][0][:limit]
             else:
-                rerank = p.variant == "hybrid_rerank"
+                rerank = self.reranks
                 fused = fuse({leg: lists[(leg, q)][0] for leg in legs}, p.fusion,
                             max(limit, p.rerank.cutoff) if rerank and limit else limit)
                 t0 = time.perf_counter()
@@ -244,7 +255,8 @@ class Retriever:
     def _search_rewritten(self, queries: Sequence[str], legs: Sequence[str], limit: int,
                           done: Callable[[int], object]) -> list[RankedList]:
         """query.rewrite (:mod:`.query_rewrite`): each query's expansions searched through the legs
-        and the configured fusion, their lists combined by RRF, then the reranker on the question."""
+        and the configured fusion, their lists merged by the configured fusion method too
+        (:func:`.fusion.fuse_lists`), then the reranker on the question."""
         p = self.params
         if self.rewriter is None:
             self.rewriter = QueryRewriter(p.query, self.conn if p.use_cache else None)
@@ -256,7 +268,7 @@ class Retriever:
             self.embed_queries(vector_texts)
         lists = {**(self._legs_for(list(dict.fromkeys(vector_texts)), ["vector"]) if vector_texts else {}),
                  **(self._legs_for(list(dict.fromkeys(keyword_texts)), ["keyword"]) if keyword_texts else {})}
-        rerank = p.variant == "hybrid_rerank"
+        rerank = self.reranks
         results = []
         for q in queries:
             ms = 0.0
@@ -268,7 +280,7 @@ class Retriever:
                     ranked.append(lists[(legs[0], texts[legs[0]])][0])
                 else:
                     ranked.append(fuse({leg: lists[(leg, texts[leg])][0] for leg in legs}, p.fusion, p.fusion.depth))
-            combined = rrf_lists(ranked, p.fusion.rrf_k, p.fusion.depth)
+            combined = fuse_lists(ranked, p.fusion)
             t0 = time.perf_counter()
             order = self._rerank(q, combined) if rerank else []
             ms += (time.perf_counter() - t0) * 1000 if rerank else 0
@@ -302,6 +314,25 @@ class Retriever:
                                  exact=self.params.vector.exact_for(self.strategy.n_chunks))
         ms = (time.perf_counter() - t0) * 1000
         return RankedList(query, tuple(hits[:limit]), ms)
+
+    # -- capabilities (.protocol) ----------------------------------------------------------------
+    def capability(self, kind: type) -> object | None:
+        """The text of hits, cache counts and API usage always; ANN recall with a vector leg."""
+        if kind is AnnIndex:
+            return self if "vector" in self.leg_names else None
+        return self if kind in (ChunkTexts, CacheCounts, Usage) else None
+
+    def cache_counts(self) -> dict[str, int]:
+        return vars(self.stats).copy()
+
+    def usage(self) -> dict[str, float]:
+        """A paid reranker's requests and cost, and query rewriting's (requests, cached, tokens, cost)."""
+        out: dict[str, float] = {}
+        if self.reranker is not None and callable(getattr(self.reranker, "usage", None)):  # API rerankers count
+            out.update(self.reranker.usage())
+        if self.rewriter is not None:
+            out.update(self.rewriter.usage())
+        return out
 
     # -- ANN recall -----------------------------------------------------------------------------
     def ann_recall_key(self, queries: list[str]) -> str:

@@ -62,7 +62,7 @@ def normalise(scores: Sequence[float], norm: str, leg: str) -> list[float]:
         hi = max(scores)
         return [s / max(hi, FLOOR) for s in scores]
     if norm == "tmm":
-        lo, hi = THEORETICAL_MIN[leg], max(scores)
+        lo, hi = THEORETICAL_MIN.get(leg, 0.0), max(scores)  # another list (a query expansion's): from 0
         return [(s - lo) / max(hi - lo, FLOOR) for s in scores]
     raise ValueError(f"unknown normalisation {norm!r}")
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..config import Settings, settings_from_cfg
 from ..errors import ConfigError, UserError
 from ..limits import query_problem
+from ..retrieval.protocol import ChunkTexts, capability
 from .hits import SearchHit
 
 if TYPE_CHECKING:
@@ -107,17 +108,17 @@ class Retriever:
         self._lock = threading.Lock()  # one connection; the scoring server calls predict from threads
         self.conn = open_database(settings)
         self.where = redact_url(resolve_database_url(settings.db.url, settings.db.pgdata_dir))
-        from ..retrieval.retriever import EXTERNAL_VARIANTS
+        from ..retrieval.systems import BuildInputs, build_system, system_type
 
-        if settings.retrieval.variant in EXTERNAL_VARIANTS:  # a team's system: it calls the target
+        if system_type(settings.retrieval.variant).kind == "team":  # a team's system: it calls the target
             self._open_external()
         else:
             self.embedder = load_embedder(settings.embedding.name)
             self.strategy = self._strategy(ingest)
             self._check_filters()
-            from ..retrieval.retriever import Retriever as Engine
-
-            self._engine = Engine(self.conn, self.strategy, self.embedder, self.settings.retriever_params)
+            self._engine = build_system(BuildInputs(self.settings, self.conn, (), self.strategy, self.embedder,
+                                                    serving=True))
+        self._texts = _chunk_texts(self._engine)
         self._blocks: dict[str, tuple[str, list]] = {}  # doc_id -> (title, parsed blocks), for breadcrumbs
 
     def _open_external(self) -> None:
@@ -125,15 +126,12 @@ class Retriever:
         corpus as in a run (no answer cache: a served model answers what the system says now);
         the corpus must be the one the champion was measured on."""
         from ..experiment import external_index
-        from ..retrieval.external import ExternalRetriever, load_system
+        from ..retrieval.systems import BuildInputs, build_system
 
         docs = self._promoted_corpus()
-        r = self.settings.retrieval
-        system = load_system(r.variant, r.external, r.http)
+        self._engine = build_system(BuildInputs(self.settings, None, docs, serving=True))
         self.embedder = None
-        self.strategy, _ = external_index(self.settings, system, docs)
-        self._engine = ExternalRetriever(system, docs, r.variant, None, False, r.external.max_unplaced,
-                                         per_query_records=False)
+        self.strategy, _ = external_index(self.settings, self._engine.system, docs)
 
     def _check_filters(self) -> None:
         """A filter value no document of the served corpus has is an error, not empty answers."""
@@ -261,7 +259,7 @@ class Retriever:
         with self._lock:
             ranked = self._engine.search_many(queries, k)
             ids = {h.chunk_id for r in ranked for h in r.hits}
-            texts = self._engine.chunk_texts(list(ids)) if ids else {}
+            texts = self._texts.chunk_texts(list(ids)) if ids else {}
             return [[SearchHit.from_hit(h, texts[h.chunk_id], self._heading(h.doc_id, h.start)) for h in r.hits]
                     for r in ranked]
 
@@ -289,6 +287,15 @@ class Retriever:
 
     def __repr__(self) -> str:
         return f"Retriever({self.label!r}, strategy={self.strategy.strategy_id!r}, db={self.where!r})"
+
+
+def _chunk_texts(engine: object) -> ChunkTexts:
+    """What serving shows beside each hit: every system it serves must offer its hits' text."""
+    texts = capability(engine, ChunkTexts)
+    if texts is None:
+        raise ConfigError(f"retrieval.variant={getattr(engine, 'variant', '?')}: this system cannot say its hits' "
+                          "text, which serving shows")
+    return texts
 
 
 def config_overrides(config: dict) -> list[str]:

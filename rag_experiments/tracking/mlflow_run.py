@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..config import default_tracking_uri, project_root
 from ..redaction import redact_obj, redact_text
+from ..retrieval.systems import owned_config
 from .execution import execution_tags
 from .ownership import owner_tags
 from .ui_links import VIEW_TAG, view_state
@@ -335,27 +336,12 @@ def log_batch(client, run_id: str, params: dict[str, str] | None = None, metrics
 
 
 def _only_the_variants_own(config: dict) -> dict:
-    """The config without the knobs of retrievers this run did not use: a built-in run logs no
-    ``retrieval.external.*``/``retrieval.http.*`` (else it would differ from an external run by
-    ``target=None``), an external run no ``retrieval.http.*``, an http run of ``retrieval.external``
-    only ``max_unplaced`` (the one knob they share)."""
+    """The config without the knobs of retrievers this run did not use (what each system owns:
+    :func:`rag_experiments.retrieval.systems.owned_config`)."""
     retrieval = config.get("retrieval") if isinstance(config, dict) else None
     if not isinstance(retrieval, dict):
         return config
-    variant = retrieval.get("variant")
-    out = {k: v for k, v in retrieval.items() if k not in ("external", "http", "stored")}
-    if variant == "external" and "external" in retrieval:
-        out["external"] = retrieval["external"]
-    if variant == "stored":
-        out["stored"] = retrieval.get("stored")
-        if isinstance(retrieval.get("external"), dict):
-            out["external"] = {"max_unplaced": retrieval["external"].get("max_unplaced")}
-    if variant == "http":
-        if "http" in retrieval:
-            out["http"] = retrieval["http"]
-        if isinstance(retrieval.get("external"), dict):
-            out["external"] = {"max_unplaced": retrieval["external"].get("max_unplaced")}
-    return {**config, "retrieval": out}
+    return {**config, "retrieval": owned_config(retrieval)}
 
 
 def _without_unused_llm(config: dict) -> dict:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..redaction import redact_text
-from ..retrieval.fusion_methods import registry
+from ..retrieval.systems import registry
+from ..retrieval.systems.builtin import fusion_text as _fusion_text
 
 
 def _get(config: Mapping, dotted: str, default: Any = None) -> Any:
@@ -24,10 +24,6 @@ def _get(config: Mapping, dotted: str, default: Any = None) -> Any:
     return node
 
 
-def _num(v: Any) -> str:
-    return f"{v:g}" if isinstance(v, float) else str(v)
-
-
 def variant(config: Mapping, tags: Mapping[str, str] | None = None) -> str:
     return str((tags or {}).get("variant") or _get(config, "retrieval.variant", "") or "?")
 
@@ -35,11 +31,11 @@ def variant(config: Mapping, tags: Mapping[str, str] | None = None) -> str:
 def fusion_text(config: Mapping) -> str:
     """The method's own ``describe`` (:mod:`~rag_experiments.retrieval.fusion_methods`): ``rrf_k=30``
     (weights only when not 1), ``convex alpha=0.5 minmax``, ``combmnz zscore``, ``isr``."""
-    method = str(_get(config, "fusion.method", "rrf") or "rrf")
-    known = registry().get(method)
-    if known is None:  # a run logged by a version that had a method this one has not
-        return f"{method} {_get(config, 'fusion.norm', 'minmax')}"
-    return known.describe(lambda key, default=None: _get(config, f"fusion.{key}", default))
+    return _fusion_text(_getter(config))
+
+
+def _getter(config: Mapping):
+    return lambda dotted, default=None: _get(config, dotted, default)
 
 
 def _chunking(config: Mapping) -> str:
@@ -53,27 +49,20 @@ def _embedding(config: Mapping, tags: Mapping[str, str]) -> str:
     return str(_get(config, "embedding.name") or tags.get("embedding_model") or "?")
 
 
-def _external(config: Mapping, v: str) -> str:
-    if v == "external":
-        return str(_get(config, "retrieval.external.target") or "?")
-    if v == "http":
-        return redact_text(str(_get(config, "retrieval.http.url") or "?"))
-    return str(_get(config, "retrieval.stored.path") or "?")
+def _with_variant(config: Mapping, v: str):
+    """A getter over ``config`` whose ``retrieval.variant`` is ``v`` (a tag may name it)."""
+    get = _getter(config)
+    return lambda dotted, default=None: v if dotted == "retrieval.variant" else get(dotted, default)
 
 
 def short(config: Mapping, tags: Mapping[str, str] | None = None) -> str:
+    """The system's own ``describe`` (:mod:`~rag_experiments.retrieval.systems`)."""
     tags = tags or {}
     v = variant(config, tags)
-    if v in ("external", "http", "stored"):
-        return f"{v} {_external(config, v)}, {_chunking(config)}"
-    parts = [v, _chunking(config)]
-    if v != "keyword":
-        parts.append(_embedding(config, tags))
-    if v.startswith("hybrid"):
-        parts.append(fusion_text(config))
-    if "rerank" in v:
-        parts.append(f"rerank {_get(config, 'rerank.name', '?')}@{_get(config, 'rerank.cutoff', '?')}")
-    return ", ".join(str(p) for p in parts)
+    system = registry().get(v)
+    if system is None:  # a run logged by a version that had a system this one has not
+        return f"{v}, {_chunking(config)}, {_embedding(config, tags)}"
+    return system.describe(_with_variant(config, v), _chunking(config), _embedding(config, tags))
 
 
 def long(config: Mapping, tags: Mapping[str, str], metric: str, metrics: Mapping[str, float],
@@ -81,23 +70,14 @@ def long(config: Mapping, tags: Mapping[str, str], metric: str, metrics: Mapping
     """The registered version's description (Markdown): what the retriever is, what it was
     measured on, its objective with interval, and where the run is."""
     v = variant(config, tags)
+    system = registry().get(v)
     # plain first line: the registry's version list shows the description's start as text (raw `**`)
     lines = [short(config, tags), ""]
-    if v in ("external", "http", "stored"):
-        lines.append(f"- retriever: a team's own system (`retrieval={v}`: `{_external(config, v)}`), its passages "
-                     f"placed in the corpus and scored on the golden set")
-    else:
-        legs = {"vector": "vector search (pgvector)", "keyword": "keyword search (BM25 in PostgreSQL)"}
-        lines.append(f"- retriever: `{v}`: " + legs.get(v, "vector + keyword search fused"
-                                                       + (f" ({fusion_text(config)}, candidate depth "
-                                                          f"{_num(_get(config, 'fusion.depth', '?'))})")
-                                                       + (f", reranked by {_get(config, 'rerank.name', '?')} "
-                                                          f"over the top {_get(config, 'rerank.cutoff', '?')}"
-                                                          if "rerank" in v else "")))
+    lines.append("- retriever: " + (system.sentence(_with_variant(config, v)) if system else f"`{v}`"))
     chunk = _get(config, "chunking", {}) or {}
     lines.append(f"- chunking: {chunk.get('name', '?')}, {chunk.get('max_tokens', '?')} tokens, overlap "
                  f"{chunk.get('overlap', 0)}" + (", breadcrumbs" if chunk.get("breadcrumbs") else ""))
-    if v != "keyword":
+    if system is None or system.kind == "team" or system.embeds_queries:
         lines.append(f"- embedding model: {_embedding(config, tags)}")
     golden = tags.get("golden_sha256", "")
     records = tags.get("golden_records")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Callable, Mapping, Sequence
@@ -28,8 +29,14 @@ LEG_ORDER = ("vector", "keyword")
 
 
 def leg_order(legs: Mapping[str, Any]) -> list[str]:
-    """The legs of ``legs`` in summation order: :data:`LEG_ORDER`, then any other leg by name."""
-    return [leg for leg in LEG_ORDER if leg in legs] + sorted(leg for leg in legs if leg not in LEG_ORDER)
+    """The legs of ``legs`` in summation order: :data:`LEG_ORDER`, then any other leg by name, a
+    number in it by value (query expansions ``q0, q1, ..., q10``: list order)."""
+    return [leg for leg in LEG_ORDER if leg in legs] + sorted((leg for leg in legs if leg not in LEG_ORDER),
+                                                              key=_natural)
+
+
+def _natural(name: str) -> list:
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]
 
 
 def leg_weights(params: Any) -> dict[str, float]:
