@@ -92,35 +92,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "rag-exp run") -> None:
     if not plain_run(args, source):
         app()
         return
-    preload_tracking()
     with _mode_known():
         app()
-
-
-#: what a run imports only when it logs its result, after its work: imported beside the work
-PRELOAD = ("mlflow", "mlflow.store.tracking.sqlalchemy_store")
-
-
-def preload_tracking() -> None:
-    """Import MLflow and its SQL store in a background thread while Hydra composes and the run
-    works (retrieval waits on PostgreSQL and ONNX, which release the interpreter's lock), instead
-    of after the work, when the run logs its result: 1-3 s of a warm run's wall time
-    (``python -X importtime``: mlflow 2.3 s, its SQLAlchemy store 0.9 s, loaded 2 cores). The run
-    imports the same modules as before, in the same order on its own thread (Python's import lock
-    makes it wait for a module the thread is importing); a failure here is left for the run to
-    meet and report as it always did."""
-    import threading
-
-    def load() -> None:
-        import importlib
-
-        for name in PRELOAD:
-            try:
-                importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - the run imports it again and reports
-                return
-
-    threading.Thread(target=load, name="rag-exp-preload", daemon=True).start()
 
 
 #: override keys that may select a config setting ``hydra.mode`` (the presets in conf/experiment/ do)

@@ -146,36 +146,3 @@ def test_plain_run_is_decided_from_the_arguments_and_the_config_folders(tmp_path
     (conf / "retrieval").mkdir()
     (conf / "retrieval" / "ours.yaml").write_text("# @package _global_\nhydra:\n  mode: MULTIRUN\n")
     assert not plain_run([], project)
-
-
-_PRELOAD = """
-import json, sys, threading
-import rag_experiments.hydra_app as app
-seen = {"started": []}
-start = threading.Thread.start
-def recording(self):
-    seen["started"].append((self.name, "hydra" in sys.modules))
-    return start(self)
-threading.Thread.start = recording
-def task(cfg):
-    for t in threading.enumerate():
-        if t.name == "rag-exp-preload":
-            t.join()
-    seen["store_imported"] = "mlflow.store.tracking.sqlalchemy_store" in sys.modules
-    return 0.0
-app._task = task
-app.main(sys.argv[1:])
-print(json.dumps(seen))
-"""
-
-
-def test_a_plain_run_imports_mlflow_beside_its_work(tmp_path):
-    """MLflow and its SQL store (1-3 s of a warm run) are imported in a thread started before
-    Hydra composes (issue 44, item 8; the run's callbacks and logging imported them on the main
-    thread, one after the other): the thread is started, and once it is done they are imported."""
-    env = {"RAG_EXP_HOME": str(tmp_path), "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"}
-    proc = _python(_PRELOAD, "tracking.enabled=false", cwd=tmp_path, env=env)
-    assert proc.returncode == 0, proc.stderr
-    seen = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert seen["store_imported"] is True, seen
-    assert ["rag-exp-preload"] == [name for name, _ in seen["started"] if name == "rag-exp-preload"], seen
