@@ -79,11 +79,12 @@ class OnNewest:
         return f"golden {self.newest_sha[:12]} ({self.newest_records} records)"
 
     def cell(self, metric: str) -> str:
-        """The runs list's column: ``recall@5 0.7960 on golden 1a2b3c4d5e6f (2589 records), 230 shared cases``."""
+        """The runs list's column, the value first (MLflow's column shows about 12 characters):
+        ``0.7960 = recall@5 on golden 1a2b3c4d5e6f (2589 records), 230 shared cases``."""
         v = self.value(metric)
         if v is None:
             return f"not rescored on {self.where()}: {self.reason.split(':')[0]}"
-        return f"{metric_title(metric)} {v:.4f} on {self.where()}, {self.cases} shared cases"
+        return f"{v:.4f} = {metric_title(metric)} on {self.where()}, {self.cases} shared cases"
 
     def line(self, metric: str, record_value: float | None) -> str:
         """One sentence: the value of record, where it was measured, and the value on the newest version."""

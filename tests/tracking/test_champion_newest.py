@@ -83,7 +83,7 @@ def test_the_champions_row_says_its_value_on_the_newest_version(champion_then_gr
     c = MlflowClient()
     tags = c.get_run(champ).data.tags
     newest = load_golden(path).digest
-    assert tags[TAG] == f"recall@5 0.9500 on golden {newest[:12]} ({records} records), 10 shared cases", tags
+    assert tags[TAG] == f"0.9500 = recall@5 on golden {newest[:12]} ({records} records), 10 shared cases", tags
     assert tags[PREFIX + "golden_sha256"] == newest and tags[PREFIX + "cases"] == "10"
     assert tags[PREFIX + "rescored_from"] == f"run {champ[:12]} run.trec"
     assert tags[PREFIX + "recall_at_5"] == "0.950000"
@@ -118,7 +118,7 @@ def test_a_fresh_store_rescores_the_champion_of_record_from_its_committed_ranked
     mv = c.get_model_version_by_alias("rag-retriever-default", "champion")
     assert mv.run_id != champ  # the stand-in
     tags = c.get_run(mv.run_id).data.tags
-    assert tags[TAG].startswith("recall@5 0.9500 on golden "), tags
+    assert tags[TAG].startswith("0.9500 = recall@5 on golden "), tags
     assert tags[PREFIX + "rescored_from"] == "experiments/promoted/default.run.trec.gz"
     from rag_experiments.tracking.champion import read_record
 

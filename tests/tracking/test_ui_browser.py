@@ -20,6 +20,9 @@ import pytest
 
 from rag_experiments.tracking.mlflow_run import runs_view_url
 
+from .test_champion_newest import champion_then_growth  # noqa: F401 - fixture
+from .test_golden_versions import golden, golden_add  # noqa: F401 - fixtures
+
 pytestmark = pytest.mark.browser
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -55,6 +58,10 @@ def _free_port() -> int:
 @pytest.fixture
 def mlflow_server(store, small_sweep):
     """``mlflow server`` on a free 127.0.0.1 port over the test's sqlite store; its base URL."""
+    yield from _serve(store)
+
+
+def _serve(store):
     root, _ = store
     port = _free_port()
     log = open(root / "mlflow-server.log", "w")
@@ -295,3 +302,42 @@ def test_every_path_into_the_experiment_after_one_click_stays_in_model_training(
             context.close()
         finally:
             browser.close()
+
+
+def test_the_champions_row_shows_its_value_on_the_newest_golden_version(sync_playwright, store,
+                                                                        champion_then_growth):
+    """Issue 48 item 1: after the golden set grew, the champion's row in the runs list's opening view
+    says its value of record's version (golden_records) and its value rescored on the newest version
+    (on_newest_golden), no Columns clicks."""
+    from rag_experiments.serving.model_logging import ensure_registered
+    from rag_experiments.tracking.mlflow_run import runs_view_url
+
+    from mlflow.tracking import MlflowClient
+
+    from rag_experiments.tracking.mlflow_run import EXPERIMENT_TAGS
+
+    path, exp_id, champ, records = champion_then_growth
+    for k, v in EXPERIMENT_TAGS.items():  # what a run logged by run.py sets on its experiment
+        MlflowClient().set_experiment_tag(exp_id, k, v)
+    ensure_registered("default")
+    server = _serve(store)
+    base = next(server)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 2200, "height": 700})  # the tag columns in view
+                page.set_default_timeout(TIMEOUT_MS)
+                page.goto(runs_view_url(base, exp_id))
+                page.get_by_role("link", name="champion").first.wait_for()
+                close_assistant = page.get_by_role("button", name="Close")  # MLflow 3's side panel
+                if close_assistant.count():
+                    close_assistant.first.click()
+                page.get_by_role("columnheader", name="on_newest_golden").first.wait_for()
+                page.get_by_text("0.9500 = recall@5 on golden", exact=False).first.wait_for()
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(SHOTS / "9-champion-row-on-newest-golden.png"))
+            finally:
+                browser.close()
+    finally:
+        server.close()
