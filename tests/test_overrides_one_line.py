@@ -24,7 +24,7 @@ SECRET = "S3cret PW2"
 MISQUOTED = "db.url='host=/tmp user=postgres password=''S3cret PW2'' dbname=rag'"
 
 WRONG_TYPE = "error: fusion.rrf_k: Value 'abc' of type 'str' could not be converted to Integer"
-NO_OPTION = "error: retrieval=nosuch: no such option (options of retrieval: external, http, hybrid, hybrid_rerank, keyword, stored, vector)"
+NO_OPTION = "error: retrieval=nosuch: no such option (options of retrieval: bm25s, external, http, hybrid, hybrid_rerank, keyword, stored, vector)"
 
 CASES = [
     (RUN_PY + ["fusion.rrf_k=abc"], WRONG_TYPE),

@@ -64,7 +64,7 @@ def test_points_from_a_preset_are_checked_too(project, mini_golden):
 def test_an_unknown_choice_in_one_point_is_one_line(project, mini_golden):
     proc = _run_py(project, "-m", "retrieval=vector,bm25", *_mini_overrides(mini_golden))
     assert proc.returncode == 2
-    assert _error_lines(proc.stderr) == ["error: retrieval=bm25: no such option (options of retrieval: external, http, hybrid, hybrid_rerank, keyword, stored, vector)"]
+    assert _error_lines(proc.stderr) == ["error: retrieval=bm25: no such option (did you mean bm25s? options of retrieval: bm25s, external, http, hybrid, hybrid_rerank, keyword, stored, vector)"]
     assert _no_runs(project)
 
 
