@@ -456,11 +456,10 @@ def _time(fn, queries: Sequence[str]) -> list[float]:
 
 
 def measure_latency(conn, strategy, embedder, queries: list[str], rows: Rows, depth: int = 50) -> None:
-    from .retrieval.legs import KeywordParams, keyword_search, vector_search
+    from .retrieval.legs import vector_search
     from .retrieval.retriever import MEMO, Retriever, RetrievalParams
 
     qvecs = dict(zip(queries, embedder.embed(queries, input_type="query")))
-    kw = KeywordParams()
     sid = strategy.strategy_id
     for q in queries:  # an untimed pass: the rows below are warm (at 1M chunks the database
         vector_search(conn, sid, qvecs[q], depth, strategy.dim)  # outgrows the page cache)
@@ -515,7 +514,7 @@ def measure_bm25(conn, sid: str, queries: list[str], rows: Rows, depth: int = 50
     shipped_t, shipped, shipped_plans = timed()
     name = "native" if has_native else "SQL search, no native accumulator here"
     rows.add(f"BM25 leg p50, ms (OR, depth {depth}; as shipped: {name})", _pct(shipped_t, .5))
-    rows.add(f"BM25 leg p95, ms (as shipped)", _pct(shipped_t, .95),
+    rows.add("BM25 leg p95, ms (as shipped)", _pct(shipped_t, .95),
              note="(" + ", ".join(f"{k} {v}" for k, v in sorted(shipped_plans.items())) + ")")
     rows.add("BM25 leg p50, ms, as shipped, the queries' first pass (cold where the data outgrows RAM)",
              _pct(first_t, .5))
@@ -530,11 +529,11 @@ def measure_bm25(conn, sid: str, queries: list[str], rows: Rows, depth: int = 50
     finally:
         legs.PRUNE_MIN_POSTINGS = saved
         conn.execute("RESET rag_exp.bm25_native")
-    rows.add(f"BM25 leg p50, ms (SQL search, pruned: bm25_top_sql)", _pct(sql_t, .5))
+    rows.add("BM25 leg p50, ms (SQL search, pruned: bm25_top_sql)", _pct(sql_t, .5))
     rows.add("BM25 leg p95, ms (SQL search)", _pct(sql_t, .95))
     rows.add("BM25 SQL-search queries pruned (MaxScore), share", plans.get("pruned", 0) / max(len(queries), 1),
              "{:.2f}", "(" + ", ".join(f"{k} {v}" for k, v in sorted(plans.items())) + ")")
-    rows.add(f"BM25 leg p50, ms (every posting read: the leg before pruning)", _pct(every_t, .5))
+    rows.add("BM25 leg p50, ms (every posting read: the leg before pruning)", _pct(every_t, .5))
     rows.add("BM25 leg p95, ms (every posting read)", _pct(every_t, .95))
     same = sum(every[q] == sql_lists[q] == shipped[q] for q in queries)
     rows.add("BM25 lists and scores, as shipped = SQL search = every posting read, queries", same, "{:,.0f}",

@@ -26,7 +26,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Callable
 
 #: the line every run prints after its summary: ``time: total 2.04s (ingest ...``

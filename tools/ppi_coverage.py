@@ -27,7 +27,6 @@ difference (TF-IDF - BM25) the same way.
 from __future__ import annotations
 
 import argparse
-import math
 import re
 import sys
 import time

@@ -395,7 +395,6 @@ def alternatives(pool: list, others: tuple, gf, full, ranked: dict, case_ids: li
 
     table_ = case_table(pool, others, gf, full, ranked, case_ids, args.k)
     cids = list(case_ids)
-    n_cases = len(cids)
     idx = {v: i for i, v in enumerate(VARIANTS)}
     close = [("hybrid", "hybrid_rerank"), ("keyword", "vector")]
     cost = {c: len(table_[c]["pairs"]) for c in cids}

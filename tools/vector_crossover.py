@@ -6,7 +6,6 @@ Random unit vectors of 384 dimensions (the bundled model's) in a throwaway embed
 the HNSW build time (m 16, ef_construction 64) and p50 / p95 per query at depth 50 (60 queries, the
 second of two passes), exact (index scans off) and HNSW (sequential scans off).
 """
-import os
 import statistics
 import tempfile
 import time

@@ -306,7 +306,7 @@ def run_terminal(plan: HandPlan, *, labeller: str, doc_text: Callable[[str], str
             console.print(Text("Question: ", style="bold") + Text(queries.get(p.case_id, p.query)))
             console.print(Text("Document: ", style="bold") + Text(_where(p)))
             if offer.duplicates:
-                console.print(Text(f"  the same text is also in (the verdict applies to each): "
+                console.print(Text("  the same text is also in (the verdict applies to each): "
                                    + "; ".join(f"{_where(d)}" for d, _ in offer.duplicates), style="dim"))
             full = doc_text(p.hit["doc_id"])
             before, after = _context(full, p.hit["start"], p.hit["end"])

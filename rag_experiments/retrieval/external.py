@@ -259,8 +259,6 @@ def load_http_target(p: HttpParams, offsets: str = "auto") -> System:
 
 
 def load_stored_run(p: StoredParams, queries_by_case: dict[str, str]) -> System:
-    from pathlib import Path
-
     from ..config import project_path
     from .stored_run import StoredSearch
 

@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import urllib.request
 from contextlib import contextmanager

@@ -273,7 +273,7 @@ def align(runs: Sequence[RunView], c=None) -> Alignment:
         path, located = find_chain(versions, files)
     except NotAnAncestor as exc:
         where = first_differing_lines(runs, files, c)
-        return Alignment(runs, reason=f"NOT COMPARABLE: the golden-set versions are not on one chain: "
+        return Alignment(runs, reason="NOT COMPARABLE: the golden-set versions are not on one chain: "
                          + ("; ".join(where) + ". " if where else "") + str(exc))
     by_size = sorted(located.values(), key=lambda g: len(g.records))
     older, newer = by_size[0], by_size[-1]

@@ -34,7 +34,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 

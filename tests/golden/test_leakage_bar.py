@@ -8,7 +8,6 @@ import json
 import re
 import sys
 import types
-from pathlib import Path
 
 import pytest
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from rag_experiments.cache_key import cache_key

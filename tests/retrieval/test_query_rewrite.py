@@ -11,7 +11,7 @@ import pytest
 from rag_experiments.config import settings_from_cfg
 from rag_experiments.errors import ConfigError, UserError
 from rag_experiments.retrieval.fusion import rrf_lists
-from rag_experiments.retrieval.query_rewrite import QueryParams, expansions, parse
+from rag_experiments.retrieval.query_rewrite import expansions, parse
 from rag_experiments.types import Hit
 
 from ..golden.anthropic_stub import TEST_KEY, prompt_of, status, stub, text  # noqa: F401 - the fixture

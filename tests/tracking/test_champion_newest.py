@@ -64,7 +64,7 @@ def test_promote_and_the_gate_show_the_champion_rescored_on_the_newest_version(c
     newest = load_golden(path).digest[:12]
     assert "champion, newest golden" in out, out
     assert "recall@5 │ 1.000 │ 0.950 │" in out, out  # of record, on the newest version, ...
-    assert (f"the champion's recall@5 of record, 1.0000, was measured on golden" in out
+    assert ("the champion's recall@5 of record, 1.0000, was measured on golden" in out
             and f"on the newest version, golden {newest} ({records} records), it is 0.9500 on the 10 cases the "
                 "versions share (newest labels; rescored from run" in out), out
     assert "1 case(s) added since were never retrieved by it" in out
