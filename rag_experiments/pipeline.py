@@ -16,6 +16,7 @@ from .config import Settings, settings_from_cfg
 from .db.embedded import install_sigterm_handler
 from .errors import UserError
 from .experiment import ExperimentResult, run_experiment
+from .overlap import run_overlapped
 from .redaction import redact_text
 from .report import point_line, print_summary
 from .retrieval.systems import system_type
@@ -136,6 +137,24 @@ def log_result(result: ExperimentResult, cfg: DictConfig, run_name: str, validat
     return run_id
 
 
+def warm_tracking_imports(settings: Settings) -> None:
+    """Import what :func:`log_result` will need (MLflow, its SQL store for a database URI,
+    matplotlib when plots are on), so a single run pays for them while its work runs
+    (:func:`rag_experiments.overlap.run_overlapped`)."""
+    from .tracking import mlflow_run
+
+    uri = mlflow_run.tracking_uri(settings.tracking.uri)
+    import mlflow  # noqa: F401
+
+    if uri.split(":", 1)[0].split("+", 1)[0] in {"sqlite", "postgresql", "mysql", "mssql"}:
+        from mlflow.store.tracking import sqlalchemy_store  # noqa: F401
+    if settings.tracking.plots:
+        from .tracking.plots import pyplot
+
+        pyplot()
+    from .stats import bootstrap  # noqa: F401
+
+
 def _mirror_champion_record() -> None:
     """A fresh store's registry gets the committed champion (a failure here never fails the run)."""
     from .serving.model_logging import ensure_registered
@@ -177,7 +196,11 @@ def run_from_hydra(cfg: DictConfig) -> float:
     debug = os.environ.get("HYDRA_FULL_ERROR") == "1"
     try:
         settings = settings_from_cfg(cfg)
-        result = run_experiment(settings)
+        if settings.tracking.enabled and not multirun:
+            # the work in a forked child while this process imports what logging needs (overlap.py)
+            result = run_overlapped(lambda: run_experiment(settings), lambda: warm_tracking_imports(settings))
+        else:
+            result = run_experiment(settings)
         validation = label_status(result)
         run_id = log_result(result, cfg, _run_name(cfg, settings), validation)
     except UserError as exc:
