@@ -74,6 +74,11 @@ def _main(argv: list[str] | None) -> int:
         return 1
     debug = args.debug or os.environ.get("HYDRA_FULL_ERROR") == "1"
     try:
+        from .conf_yaml import check_conf_yaml
+        from .hydra_app import PACKAGED_CONF, project_root
+
+        if (project_root() / "conf").resolve() != PACKAGED_CONF:
+            check_conf_yaml(project_root() / "conf")  # a project's broken YAML: one line, not PyYAML's traceback
         if getattr(args, "command", None) == "golden" and hasattr(args, "golden") and args.golden is None:
             from .commands.golden import configured_golden
 

@@ -65,6 +65,24 @@ def config_source(root: Path | None = None) -> ConfigSource:
     return ConfigSource(PACKAGED_CONF, "config", (local.resolve(),))
 
 
+def _exit_on_bad_project_yaml(source: ConfigSource) -> None:
+    """A YAML syntax error in the project's ``conf/``: one ``error:`` line and exit 2, before Hydra
+    composes (whose own report is PyYAML's traceback)."""
+    from .conf_yaml import check_conf_yaml
+    from .errors import ConfigError
+
+    for folder in source.dirs:
+        if folder == PACKAGED_CONF:
+            continue
+        try:
+            check_conf_yaml(folder)
+        except ConfigError as exc:
+            if os.environ.get("HYDRA_FULL_ERROR") == "1":
+                raise
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(exc.exit_code)
+
+
 def _task(cfg) -> float:
     from .pipeline import run_from_hydra
 
@@ -83,6 +101,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "rag-exp run") -> None:
     register_argv(args)  # learn the secrets an override carries before anything can echo it
     redact_process_output()  # Hydra's own error messages quote overrides (and their passwords)
     source = config_source()
+    _exit_on_bad_project_yaml(source)
     exit_on_unknown_override_keys(args, source.dirs)
     args = free_mapping_overrides(args)  # a team's own knobs: retrieval.external.params.*
     if not any(a.startswith("hydra.searchpath=") for a in args):
