@@ -65,11 +65,24 @@ def extract_identifiers(text: str, language: str = "english") -> list[str]:
 
 
 # names in capitals (environment variables, shell parameters, git refs, SQL keywords) and dotted
-# settings with a camelCase part (git's push.autoSetupRemote): shapes a person names, not index keys
-_CAPS = r"(?<![\w.-])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*(?![\w-])"
-_CAMEL_DOTTED = r"(?<![\w.-])[a-z][a-z0-9]*(?:\.[a-z][a-z0-9]*)*\.[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*(?![\w-])"
-_WRITTEN_RE = re.compile(f"(?:{_CAMEL_DOTTED})|(?:{_CAPS})")
+# settings with a camelCase part (git's push.autoSetupRemote): shapes a person names, not index keys.
+# Letters of any script (GRÖSSE_MAX, größe.maxWert): Python's re has no upper/lower-case classes, so
+# the candidates are matched by shape and their case checked in _is_caps / _is_camel_dotted (on
+# ASCII text exactly the old [A-Z] / [a-z] patterns' matches).
+_CAPS = r"(?<![\w.-])[^\W\d_][^\W_]*(?:_[^\W_]+)*(?![\w-])"
+_CAMEL_DOTTED = r"(?<![\w.-])[^\W\d_][^\W_]*(?:\.[^\W\d_][^\W_]*)+(?![\w-])"
+_CAPS_RE, _CAMEL_DOTTED_RE = re.compile(_CAPS), re.compile(_CAMEL_DOTTED)
 MIN_CAPS = 4  # a name in capitals has at least this many characters (SQL, WAL, XML are acronyms)
+
+
+def _is_caps(token: str) -> bool:
+    return "." not in token and token[0].isupper() and token.isupper() and len(token) >= MIN_CAPS
+
+
+def _is_camel_dotted(token: str) -> bool:
+    *head, last = token.split(".")
+    return (bool(head) and all(p[0].islower() and p == p.lower() for p in head) and last[0].islower()
+            and any(c.isupper() for c in last[1:]))
 
 
 def find_identifiers(text: str, language: str = "english") -> list[str]:
@@ -78,11 +91,14 @@ def find_identifiers(text: str, language: str = "english") -> list[str]:
     :data:`MIN_CAPS` characters or more (``HISTSIZE``) and dotted camelCase settings
     (``push.autoSetupRemote``). For a person's question (``golden add --kind exact``), never for
     the index (see the module docstring)."""
-    pattern = _IDENT_RE if language == "english" else _UNICODE_IDENT_RE
+    # a question in any language may name a non-ASCII identifier (größe_max); the Unicode shapes
+    # find exactly the ASCII ones' matches on ASCII text (tests/test_identifiers_as_written.py)
+    del language  # kept for callers; the index's shapes (extract_identifiers) depend on it, these do not
     seen: dict[str, str] = {}
-    found = [m.group(0).rstrip(".") for m in pattern.finditer(text)]
-    found += [t for m in _WRITTEN_RE.finditer(text)
-              if (t := m.group(0)) and (not t.isupper() or len(t) >= MIN_CAPS)]
+    found = [m.group(0).rstrip(".") for m in _UNICODE_IDENT_RE.finditer(text)]
+    written = [(m.start(), t) for m in _CAPS_RE.finditer(text) if _is_caps(t := m.group(0))]
+    written += [(m.start(), t) for m in _CAMEL_DOTTED_RE.finditer(text) if _is_camel_dotted(t := m.group(0))]
+    found += [t for _, t in sorted(written)]
     for token in found:
         if token and token.lower() not in seen:
             seen[token.lower()] = token

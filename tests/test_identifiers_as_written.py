@@ -70,3 +70,16 @@ def test_a_name_in_capitals_must_be_in_capitals_in_the_document():
     with pytest.raises(add.UserError, match=r"names no identifier that the evidence's document holds \(PATH"):
         add.production_case("What does PATH do?", source_uri="Parameters.html", quote="The path of the history",
                             kind="exact", doc_lookup=lambda uri: DOC)
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("Wie setze ich größe_max höher?", ["größe_max"]),
+    ("Was bewirkt GRÖSSE_MAX in der Datei?", ["GRÖSSE_MAX"]),
+    ("Wozu dient die Einstellung größe.maxWert?", ["größe.maxWert"]),
+    ("Как изменить ПЕРЕМЕННАЯ_ОКРУЖЕНИЯ?", ["ПЕРЕМЕННАЯ_ОКРУЖЕНИЯ"]),
+    ("Что делает push.autoSetupRemote и HISTSIZE?", ["push.autoSetupRemote", "HISTSIZE"]),
+])
+def test_identifiers_in_any_script_are_found_as_written(question, expected):
+    """A question in German or Russian names identifiers with non-ASCII letters; before, only ASCII
+    shapes were found and `golden add --kind exact` asked for --identifier."""
+    assert find_identifiers(question) == expected
