@@ -61,7 +61,7 @@ bench: setup
 # the default chunking's texts, read at ingest instead of embedding them (embedding/shipped.py).
 # Re-make after changing the demo corpus, the default chunking or the model; a test says when.
 demo-vectors: setup
-	$(BIN)/python -m rag_experiments.embedding.shipped_make
+	$(BIN)/python -m devtools.shipped_make
 
 # cost per corpus size: synthetic corpora of 10k and 100k chunks (SCALE_ARGS=--million adds 1M),
 # each in a throwaway PostgreSQL and MLflow store; rows per size and their growth exponents.
@@ -74,7 +74,7 @@ bench-scale: setup
 # then an 8-point sweep on them (tests/scale/test_ray_cluster.py runs 4 of its kind); prints where to look
 scale-demo: setup $(BIN)/uv
 	$(UV_INSTALL) -e '.[ray]'
-	$(BIN)/python -m rag_experiments.scale.demo
+	$(BIN)/python -m devtools.scale_demo
 
 # opens on MLflow 3's GenAI overview otherwise: the URL printed is the runs table ("Model training")
 UI_PORT ?= 5000

@@ -131,7 +131,7 @@ class Embedded(NamedTuple):
 
 
 # Texts per executor call (a Ray task, or this process's model call loop): each call's vectors are
-# committed to the cache as they arrive. embedding/shipped_make.py batches the same way.
+# committed to the cache as they arrive. devtools/shipped_make.py batches the same way.
 EMBED_BATCH_TEXTS = 256
 
 

@@ -2,9 +2,9 @@
 
 ``docs/reference/config.md``, ``cli.md`` and ``metrics.md`` hold their generated part between
 ``<!-- generated: NAME -->`` and ``<!-- end generated: NAME -->`` (committed, so the pages read on
-GitHub; ``python -m rag_experiments.docs_reference --write`` refreshes them and
+GitHub; ``python -m devtools.docs_reference --write`` refreshes them and
 tests/docs/test_reference.py fails when they drift). At build time the region is replaced by a
-fresh rendering of :func:`rag_experiments.docs_reference.render` (the params dataclasses and the
+fresh rendering of :func:`devtools.docs_reference.render` (the params dataclasses and the
 packaged YAML, the ``rag-exp`` argument parser, the metric families), so the site cannot drift
 from the code either. A marker naming no generator fails the build.
 """
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _reference():
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))  # a checkout without `pip install -e .`
-    from rag_experiments import docs_reference
+    from devtools import docs_reference
 
     return docs_reference
 
@@ -41,6 +41,6 @@ def on_serve(server, config, builder):
     """`make docs`: a change to the code the reference is generated from rebuilds the site too."""
     for folder in ("rag_experiments/conf", "rag_experiments/commands"):
         server.watch(str(ROOT / folder))
-    for module in ("rag_experiments/docs_reference.py", "rag_experiments/config.py", "rag_experiments/cli.py"):
+    for module in ("devtools/docs_reference.py", "rag_experiments/config.py", "rag_experiments/cli.py"):
         server.watch(str(ROOT / module))
     return server

@@ -5,7 +5,7 @@ chunks is ~4 minutes of a 2-core machine's CPU (the int8 MiniLM model is compute
 ~2,000 tokens/s), nearly all of that run. A vector is a function of its embedding space (model,
 digest, dimensions) and its text: exactly the embedding cache's key. This file is that cache
 pre-filled for one space and one corpus, made by the same code path an ingest runs
-(:mod:`.shipped_make`, ``make demo-vectors``). At ingest, texts missing from the database's cache are
+(``devtools/shipped_make.py``, ``make demo-vectors``). At ingest, texts missing from the database's cache are
 looked up here before the model is called; what is found is copied into the cache and counted
 apart (``IngestReport.shipped_vectors``, the run's ``ingest.shipped_vectors`` tag), so a record
 never says a text was embedded when it was read from this file.

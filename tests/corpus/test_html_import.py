@@ -319,7 +319,7 @@ def test_folder_without_html_raises_corpus_error(tmp_path: Path) -> None:
 
 
 def test_demo_selection_rule() -> None:
-    from rag_experiments.corpus.demo_selection import is_demo_page
+    from devtools.demo_selection import is_demo_page
 
     for name in (
         "sql-select.html", "sql-createindex.html", "runtime-config-resource.html",

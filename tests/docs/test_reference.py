@@ -1,4 +1,4 @@
-"""The generated reference (rag_experiments/docs_reference.py): nothing goes undocumented.
+"""The generated reference (devtools/docs_reference.py): nothing goes undocumented.
 
 Every config key, every packaged group option, every ``rag-exp`` command and option, and every
 metric name a real run logs must have documentation text; a new knob, option or metric without
@@ -14,7 +14,7 @@ import dataclasses
 import mlflow
 from mlflow.tracking import MlflowClient
 
-from rag_experiments import docs_reference as D
+from devtools import docs_reference as D
 from rag_experiments.config import Settings, settings_from_cfg
 
 from ..test_config import _compose
@@ -140,7 +140,7 @@ def test_the_committed_reference_pages_are_what_the_code_generates():
     """docs/reference/{config,cli,metrics}.md hold the generated text (they read on GitHub); a change
     to a YAML comment, a help= or a params dataclass without re-running the generator fails here."""
     stale = D.stale_pages()
-    assert not stale, f"{stale} differ from the code: run python -m rag_experiments.docs_reference --write"
+    assert not stale, f"{stale} differ from the code: run python -m devtools.docs_reference --write"
 
 
 def test_the_generated_markdown_keeps_examples_pipes_and_items_apart():

@@ -72,7 +72,7 @@ def test_a_run_logs_the_judge_corrected_metrics_beside_its_own(project, mini_gol
         assert m[f"judge_corrected_{name}"] == pytest.approx(truth[name], abs=1e-9), name
         assert m[f"judge_corrected_{name}.ci_low"] <= truth[name] <= m[f"judge_corrected_{name}.ci_high"]
     assert m["judge_corrected.cases"] == 10
-    from rag_experiments import docs_reference as D
+    from devtools import docs_reference as D
 
     undocumented = [n for n in m if n.startswith("judge_corrected") and D.metric_family(n) is None]
     assert not undocumented, undocumented  # docs/reference/metrics.md names them

@@ -176,7 +176,7 @@ def test_precision_is_logged_and_agrees_with_ir_measures_and_ranx(seed):
 def test_the_measure_registry_is_the_one_list():
     """The per-case columns, the names metric_key parses, the headline and the metrics reference
     all read evaluation/measures.py."""
-    from rag_experiments import docs_reference as D
+    from devtools import docs_reference as D
     from rag_experiments.evaluation.evaluate import EvalParams
     from rag_experiments.evaluation.measures import REGISTRY
     from rag_experiments.evaluation.metric_key import HEADLINE, MEASURES, MetricKey, headline

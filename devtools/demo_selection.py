@@ -2,7 +2,7 @@
 
 Regenerate (Debian/Ubuntu: ``apt-get install postgresql-doc-15``)::
 
-    python -m rag_experiments.corpus.demo_selection \\
+    python -m devtools.demo_selection \\
         /usr/share/doc/postgresql-doc-15/html rag_experiments/data/demo_corpus
 
 The selection (see :func:`is_demo_page`):
@@ -109,7 +109,7 @@ def write_notice(src: Path, dest: Path) -> Path:
         "The Markdown files in this folder are converted from the PostgreSQL 15 documentation",
         f"(PostgreSQL {version}) as shipped by Debian's postgresql-doc-15 15.x package",
         "(HTML pages in /usr/share/doc/postgresql-doc-15/html), by",
-        "rag_experiments.corpus.demo_selection. The conversion drops navigation and page",
+        "devtools.demo_selection. The conversion drops navigation and page",
         "layout; the text is otherwise unchanged.",
         "",
         "The PostgreSQL documentation is distributed under the PostgreSQL Licence:",
@@ -143,7 +143,7 @@ def _selected_names(src: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m rag_experiments.corpus.demo_selection",
+        prog="python -m devtools.demo_selection",
         description="Rebuild the demo corpus from the PostgreSQL 15 manual's HTML pages.",
     )
     parser.add_argument("src", type=Path, help="e.g. /usr/share/doc/postgresql-doc-15/html")

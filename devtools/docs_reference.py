@@ -45,7 +45,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Iterable
 
-CONF_DIR = Path(__file__).resolve().parent / "conf"
+CONF_DIR = Path(__import__("rag_experiments").__file__).resolve().parent / "conf"  # the packaged configs
 
 #: keys that no comment or docstring explains well enough
 KEY_NOTES: dict[str, str] = {
@@ -400,7 +400,7 @@ def _probe_values(hint: Any) -> list[Any]:
 
 def _settings_with(path: str, value: Any):
     """Build ``Settings`` with ``path`` set to ``value`` (every other key at its default)."""
-    from .config import Settings
+    from rag_experiments.config import Settings
 
     parts = path.split(".")
 
@@ -419,7 +419,7 @@ def _settings_with(path: str, value: Any):
 def rejections(path: str, hint: Any, default: Any) -> list[tuple[Any, str]]:
     """(bad value, ConfigError message) for each probe of ``path`` that the checks reject, one per
     distinct message (the value itself masked)."""
-    from .errors import ConfigError
+    from rag_experiments.errors import ConfigError
 
     out, seen = [], set()
     for value in _probe_values(hint):
@@ -457,7 +457,7 @@ def allowed_values(messages: Iterable[str]) -> tuple[str, ...]:
 @cache
 def config_keys() -> tuple[ConfigKey, ...]:
     """Every key of the config tree, in the order of :class:`~rag_experiments.config.Settings`."""
-    from .config import FREE_MAPPINGS, Settings
+    from rag_experiments.config import FREE_MAPPINGS, Settings
 
     out = []
     for path, owner, f, hint in _walk(Settings, ""):
@@ -477,11 +477,11 @@ def config_keys() -> tuple[ConfigKey, ...]:
 def value_texts(path: str) -> dict[str, str]:
     """What each allowed value of a key means, from the key's registry (``fusion.method``)."""
     if path == "fusion.method":
-        from .retrieval.fusion_methods import registry
+        from rag_experiments.retrieval.fusion_methods import registry
 
         return {name: m.summary for name, m in registry().items()}
     if path == "retrieval.variant":
-        from .retrieval.systems import registry as systems
+        from rag_experiments.retrieval.systems import registry as systems
 
         return {name: s.summary for name, s in systems().items()}
     return {}
@@ -596,7 +596,7 @@ def _anchor(heading: str) -> str:
 
 
 def config_markdown() -> str:
-    from .config import Settings
+    from rag_experiments.config import Settings
 
     keys = config_keys()
     options = group_options()
@@ -716,7 +716,7 @@ def _commands(parser, name: str, help_: str = "") -> list[CommandDoc]:
 
 
 def commands() -> list[CommandDoc]:
-    from .cli import build_parser
+    from rag_experiments.cli import build_parser
 
     return _commands(build_parser(), "rag-exp")
 
@@ -782,11 +782,11 @@ RESULT_TEXT = {
 
 
 def metric_families() -> list[MetricFamily]:
-    from .evaluation.measures import REGISTRY
-    from .evaluation.metric_key import MEASURES
-    from .retrieval.placement import METHODS
-    from .retrieval.retriever import CacheStats
-    from .tracking.run_record import RESULT_EXTRAS
+    from rag_experiments.evaluation.measures import REGISTRY
+    from rag_experiments.evaluation.metric_key import MEASURES
+    from rag_experiments.retrieval.placement import METHODS
+    from rag_experiments.retrieval.retriever import CacheStats
+    from rag_experiments.tracking.run_record import RESULT_EXTRAS
 
     cache_counters = [f.name for f in dataclasses.fields(CacheStats)]
     fam: list[MetricFamily] = []
@@ -918,10 +918,10 @@ def flatten_diagnostics(diag: dict) -> list[str]:
 
 
 def metrics_markdown() -> str:
-    from .evaluation.evaluate import EvalParams
+    from rag_experiments.evaluation.evaluate import EvalParams
 
-    from .evaluation.measures import REGISTRY
-    from .evaluation.metric_key import MetricKey
+    from rag_experiments.evaluation.measures import REGISTRY
+    from rag_experiments.evaluation.metric_key import MetricKey
 
     names = EvalParams().metric_names()
     example = ", ".join(_code(n) for n in names if not REGISTRY[MetricKey.parse(n).metric].groups_only)
@@ -968,7 +968,7 @@ def fill(markdown: str, markers: bool = True, where: str = "") -> str:
         body = render(name)
         if not markers:
             return body
-        return (f"<!-- generated: {name} -->\n<!-- (written by python -m rag_experiments.docs_reference --write:"
+        return (f"<!-- generated: {name} -->\n<!-- (written by python -m devtools.docs_reference --write:"
                 f" do not edit by hand) -->\n\n{body}\n<!-- end generated: {name} -->\n")
 
     return REGION.sub(one, markdown)
@@ -981,11 +981,11 @@ def stale_pages(root: Path | None = None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m rag_experiments.docs_reference --write`` regenerates the committed reference
+    """``python -m devtools.docs_reference --write`` regenerates the committed reference
     pages; ``--check`` exits 1 naming the ones that drifted from the code."""
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m rag_experiments.docs_reference", description=main.__doc__)
+    ap = argparse.ArgumentParser(prog="python -m devtools.docs_reference", description=main.__doc__)
     ap.add_argument("--write", action="store_true", help="regenerate docs/reference/{config,cli,metrics}.md")
     ap.add_argument("--check", action="store_true", help="exit 1 when a committed page differs from the code")
     args = ap.parse_args(argv)
@@ -1001,7 +1001,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     stale = stale_pages(root)
     for rel in stale:
-        print(f"{rel}: differs from the code; run python -m rag_experiments.docs_reference --write")
+        print(f"{rel}: differs from the code; run python -m devtools.docs_reference --write")
     return 1 if stale else 0
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .shipped import load, shipped_path
+from rag_experiments.embedding.shipped import load, shipped_path
 
 
 def write(out: Path | None = None) -> dict:
@@ -26,14 +26,14 @@ def write(out: Path | None = None) -> dict:
 
     import onnxruntime
 
-    from ..chunk_index import EMBED_BATCH_TEXTS, embedding_space_key
-    from ..chunking import chunk_corpus
-    from ..corpus.loader import load_corpus
-    from ..scale.executors import LocalEmbedding
-    from ..experiment import load_settings_embedder
-    from ..session import compose_settings
-    from ..tracking.mlflow_run import git_state
-    from ..types import sha256_text
+    from rag_experiments.chunk_index import EMBED_BATCH_TEXTS, embedding_space_key
+    from rag_experiments.chunking import chunk_corpus
+    from rag_experiments.corpus.loader import load_corpus
+    from rag_experiments.scale.executors import LocalEmbedding
+    from rag_experiments.experiment import load_settings_embedder
+    from rag_experiments.session import compose_settings
+    from rag_experiments.tracking.mlflow_run import git_state
+    from rag_experiments.types import sha256_text
 
     settings, _ = compose_settings([])
     if settings.corpus.path != "demo" or settings.embedding.name != "minilm-onnx":
@@ -62,7 +62,7 @@ def write(out: Path | None = None) -> dict:
         "texts": len(hashes),
         "onnxruntime": onnxruntime.__version__,
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
-        "made_by": "make demo-vectors (python -m rag_experiments.embedding.shipped_make)",
+        "made_by": "make demo-vectors (python -m devtools.shipped_make)",
         **git_state(),  # the tree it was made from, as a run records it: git_commit, git_dirty
         "made_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }

@@ -1,9 +1,9 @@
 """``make scale-demo``: the services a team shares, started on this machine's loopback, and a
 sweep on them; or (``--bench-ingest``) the ingest scaling measurement.
 
-    python -m rag_experiments.scale.demo                 # services + the 8-point Ray sweep, then wait
-    python -m rag_experiments.scale.demo --corpus mini   # the same on the test suite's mini corpus (fast)
-    python -m rag_experiments.scale.demo --bench-ingest  # chunks/s: local vs Ray with 1 and 2 nodes
+    python -m devtools.scale_demo                 # services + the 8-point Ray sweep, then wait
+    python -m devtools.scale_demo --corpus mini   # the same on the test suite's mini corpus (fast)
+    python -m devtools.scale_demo --bench-ingest  # chunks/s: local vs Ray with 1 and 2 nodes
 
 It starts what ``tests/scale/test_ray_cluster.py`` starts: PostgreSQL (the wheel's binaries)
 over TCP with a password, an ``mlflow server`` (sqlite, served artifacts) and a Ray cluster of
@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from .services import MlflowServer, RayCluster, TcpPostgres
+from rag_experiments.scale.services import MlflowServer, RayCluster, TcpPostgres
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]  # the repository
 SWEEP = ["fusion.rrf_k=10,30,60,90", "chunking=heading,paragraph"]
 
 
@@ -40,7 +40,7 @@ def _mini_golden(project: Path) -> list[str]:
     sys.path.insert(0, str(ROOT))
     from tests.conftest import build_mini_golden
 
-    from ..corpus.loader import load_corpus
+    from rag_experiments.corpus.loader import load_corpus
 
     mini = ROOT / "tests" / "fixtures" / "mini_corpus"
     golden = build_mini_golden(project / "mini.jsonl", load_corpus(mini, "mini"))
@@ -111,12 +111,12 @@ def bench_ingest(n_texts: int) -> None:
     import psycopg
     import ray
 
-    from ..chunking import ChunkingParams, chunk_corpus
-    from ..corpus.loader import load_corpus
-    from ..db.connect import connect
-    from ..embedding import load_embedder
-    from ..chunk_index import embed_with_cache
-    from .executors import LocalEmbedding, RayEmbedding
+    from rag_experiments.chunking import ChunkingParams, chunk_corpus
+    from rag_experiments.corpus.loader import load_corpus
+    from rag_experiments.db.connect import connect
+    from rag_experiments.embedding import load_embedder
+    from rag_experiments.chunk_index import embed_with_cache
+    from rag_experiments.scale.executors import LocalEmbedding, RayEmbedding
 
     embedder = load_embedder()
     docs = load_corpus(ROOT / "rag_experiments" / "data" / "demo_corpus", "demo")
