@@ -155,7 +155,8 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
 
     Misses are embedded in batches (an API embedder: one request per batch, planned within the
     provider's limits) and each batch is committed as it arrives. ``executor`` computes the
-    batches (:mod:`.scale.executors`: this process by default, or a Ray cluster's workers).
+    batches (:class:`.embedding.executor.LocalEmbedding`: this process, the default; or
+    :mod:`.scale.executors`' Ray cluster workers, passed in by the caller).
     ``shipped``: misses are first looked up in the vectors shipped with the demo corpus
     (:mod:`.embedding.shipped`), which are then cached like computed ones but counted apart.
     ``keep_vectors=False``: every text's vector ends in the cache and none is returned or read
@@ -202,7 +203,7 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
         batches = [missing[lo : lo + batch_size] for lo in range(0, len(missing), batch_size)]
     bar = None
     rate = None
-    from .scale.executors import LocalEmbedding
+    from .embedding.executor import LocalEmbedding
 
     local = executor is None or type(executor) is LocalEmbedding  # this process embeds (not Ray, not a test's)
     if progress and local and plan is None and len(missing) >= 4 * model_batch_size:

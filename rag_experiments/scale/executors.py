@@ -13,7 +13,10 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from ..embedding.executor import LocalEmbedding  # the default executor lives below the store
 from ..errors import ConfigError
+
+__all__ = ["EXECUTORS", "IngestParams", "LocalEmbedding", "RayEmbedding", "embedding_executor"]
 
 EXECUTORS = ("local", "ray")
 
@@ -26,17 +29,6 @@ class IngestParams:
     def __post_init__(self) -> None:
         if self.executor not in EXECUTORS:
             raise ConfigError(f"ingest.executor: must be one of {', '.join(EXECUTORS)}, got {self.executor!r}")
-
-
-class LocalEmbedding:
-    """Batches embedded one after another in this process."""
-
-    def __init__(self, embedder, model_batch_size: int = 16) -> None:
-        self.embedder, self.model_batch_size = embedder, model_batch_size
-
-    def map(self, batches: Sequence[list[str]], input_type: str = "document") -> Iterator[tuple[int, np.ndarray]]:
-        for i, texts in enumerate(batches):
-            yield i, self.embedder.embed(texts, input_type=input_type, batch_size=self.model_batch_size)
 
 
 def _embed_on_worker(embedding_name: str, options, texts: list[str], input_type: str,
