@@ -241,7 +241,9 @@ def _run_external(settings: Settings, golden: GoldenSet, docs: list, manifest: d
         timings["total_s"] = time.perf_counter() - t0
         strategy, report = external_index(settings, system, docs)
         extra = retriever.stats.metrics()
-        if hasattr(system.search, "missing"):  # a stored run: cases it holds no list for (scored as empty)
+        from .retrieval.stored_run import StoredSearch
+
+        if isinstance(system.search, StoredSearch):  # a stored run: cases it holds no list for (scored as empty)
             extra["alignment.missing_queries"] = float(system.search.missing)
         return ExperimentResult(
             settings=settings, eval=ev, golden=golden, ingest=report, strategy=strategy,

@@ -18,7 +18,7 @@ import os
 import subprocess
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -28,6 +28,9 @@ from ..retrieval.systems import owned_config
 from .execution import execution_tags
 from .ownership import owner_tags
 from .ui_links import VIEW_TAG, view_state
+
+if TYPE_CHECKING:  # the annotation only: tracking sits above experiment, nothing imported at run time
+    from ..experiment import ExperimentResult
 
 PARENT_ENV = "RAG_EXP_PARENT_RUN_ID"
 
@@ -168,7 +171,7 @@ def per_case_for_mlflow(per_case: pd.DataFrame) -> pd.DataFrame:
     return per_case.copy()
 
 
-def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tags: dict[str, str] | None = None,
+def log_experiment(result: ExperimentResult, config_dict: dict, *, run_name: str | None, extra_tags: dict[str, str] | None = None,
                    plots: bool = True, log_per_case: bool = True, judge_validation: dict | None = None,
                    ci: dict | None = None) -> str:
     """Log one finished experiment as an MLflow run (a child when a sweep parent exists).
@@ -209,9 +212,9 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
     parent = os.environ.get(PARENT_ENV)
     if parent:
         tags["mlflow.parentRunId"] = parent
-    diag = R.diagnostics(result.timings, result.cache, result.golden.anchor_counts(), getattr(result, "drift", {}),
+    diag = R.diagnostics(result.timings, result.cache, result.golden.anchor_counts(), result.drift,
                          len(result.eval.excluded), result.eval.metrics)
-    if getattr(result, "golden_quality", None):
+    if result.golden_quality:
         diag["golden"]["quality"] = result.golden_quality  # is the golden set any good (golden.quality)
     tags.update(R.diagnostic_tags(diag))
     tags.update(extra_tags or {})
@@ -220,11 +223,11 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
     intervals = ci or {}
     metrics = R.run_metrics(result.eval.metrics, result.eval.headline or s.eval.metric_names(), s.objective,
                             intervals, s.tracking.log_intervals)
-    metrics.update(getattr(result, "usage", {}))  # paid API tokens and cost: embedding.*, rerank.*
-    metrics.update(getattr(result, "external", {}))  # a team's system: alignment.*, its own latency
-    failed = getattr(result, "failed", {})
+    metrics.update(result.usage)  # paid API tokens and cost: embedding.*, rerank.*
+    metrics.update(result.external)  # a team's system: alignment.*, its own latency
+    failed = result.failed
     metrics["retrieval.failed_queries"] = float(len(failed))  # excluded from the metrics, never scored as misses
-    unanswered = getattr(result.eval, "unanswered", ())  # imported queries no label answers yet: not scored
+    unanswered = result.eval.unanswered  # imported queries no label answers yet: not scored
     if unanswered:
         metrics["golden.unanswered_queries"] = float(len(unanswered))
     tables = {}
@@ -241,7 +244,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
         tags["retrieval_failed_queries"] = str(len(failed))
     client = MlflowClient()
     # the run starts when the work began (retrieval, evaluation), so its duration brackets it
-    run_id = create_run(client, exp_id, run_name, tags, getattr(result, "started_at", None))
+    run_id = create_run(client, exp_id, run_name, tags, result.started_at)
     try:
         with warnings.catch_warnings():
             # MLflow warns about dataset-source ambiguity and integer schema columns: noise here
@@ -259,7 +262,7 @@ def log_experiment(result, config_dict: dict, *, run_name: str | None, extra_tag
                 files["retrieval_failures.json"] = dict_json({"failed_cases": failed})
             files["corpus_manifest.json"] = dict_json(result.corpus_manifest)
             files.update(golden_lines_artifact(result.golden))
-            if getattr(result, "alignment_failures", None):
+            if result.alignment_failures:
                 files["alignment_failures.json"] = dict_json({"unplaced_passages": result.alignment_failures})
             if judge_validation is not None:
                 files["judge_validation.json"] = dict_json(judge_validation)
@@ -379,7 +382,7 @@ def run_file_artifact(result, run_name: str | None) -> dict[str, str]:
     golden version without retrieving again (rag_experiments.evaluation.rescore)."""
     from ..evaluation.runfile import ARTIFACT, run_file_text
 
-    results = getattr(result, "results", None)
+    results = result.results
     return {ARTIFACT: run_file_text(results, run_name or "rag-exp")} if results else {}
 
 
