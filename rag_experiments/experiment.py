@@ -157,20 +157,12 @@ def _run_experiment(settings: Settings, conn: psycopg.Connection | None = None) 
         depth = settings.eval.depth_needed
         if settings.eval.level == "document":
             depth = max(depth, settings.fusion.depth * 2)
-        t = time.perf_counter()
-        outcome = _search_with_progress(retriever, [c.query for c in cases], depth, settings.progress, conn)
-        timings["retrieval_s"] = time.perf_counter() - t
-        results = {c.case_id: r for c, r in zip(cases, outcome.ranked) if r is not None}
-        failed = {cases[i].case_id: why for i, why in sorted(outcome.failed.items())}
-        if settings.eval.level == "document":
-            lengths = dict(conn.execute(
-                "SELECT doc_id, length(text) FROM documents WHERE corpus = %s", (report.corpus,)).fetchall())
-            results = {cid: collapse_to_documents(r, lengths) for cid, r in results.items()}
 
-        t = time.perf_counter()
-        with collector_paused():
-            ev = evaluate(golden, results, settings.eval, failed=tuple(failed))
-        timings["evaluate_s"] = time.perf_counter() - t
+        def stored_lengths(_results) -> dict[str, int]:
+            return dict(conn.execute(
+                "SELECT doc_id, length(text) FROM documents WHERE corpus = %s", (report.corpus,)).fetchall())
+
+        results, failed, ev = _search_and_score(retriever, golden, settings, depth, conn, timings, stored_lengths)
         ann = capability(retriever, AnnIndex)  # a vector leg's HNSW index
         if settings.eval.ann_recall_queries > 0 and ann is not None:
             t = time.perf_counter()
@@ -201,6 +193,31 @@ def _run_experiment(settings: Settings, conn: psycopg.Connection | None = None) 
             conn.close()
 
 
+def _search_and_score(retriever, golden: GoldenSet, settings: Settings, depth: int, conn, timings: dict[str, float],
+                      doc_lengths, after_search=None) -> tuple[dict[str, RankedList], dict[str, str], EvalResult]:
+    """The part of a run every system shares, built-in or a team's: search every scorable case
+    (a query that fails is counted apart, never scored as a miss), at ``eval.level=document`` each
+    document once at its best rank (``doc_lengths(results)``: its length, so a whole-document
+    judgement matches), then evaluate. ``after_search``: a check between the two (a team's
+    unplaced share)."""
+    cases = golden.scorable
+    t = time.perf_counter()
+    outcome = _search_with_progress(retriever, [c.query for c in cases], depth, settings.progress, conn)
+    timings["retrieval_s"] = time.perf_counter() - t
+    if after_search is not None:
+        after_search()
+    results = {c.case_id: r for c, r in zip(cases, outcome.ranked) if r is not None}
+    failed = {cases[i].case_id: why for i, why in sorted(outcome.failed.items())}
+    if settings.eval.level == "document":
+        lengths = doc_lengths(results)
+        results = {cid: collapse_to_documents(r, lengths) for cid, r in results.items()}
+    t = time.perf_counter()
+    with collector_paused():
+        ev = evaluate(golden, results, settings.eval, failed=tuple(failed))
+    timings["evaluate_s"] = time.perf_counter() - t
+    return results, failed, ev
+
+
 def _run_external(settings: Settings, golden: GoldenSet, docs: list, manifest: dict, drift: dict,
                   timings: dict[str, float], t0: float, conn: psycopg.Connection | None) -> ExperimentResult:
     """A team's own system through the same protocol: its passages placed in the corpus, then the
@@ -220,24 +237,15 @@ def _run_external(settings: Settings, golden: GoldenSet, docs: list, manifest: d
         if not isinstance(retriever, ExternalRetriever):
             raise TypeError(f"retrieval.variant={settings.retrieval.variant}: a team system builds an ExternalRetriever")
         system = retriever.system
-        cases = golden.scorable
-        retriever.planned_queries = len(cases)  # the run stops once its unplaced share is certain
-        t = time.perf_counter()
-        outcome = _search_with_progress(retriever, [c.query for c in cases], settings.eval.depth_needed,
-                                        settings.progress, conn if use_cache else None)
-        timings["retrieval_s"] = time.perf_counter() - t
-        retriever.check_unplaced()
-        results = {c.case_id: rl for c, rl in zip(cases, outcome.ranked) if rl is not None}
-        failed = {cases[i].case_id: why for i, why in sorted(outcome.failed.items())}
-        if settings.eval.level == "document":
+        retriever.planned_queries = len(golden.scorable)  # the run stops once its unplaced share is certain
+
+        def corpus_lengths(results) -> dict[str, int]:  # a whole document it names that is not ours: length 0
             lengths = {d.doc_id: len(d.text) for d in docs}
-            results = {cid: collapse_to_documents(rl, {**lengths, **{h.doc_id: 0 for h in rl.hits
-                                                                      if h.doc_id not in lengths}})
-                       for cid, rl in results.items()}
-        t = time.perf_counter()
-        with collector_paused():
-            ev = evaluate(golden, results, settings.eval, failed=tuple(failed))
-        timings["evaluate_s"] = time.perf_counter() - t
+            return {**{h.doc_id: 0 for rl in results.values() for h in rl.hits if h.doc_id not in lengths}, **lengths}
+
+        results, failed, ev = _search_and_score(retriever, golden, settings, settings.eval.depth_needed,
+                                                conn if use_cache else None, timings, corpus_lengths,
+                                                after_search=retriever.check_unplaced)
         timings["total_s"] = time.perf_counter() - t0
         strategy, report = external_index(settings, system, docs)
         extra = retriever.stats.metrics()
