@@ -35,22 +35,9 @@ from .retrieval.retriever import RetrievalParams
 from .retrieval.systems import system_type
 from .scale.executors import IngestParams
 from .chunk_index import HnswParams
-
-
-def project_root() -> Path:
-    return Path(os.environ.get("RAG_EXP_HOME", os.getcwd())).resolve()
-
-
-def default_tracking_uri() -> str:
-    """The local MLflow store: ``sqlite:///<project>/mlruns/mlflow.db`` (absolute)."""
-    return f"sqlite:///{project_root() / 'mlruns' / 'mlflow.db'}"
-
-
-def project_path(path: str) -> Path:
-    """A configured path: absolute as given, else under the project root (``..`` folded: a corpus
-    beside the project, ``../docs``, is named as ``/…/docs``)."""
-    p = Path(path).expanduser()
-    return p if p.is_absolute() else Path(os.path.normpath(project_root() / p))
+# where a project's files are: one module, re-exported here for the callers of config
+from .paths import default_tracking_uri as default_tracking_uri, project_path as project_path
+from .paths import project_root as project_root
 
 
 # A text search configuration's name as corpus.language takes it: a bare or schema-qualified

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from .paths import project_root  # imports nothing of the package: config's settings modules stay unloaded
+
 PACKAGED_CONF = Path(__file__).resolve().parent / "conf"
 PROJECT_CONFIG = "project"
 
@@ -44,14 +46,6 @@ class ConfigSource:
         if not self.extra:
             return []
         return ["hydra.searchpath=[" + ",".join(f"file://{p}" for p in self.extra) + "]"]
-
-
-def project_root() -> Path:
-    """:func:`rag_experiments.config.project_root` (``$RAG_EXP_HOME``, else the working folder),
-    here without importing :mod:`rag_experiments.config`: that module imports every settings
-    class (pandas, numpy, psycopg: 0.75 s idle), which a command that only looks up a path, such
-    as ``golden add``, never needs."""
-    return Path(os.environ.get("RAG_EXP_HOME", os.getcwd())).resolve()
 
 
 def config_source(root: Path | None = None) -> ConfigSource:
