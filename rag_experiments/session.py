@@ -33,6 +33,7 @@ def compose_settings(overrides: list[str] | None = None) -> tuple[Settings, obje
 
     from .config import register_schema
 
+    import yaml
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -52,6 +53,14 @@ def compose_settings(overrides: list[str] | None = None) -> tuple[Settings, obje
                           + source.searchpath_overrides())
     except (HydraException, OmegaConfBaseException) as exc:  # one line (redacted where printed), no traceback
         raise ConfigError(f"overrides {' '.join(overrides or [])}: {describe_hydra_error(exc)}") from None
+    except yaml.YAMLError as exc:  # a project's conf/*.yaml that does not parse (the CLI checks first; a notebook did not)
+        from .conf_yaml import check_conf_yaml
+        from .hydra_app import PACKAGED_CONF
+
+        for folder in source.dirs:
+            if folder != PACKAGED_CONF:
+                check_conf_yaml(folder)  # raises the ConfigError naming file, line and column
+        raise ConfigError(f"a config file is not valid YAML: {' '.join(str(exc).split())}") from None
     return settings_from_cfg(cfg), cfg
 
 
