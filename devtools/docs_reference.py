@@ -45,7 +45,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Iterable
 
-CONF_DIR = Path(__import__("rag_experiments").__file__).resolve().parent / "conf"  # the packaged configs
+import rag_experiments
+
+CONF_DIR = Path(rag_experiments.__file__).resolve().parent / "conf"  # the packaged configs
 
 #: keys that no comment or docstring explains well enough
 KEY_NOTES: dict[str, str] = {
