@@ -115,7 +115,7 @@ def bench_ingest(n_texts: int) -> None:
     from rag_experiments.corpus.loader import load_corpus
     from rag_experiments.db.connect import connect
     from rag_experiments.embedding import load_embedder
-    from rag_experiments.chunk_index import embed_with_cache
+    from rag_experiments.store import embed_with_cache
     from rag_experiments.scale.executors import LocalEmbedding, RayEmbedding
 
     embedder = load_embedder()

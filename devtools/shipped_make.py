@@ -26,7 +26,7 @@ def write(out: Path | None = None) -> dict:
 
     import onnxruntime
 
-    from rag_experiments.chunk_index import EMBED_BATCH_TEXTS, embedding_space_key
+    from rag_experiments.store import EMBED_BATCH_TEXTS, embedding_space_key
     from rag_experiments.chunking import chunk_corpus
     from rag_experiments.corpus.loader import load_corpus
     from rag_experiments.scale.executors import LocalEmbedding

@@ -335,7 +335,7 @@ def test_an_ingest_killed_mid_way_resumes_without_embedding_again(fresh, fresh_d
 
 
 def test_an_ingest_says_what_it_will_embed_and_how_long_before_it_starts(fresh, mini_docs, embedder, capfd):
-    from rag_experiments.chunk_index import _embedding_plan_line
+    from rag_experiments.store import _embedding_plan_line
     from rag_experiments.scale.executors import LocalEmbedding
 
     p = ChunkingParams("heading", 60)

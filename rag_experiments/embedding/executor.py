@@ -1,8 +1,9 @@
 """The default way ingest computes document embeddings: batch after batch in this process.
 
-Here, in the embedding layer, so the store (:mod:`rag_experiments.chunk_index`) needs nothing from
-:mod:`rag_experiments.scale` (the layer above it), which adds the Ray executor with the same
-``map`` (issue 46 item 3: the store reached into the executors)."""
+Here, in the embedding layer, so the store (:mod:`rag_experiments.store`'s ``embed_with_cache``) and
+the ingest (:mod:`rag_experiments.chunk_index`) need nothing from :mod:`rag_experiments.scale` (a layer
+above them), which adds the Ray executor with the same ``map``; the caller passes that one in
+(issue 46 item 3: the store reached into the executors)."""
 
 from __future__ import annotations
 

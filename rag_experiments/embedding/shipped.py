@@ -34,7 +34,7 @@ def shipped_path() -> Path:
 
 @dataclass(frozen=True)
 class ShippedVectors:
-    space: str  # the embedding space key (chunk_index.embedding_space_key) the vectors belong to
+    space: str  # the embedding space key (store.embedding_space_key) the vectors belong to
     meta: dict  # how and from what they were made
     row: dict[str, int]  # text hash -> row of ``vectors``
     vectors: np.ndarray  # float32, one row per text

@@ -16,7 +16,7 @@ from psycopg import sql
 from ..cache_key import cache_key
 from ..errors import ConfigError, DatabaseError
 from ..identifiers import extract_identifiers
-from ..chunk_index import StrategyInfo, strategy_language
+from ..store import StrategyInfo, strategy_language
 from ..types import Hit
 from ..vector_types import cast_sql
 from .filters import Filters

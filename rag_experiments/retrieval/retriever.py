@@ -28,7 +28,7 @@ from psycopg.types.json import Jsonb
 
 from ..errors import ConfigError
 from ..cache_key import cache_key
-from ..chunk_index import StrategyInfo, embed_with_cache, embedding_space_key
+from ..store import StrategyInfo, embed_with_cache, embedding_space_key
 from ..types import Hit, RankedList
 from .filters import Filters
 from .fusion import FusionParams, fuse, fuse_lists

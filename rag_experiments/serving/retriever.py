@@ -30,7 +30,7 @@ from ..retrieval.protocol import ChunkTexts, capability
 from .hits import SearchHit
 
 if TYPE_CHECKING:
-    from ..chunk_index import StrategyInfo
+    from ..store import StrategyInfo
 
 from ..limits import MAX_QUERY_CHARS  # noqa: E402,F401 - one limit for every entry point (re-exported)
 MAX_QUERIES = 100  # per call (one HTTP request)
@@ -180,7 +180,7 @@ class Retriever:
     # -- the corpus check -----------------------------------------------------------------------
     def _strategy(self, ingest: bool) -> StrategyInfo:
         from ..chunking import strategy_key
-        from ..chunk_index import strategy_info
+        from ..store import strategy_info
 
         key = strategy_key(corpus_name(self.settings), self.settings.chunking, self.embedder.model_id,
                            self.settings.corpus.language)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from ...errors import ConfigError
 
 if TYPE_CHECKING:
-    from ...chunk_index import StrategyInfo
+    from ...store import StrategyInfo
     from ...types import Document
     from ..protocol import SearchSystem
 
