@@ -106,7 +106,9 @@ def label_status(result: ExperimentResult) -> dict:
     return validation
 
 
-def log_result(result: ExperimentResult, cfg: DictConfig, run_name: str, validation: dict | None = None) -> str | None:
+def log_result(result: ExperimentResult, cfg: DictConfig, run_name: str, validation: dict | None = None,
+               plot_pngs: dict[str, bytes] | None = None) -> str | None:
+    """Log a finished experiment (``plot_pngs``: its plots already drawn, :func:`overlapped_work`)."""
     s = result.settings
     if not s.tracking.enabled:
         return None
@@ -124,7 +126,7 @@ def log_result(result: ExperimentResult, cfg: DictConfig, run_name: str, validat
     run_id = log_experiment(
         result, config_dict, run_name=run_name, plots=plots,
         log_per_case=s.tracking.log_per_case,
-        judge_validation=validation, ci=ci, extra_tags=extra,
+        judge_validation=validation, ci=ci, extra_tags=extra, plot_pngs=plot_pngs,
     )
     # people's labels on a random sample of cases (golden spotcheck --cases): judge-corrected metrics
     from .evaluation.judge_corrected import judge_corrected
@@ -138,9 +140,9 @@ def log_result(result: ExperimentResult, cfg: DictConfig, run_name: str, validat
 
 
 def warm_tracking_imports(settings: Settings) -> None:
-    """Import what :func:`log_result` will need (MLflow, its SQL store for a database URI,
-    matplotlib when plots are on), so a single run pays for them while its work runs
-    (:func:`rag_experiments.overlap.run_overlapped`)."""
+    """Import what :func:`log_result` will need (MLflow, its SQL store for a database URI), so a
+    single run pays for them while its work runs (:func:`rag_experiments.overlap.run_overlapped`).
+    Not matplotlib: the work process draws the plots (:func:`overlapped_work`)."""
     from .tracking import mlflow_run
 
     uri = mlflow_run.tracking_uri(settings.tracking.uri)
@@ -148,11 +150,25 @@ def warm_tracking_imports(settings: Settings) -> None:
 
     if uri.split(":", 1)[0].split("+", 1)[0] in {"sqlite", "postgresql", "mysql", "mssql"}:
         from mlflow.store.tracking import sqlalchemy_store  # noqa: F401
-    if settings.tracking.plots:
-        from .tracking.plots import pyplot
-
-        pyplot()
     from .stats import bootstrap  # noqa: F401
+
+
+def overlapped_work(settings: Settings) -> tuple[ExperimentResult, dict, dict[str, bytes] | None]:
+    """What a single run's forked work process does (:mod:`rag_experiments.overlap`): the experiment,
+    then what needs only its result, off the logging process's path (which is importing MLflow
+    meanwhile, the longer of the two): the label status, and the plots as PNG bytes (None when off
+    or when drawing them fails here: the logging process then draws them and fails as it did)."""
+    result = run_experiment(settings)
+    validation = label_status(result)
+    pngs = None
+    if settings.tracking.plots and not result.eval.per_case.empty:
+        try:
+            from .tracking.plots import run_plot_pngs
+
+            pngs = run_plot_pngs(result.eval.per_case)
+        except Exception:  # noqa: BLE001 - drawn again while logging, where a failure marks the run FAILED
+            pngs = None
+    return result, validation, pngs
 
 
 def _mirror_champion_record() -> None:
@@ -198,11 +214,12 @@ def run_from_hydra(cfg: DictConfig) -> float:
         settings = settings_from_cfg(cfg)
         if settings.tracking.enabled and not multirun:
             # the work in a forked child while this process imports what logging needs (overlap.py)
-            result = run_overlapped(lambda: run_experiment(settings), lambda: warm_tracking_imports(settings))
+            result, validation, pngs = run_overlapped(lambda: overlapped_work(settings),
+                                                      lambda: warm_tracking_imports(settings))
         else:
-            result = run_experiment(settings)
-        validation = label_status(result)
-        run_id = log_result(result, cfg, _run_name(cfg, settings), validation)
+            result, pngs = run_experiment(settings), None
+            validation = label_status(result)
+        run_id = log_result(result, cfg, _run_name(cfg, settings), validation, plot_pngs=pngs)
     except UserError as exc:
         if multirun:
             _log_failed_child(cfg, exc)

@@ -173,13 +173,14 @@ def per_case_for_mlflow(per_case: pd.DataFrame) -> pd.DataFrame:
 
 def log_experiment(result: ExperimentResult, config_dict: dict, *, run_name: str | None, extra_tags: dict[str, str] | None = None,
                    plots: bool = True, log_per_case: bool = True, judge_validation: dict | None = None,
-                   ci: dict | None = None) -> str:
+                   ci: dict | None = None, plot_pngs: dict[str, bytes] | None = None) -> str:
     """Log one finished experiment as an MLflow run (a child when a sweep parent exists).
 
     Batched: the run is created with its tags, then params, metrics and the remaining tags go
     in one ``log_batch`` request (a sweep point used to make a request per ``log_params`` chunk,
     per metric group and per tag), then the artifacts. What is a metric and what goes to
     ``diagnostics.json`` / ``intervals.json``: :mod:`rag_experiments.tracking.run_record`.
+    ``plot_pngs``: the plots already drawn (:func:`rag_experiments.tracking.plots.run_plot_pngs`).
     """
     from mlflow.tracking import MlflowClient
 
@@ -270,7 +271,7 @@ def log_experiment(result: ExperimentResult, config_dict: dict, *, run_name: str
             if plots and not result.eval.per_case.empty:
                 from .plots import log_run_plots
 
-                log_run_plots(result.eval.per_case, client=client, run_id=run_id)
+                log_run_plots(result.eval.per_case, client=client, run_id=run_id, pngs=plot_pngs)
     except BaseException:
         client.set_terminated(run_id, status="FAILED")
         raise

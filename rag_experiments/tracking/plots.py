@@ -59,18 +59,47 @@ def first_relevant_histogram(per_case: pd.DataFrame, max_rank: int = 20, title: 
     return fig
 
 
-def log_run_plots(per_case: pd.DataFrame, client=None, run_id: str | None = None) -> list[str]:
-    """Log both plots to ``run_id`` through ``client`` (else to the active run)."""
-    import mlflow
+#: the two plots of a run: artifact path -> the function drawing it (in the order they are logged)
+RUN_PLOTS = {"plots/recall_at_k.png": recall_curve_figure,
+             "plots/first_relevant_rank.png": first_relevant_histogram}
+
+
+def run_plot_pngs(per_case: pd.DataFrame) -> dict[str, bytes]:
+    """Both plots as PNG bytes, by artifact path: what MLflow's ``log_figure`` stores (the figure's
+    ``savefig`` to a ``.png`` path with no other argument). A single run draws them in its forked
+    work process (:mod:`rag_experiments.overlap`), so the logging process never imports matplotlib."""
+    import tempfile
+    from pathlib import Path
 
     plt = pyplot()
-    paths = []
-    for fig, name in ((recall_curve_figure(per_case), "plots/recall_at_k.png"),
-                      (first_relevant_histogram(per_case), "plots/first_relevant_rank.png")):
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="rag_exp_plots_") as tmp:
+        for name, draw in RUN_PLOTS.items():
+            fig = draw(per_case)
+            path = Path(tmp) / Path(name).name
+            fig.savefig(path)
+            plt.close(fig)
+            out[name] = path.read_bytes()
+    return out
+
+
+def log_run_plots(per_case: pd.DataFrame, client=None, run_id: str | None = None,
+                  pngs: dict[str, bytes] | None = None) -> list[str]:
+    """Log both plots to ``run_id`` through ``client`` (else to the active run): ``pngs`` when
+    given (:func:`run_plot_pngs`, drawn elsewhere), else drawn here. One upload for both."""
+    import tempfile
+    from pathlib import Path
+
+    import mlflow
+
+    pngs = pngs if pngs is not None else run_plot_pngs(per_case)
+    with tempfile.TemporaryDirectory(prefix="rag_exp_plots_") as tmp:
+        folder = Path(tmp) / "plots"
+        folder.mkdir()
+        for name, data in pngs.items():
+            (Path(tmp) / name).write_bytes(data)
         if client is not None and run_id is not None:
-            client.log_figure(run_id, fig, name)
+            client.log_artifacts(run_id, str(folder), "plots")
         else:
-            mlflow.log_figure(fig, name)
-        plt.close(fig)
-        paths.append(name)
-    return paths
+            mlflow.log_artifacts(str(folder), "plots")
+    return list(pngs)
