@@ -301,26 +301,61 @@ def check_power(chk, alpha: float) -> str:
     return f"{est.mde:.3f}" + (f" (n≈{_count(est.n_for_delta)})" if est.n_for_delta is not None else "")
 
 
+#: the terminal table's widest line: a 120-column screen shows it whole (issue 48: the verdict table reads
+#: in one screen); the MDE column and the checks' notes are lines under the table, not columns
+TABLE_WIDTH = 120
+TERMINAL_DROP = ("MDE (n for Δ)",)
+
+
+def mde_line(decision) -> str | None:
+    """'MDE (n for Δ): recall@5 0.082 (n≈289); recall@5 (exact) n/a (no case differs). MDE = ...' for the
+    checks whose Δ is not significant (the terminal table's column, as a line); None when every Δ is."""
+    shown = [(chk.title, check_power(chk, decision.alpha)) for chk in decision.checks]
+    shown = [(t, v) for t, v in shown if v != "—"]
+    if not shown:
+        return None
+    return "MDE (n for Δ): " + "; ".join(f"{t} {v}" for t, v in shown) + f". {MDE_LEGEND}"
+
+
 def decision_table(decision, title: str, candidate_label: str = "candidate"):
     """The checks as a table, its title a line of its own above it: a rich table title is wrapped to
     the table's width and folds a word longer than that (``default.record.json`` / ``, version 1)``),
-    so the same decision read differently on a narrower table (issue 49, item 6)."""
+    so the same decision read differently on a narrower table (issue 49, item 6).
+
+    The table fits :data:`TABLE_WIDTH` columns (it was 139-141 wide with the MDE column, a check's
+    note in its result cell and the champion's newest-golden column): the MDE values are one line
+    under it and a check's note (``no per-case table``, ``within the HNSW noise floor``) a ``note:``
+    line, so no number is lost; the Markdown summary keeps them as columns."""
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
     table = Table(caption=f"two-sided paired randomization test over cases, alpha {decision.alpha:g}; "
-                  f"W/T/L = cases the {candidate_label} won/tied/lost; {MDE_LEGEND}", caption_justify="left")
+                  f"W/T/L = cases the {candidate_label} won/tied/lost", caption_justify="left")
     newest = _has_newest(decision)
-    for h in check_head(decision):
-        table.add_column(h.replace("candidate", candidate_label),
-                         justify="left" if h in ("check", "result") else "right")
+    head = check_head(decision)
+    keep = [i for i, h in enumerate(head) if h not in TERMINAL_DROP]
+    for i in keep:
+        h = head[i].replace("candidate", candidate_label)
+        if h == NEWEST_HEAD:
+            h = h.replace(", ", ",\n")  # two header lines: the column is as wide as its numbers' neighbours
+        table.add_column(h, justify="left" if h in ("check", "result") else "right")
+    below = []
     for chk in decision.checks:
         cells = check_cells(chk, decision.alpha, newest)
+        cells = [cells[i] for i in keep]
+        cells[-1] = "ok" if chk.passed else "FAIL"
         style = "green" if chk.passed else "bold red"
         table.add_row(*cells[:-1], f"[{style}]{cells[-1]}[/{style}]")
+        if chk.note:
+            below.append(Text(f"note: {chk.title}: {chk.note}", style="yellow"))
+        if chk.noise and not any(n.startswith(f"{chk.title}: ") and "noise floor" in n
+                                 for n in getattr(decision, "notes", [])):
+            below.append(Text(f"note: {chk.title}: {chk.noise}", style="yellow"))
+    mde = mde_line(decision)
+    lines = [Text(mde)] if mde else []
     notes = [Text(f"note: {n}", style="yellow") for n in getattr(decision, "notes", [])]
-    return Group(Text(title, style="bold"), table, *notes)
+    return Group(Text(title, style="bold"), table, *lines, *below, *notes)
 
 
 def decision_markdown(decision, candidate_label: str = "candidate") -> str:

@@ -60,9 +60,11 @@ def test_promote_and_the_gate_show_the_champion_rescored_on_the_newest_version(c
     now = log_golden_run(path, name="nightly", exp_id=exp)
     capsys.readouterr()
     assert cli("promote", "--dry-run") == 1  # a tie on the shared cases: refused
-    out = " ".join(capsys.readouterr().out.split())
+    raw = capsys.readouterr().out
+    out = " ".join(raw.split())
     newest = load_golden(path).digest[:12]
-    assert "champion, newest golden" in out, out
+    head = [line for line in raw.splitlines() if line.startswith("┃")]  # the column's header on two lines
+    assert "┃ champion, ┃" in " ".join(head[0].split()) and "┃ newest golden ┃" in " ".join(head[1].split()), raw
     assert "recall@5 │ 1.000 │ 0.950 │" in out, out  # of record, on the newest version, ...
     assert ("the champion's recall@5 of record, 1.0000, was measured on golden" in out
             and f"on the newest version, golden {newest} ({records} records), it is 0.9500 on the 10 cases the "
