@@ -36,7 +36,8 @@ def _expected(project: Path) -> str:
     ["-m", "rag_experiments.cli", "golden", "stats"],
     ["-m", "rag_experiments.cli", "search", "how do I vacuum"],
     ["-m", "rag_experiments.cli", "golden", "add", "--query", "q?", "--source-uri", "x", "--quote", "y"],
-], ids=["rag-exp run", "run.py", "golden stats", "search", "golden add"])
+    ["-m", "rag_experiments.cli", "triage", "how do I vacuum", "--expected", "x"],
+], ids=["rag-exp run", "run.py", "golden stats", "search", "golden add", "triage"])
 def test_a_broken_project_yaml_is_one_line_from_every_entry_point(broken_project, argv):
     env = {**os.environ, "RAG_EXP_HOME": str(broken_project), "PYTHONPATH": str(ROOT),
            "MLFLOW_TRACKING_URI": f"sqlite:///{broken_project}/mlflow.db",
