@@ -146,3 +146,33 @@ def test_plain_run_is_decided_from_the_arguments_and_the_config_folders(tmp_path
     (conf / "retrieval").mkdir()
     (conf / "retrieval" / "ours.yaml").write_text("# @package _global_\nhydra:\n  mode: MULTIRUN\n")
     assert not plain_run([], project)
+
+
+_CREATE_RUN = """
+import json, sys
+sys.argv[0] = sys.argv[1]  # what MLflow's context providers read: the program Hydra shows, or a script
+from mlflow.tracking import MlflowClient
+from rag_experiments.tracking.mlflow_run import create_run
+client = MlflowClient(tracking_uri=sys.argv[2])
+exp = client.create_experiment("e")
+run_id = create_run(client, exp, "r", {"variant": "hybrid"})
+git_imported = "git" in sys.modules
+from mlflow.tracking.context.registry import resolve_tags
+print(json.dumps({"git_imported": git_imported, "logged": client.get_run(run_id).data.tags,
+                  "resolved": resolve_tags({"variant": "hybrid", "mlflow.runName": "r"})}))
+"""
+
+
+@pytest.mark.parametrize("argv0", ["rag-exp run", "run.py"])
+def test_a_run_gets_the_context_tags_mlflow_would_give_it_without_gitpython_when_it_finds_nothing(tmp_path, argv0):
+    """``rag-exp run`` (``sys.argv[0]`` is the name Hydra shows, no path): MLflow's git context could
+    only find nothing, and the logging process no longer imports GitPython to learn it; a script
+    that exists (``python run.py``) is looked up as before. Either way the run's tags are those
+    MLflow's full context resolution gives."""
+    proc = _python(_CREATE_RUN, argv0, f"sqlite:///{tmp_path}/mlflow.db")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["logged"] == seen["resolved"]
+    if argv0 == "rag-exp run":
+        assert not seen["git_imported"]
+        assert not [t for t in seen["logged"] if t.startswith("mlflow.source.git")]

@@ -314,8 +314,24 @@ def create_run(client, experiment_id: str, run_name: str | None, tags: dict[str,
     from mlflow.tracking.context.registry import resolve_tags
 
     start_ms = int(started_at * 1000) if started_at is not None else None
-    run = client.create_run(experiment_id, run_name=run_name, tags=resolve_tags(tags), start_time=start_ms)
+    run = client.create_run(experiment_id, run_name=run_name, tags=resolve_tags(tags, ignore=_no_git_context()),
+                            start_time=start_ms)
     return run.info.run_id
+
+
+def _no_git_context() -> list:
+    """MLflow's git context (tags ``mlflow.source.git.*``) when it can only find nothing: it looks
+    for a repository at ``sys.argv[0]``, which under ``rag-exp run`` is the program name Hydra shows
+    (``rag-exp run``), no path, so GitPython raises and no tag is set; importing GitPython to learn
+    that cost the logging process 25-40 ms (issue 44 item 8). A path that exists is looked up as
+    before (``python run.py`` in a repository gets the tags). The run's own ``git_commit`` and
+    ``git_dirty`` tags come from :func:`git_state`."""
+    import sys
+
+    from mlflow.tracking.context.git_context import GitRunContext
+
+    main = sys.argv[0] if sys.argv and sys.argv[0] else None  # what MLflow's context reads (_get_main_file)
+    return [] if main is not None and os.path.exists(main) else [GitRunContext]
 
 
 def log_batch(client, run_id: str, params: dict[str, str] | None = None, metrics: dict[str, float] | None = None,
