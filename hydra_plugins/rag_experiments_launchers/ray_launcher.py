@@ -86,7 +86,9 @@ class RayLauncher(Launcher):
             print("error: hydra/launcher=ray needs the [ray] extra: pip install -e '.[ray]'", file=sys.stderr)
             sys.exit(2)
 
-        from rag_experiments.scale.cluster import connect, preflight
+        from rag_experiments.scale.cluster import connect
+
+        from ._ray_preflight import preflight
 
         setup_globals()
         assert self.config is not None and self.hydra_context is not None and self.task_function is not None
@@ -133,7 +135,7 @@ class RayLauncher(Launcher):
                 results[offset] = ray.get(ref)
             except Exception as exc:  # noqa: BLE001 - a lost worker or node: the point failed
                 from rag_experiments.redaction import redact_text
-                from rag_experiments.scale.lost_points import finished_run, record_lost_point
+                from ._lost_points import finished_run, record_lost_point
 
                 parent_id = env.get("RAG_EXP_PARENT_RUN_ID")
                 if done_id := finished_run(sweep_config, parent_id):

@@ -1,4 +1,9 @@
-"""A sweep point whose worker or node died cannot close its own MLflow run: the launcher does."""
+"""A sweep point whose worker or node died cannot close its own MLflow run: the Ray launcher does.
+
+Here beside the launcher, its only caller (was rag_experiments/scale/lost_points.py: the scale
+layer sits below tracking, and this writes MLflow runs; issue 46 item 3). The leading underscore
+keeps Hydra's plugin scan from importing it at every start-up.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ def finished_run(cfg: DictConfig, parent_id: str | None) -> str | None:
     returned its result: the point's work is done and recorded, so it is not lost."""
     from mlflow.tracking import MlflowClient
 
-    from ..tracking.mlflow_run import setup
+    from rag_experiments.tracking.mlflow_run import setup  # MLflow: only when a point was lost
 
     if not parent_id:
         return None  # without the parent, a FINISHED run could be another sweep's point
@@ -26,7 +31,7 @@ def record_lost_point(cfg: DictConfig, overrides: list[str], error: BaseExceptio
     """Mark the point's child run FAILED, or create it FAILED if it died before logging."""
     from mlflow.tracking import MlflowClient
 
-    from ..tracking.mlflow_run import redact, setup
+    from rag_experiments.tracking.mlflow_run import redact, setup
 
     exp_id = setup(cfg.tracking.uri, cfg.tracking.experiment)
     client = MlflowClient()
