@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-from rich.console import Console
 from rich.table import Table
 
 from .evaluation.metric_key import segment_groups
+from .terminal import console
 
 
 def short_name(metric: str) -> str:
     """recall_at_5 -> r@5 (column headers that fit a terminal)."""
     return metric.replace("recall_at_", "r@").replace("_at_", "@")
-
-
-def console() -> Console:
-    # not a terminal (CI logs, pipes): wide enough that segment names are never cut
-    c = Console()
-    return c if c.is_terminal else Console(width=180)
 
 
 def summary_table(result, title: str | None = None) -> Table:

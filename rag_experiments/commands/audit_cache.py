@@ -126,7 +126,7 @@ def _short(cfg: dict) -> str:
 
 
 def cmd_audit_cache(args: argparse.Namespace) -> int:
-    from ..report import console
+    from ..terminal import console
     from ..tracking.mlflow_run import tracking_uri
     from ..tracking.runs import client, experiment_ids
 

@@ -128,7 +128,7 @@ def champion_objective(run) -> str:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from ..report import console
+    from ..terminal import console
     from ..tracking.compare import build_comparison
     from ..tracking.compare_render import decision_markdown, decision_table, print_comparison
     from ..tracking.configured import comparison_defaults

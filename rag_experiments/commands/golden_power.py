@@ -153,7 +153,7 @@ def cmd_power(args: argparse.Namespace) -> int:
         return 0
     from rich.table import Table
 
-    from ..report import console
+    from ..terminal import console
 
     out = console()
     out.print(intro, soft_wrap=True)

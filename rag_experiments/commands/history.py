@@ -33,7 +33,7 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from ..report import console
+    from ..terminal import console
     from ..tracking.history import build_history, log_history, rich_table, trend_markdown
     from ..tracking.promote import current_champion, model_name
     from ..tracking.runs import client

@@ -54,7 +54,7 @@ def register(subparsers: Any) -> None:
 def cmd_promote(args: argparse.Namespace) -> int:
     from rich.panel import Panel
 
-    from ..report import console
+    from ..terminal import console
     from ..tracking.compare_render import decision_table
     from ..tracking.promote import model_name, preset_name, promote, replaced_summary
 

@@ -68,7 +68,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     import json
 
     from ..limits import check_query
-    from ..report import console
+    from ..terminal import console
     from ..serving.retriever import Retriever
 
     if args.overrides and args.champion:

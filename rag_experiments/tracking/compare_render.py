@@ -246,7 +246,7 @@ def print_comparison(cmp, markdown: bool = False, console: Any = None) -> None:
         return
     from rich.panel import Panel
 
-    from ..report import console as make_console
+    from ..terminal import console as make_console
 
     out = console or make_console()
     for w in cmp.warnings:

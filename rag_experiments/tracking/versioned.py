@@ -397,7 +397,7 @@ def print_gap(gap: VersionGap, runs: Sequence[RunView], metrics: Sequence[str], 
     """The gap on the terminal: the summary, then per newest-version run its added-case table."""
     from rich.table import Table
 
-    from ..report import console as make_console
+    from ..terminal import console as make_console
 
     metrics = list(dict.fromkeys(metrics))
     out = console or make_console()
