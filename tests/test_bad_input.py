@@ -107,7 +107,7 @@ def test_triage_refuses_a_100kb_query_before_opening_the_database(monkeypatch, c
 
 
 def test_benchmark_import_refuses_a_100kb_query(tmp_path):
-    from rag_experiments.corpus.beir import import_beir
+    from rag_experiments.benchmarks.beir import import_beir
 
     src = tmp_path / "beir"
     shutil.copytree(Path(__file__).parent / "fixtures" / "benchmarks" / "beir_tiny", src)

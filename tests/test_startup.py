@@ -43,8 +43,8 @@ print(json.dumps(sorted(sys.modules)))
     loaded = {m.split(".")[0] for m in modules}
     assert loaded.isdisjoint(HEAVY), sorted(loaded & set(HEAVY))
     # the benchmark importers (golden-set builder, corpus loader and converter): import-beir's
-    # --grade-map choices come from corpus.grade_maps alone
-    assert "rag_experiments.corpus.benchmark" not in modules
+    # --grade-map choices come from benchmarks.grade_maps alone
+    assert "rag_experiments.benchmarks.benchmark" not in modules
 
 
 def test_help_commands_cover_every_command_and_golden_subcommand():

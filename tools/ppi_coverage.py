@@ -93,7 +93,7 @@ def rankings(docs: list[tuple[str, str]], queries: dict[str, str], depth: int) -
 
 
 def load(pool_depth: int):
-    from rag_experiments.corpus.trec import load_smart
+    from rag_experiments.benchmarks.trec import load_smart
 
     col = load_smart(find_cranfield())
     docs = [(d.doc_id, f"{d.title}\n{d.body}") for d in col.docs]

@@ -1,5 +1,5 @@
 """``rag-exp import-beir`` / ``rag-exp import-trec``: public benchmarks as a corpus folder plus a
-benchmark golden set (see :mod:`rag_experiments.corpus.benchmark` for the output and the
+benchmark golden set (see :mod:`rag_experiments.benchmarks.benchmark` for the output and the
 grade mapping). Evaluate them at document level: ``python run.py experiment=cranfield``."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ DEFAULT_ROOT = "benchmarks"
 
 
 def _common(sp: argparse.ArgumentParser, default_map: str) -> None:
-    from ..corpus.grade_maps import GRADE_MAPS  # not ..corpus.benchmark: the importers cost 0.1-0.4 s
+    from ..benchmarks.grade_maps import GRADE_MAPS  # not ..benchmarks.benchmark: the importers cost 0.1-0.4 s
 
     sp.add_argument("dir", type=Path, help="the collection's folder")
     sp.add_argument("out", type=Path, nargs="?",
@@ -76,7 +76,7 @@ def _progress(args) -> bool:
 
 
 def cmd_import_beir(args) -> int:
-    from ..corpus.beir import import_beir
+    from ..benchmarks.beir import import_beir
 
     name, corpus_dir, golden = _paths(args, args.split)
     report = import_beir(args.dir, corpus_dir, golden, split=args.split, name=name, grades=args.grade_map,
@@ -86,7 +86,7 @@ def cmd_import_beir(args) -> int:
 
 
 def cmd_import_trec(args) -> int:
-    from ..corpus.trec import import_trec
+    from ..benchmarks.trec import import_trec
 
     name, corpus_dir, golden = _paths(args)
     report = import_trec(args.dir, corpus_dir, golden, name=name, docs=args.docs, queries=args.queries,

@@ -19,8 +19,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rag_experiments.corpus.beir import import_beir
-from rag_experiments.corpus.trec import import_trec
+from rag_experiments.benchmarks.beir import import_beir
+from rag_experiments.benchmarks.trec import import_trec
 from rag_experiments.errors import GoldenSetError, UserError
 from rag_experiments.golden.resolve import load_golden
 from rag_experiments.tracking.export import RANKED_DOCS, export_run, write_trec

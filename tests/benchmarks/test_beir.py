@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_experiments.corpus.beir import import_beir, load_beir
+from rag_experiments.benchmarks.beir import import_beir, load_beir
 from rag_experiments.corpus.loader import load_corpus
 from rag_experiments.errors import CorpusError, GoldenSetError
 from rag_experiments.golden.resolve import load_golden

@@ -53,7 +53,7 @@ from ..golden.records import new_id
 from ..golden.golden_file import GoldenFile
 from ..types import Document
 from .grade_maps import GRADE_MAPS, GradeMap, grade_map  # noqa: F401 - re-exported (beir, trec)
-from .loader import load_corpus, load_document
+from ..corpus.loader import load_corpus, load_document
 
 KIND = "benchmark"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rag_experiments.corpus.loader import load_corpus
-from rag_experiments.corpus.trec import import_trec, load_smart, read_queries, read_smart
+from rag_experiments.benchmarks.trec import import_trec, load_smart, read_queries, read_smart
 from rag_experiments.errors import CorpusError, GoldenSetError
 from rag_experiments.golden.golden_file import GoldenFile
 
