@@ -112,7 +112,7 @@ def log_result(result: ExperimentResult, cfg: DictConfig, run_name: str, validat
     s = result.settings
     if not s.tracking.enabled:
         return None
-    from .stats.bootstrap import ci_metrics
+    from .evaluation.intervals import ci_metrics
     from .tracking.mlflow_run import log_experiment
 
     ci = ci_metrics(result.eval.per_case, list(result.eval.headline), s.eval.bootstrap_samples, s.eval.seed)

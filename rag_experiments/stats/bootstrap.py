@@ -2,7 +2,7 @@
 
 Resample the cases of a run with replacement ``samples`` times, take the metric's mean in
 each resample, and report the 2.5th and 97.5th percentiles (a 95% interval). Segments are
-resampled within the segment.
+resampled within the segment (evaluation.intervals names them as a run logs them).
 """
 
 from __future__ import annotations
@@ -10,9 +10,6 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import pandas as pd
-
-from ..evaluation.metric_key import by_segment
 
 
 @functools.lru_cache(maxsize=32)
@@ -36,11 +33,3 @@ def bootstrap_interval(values: np.ndarray, samples: int = 1000, seed: int = 13,
     alpha = (1 - level) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])  # one sort for both bounds; the same values
     return (float(low), float(high))
-
-
-def ci_metrics(per_case: pd.DataFrame, names: list[str], samples: int = 1000, seed: int = 13) -> dict[str, float]:
-    """``<metric>[.<segment>].ci_low`` / ``.ci_high`` for every metric, overall and per segment."""
-    if per_case.empty or samples <= 0:
-        return {}
-    cis = {k.mlflow_name: bootstrap_interval(v.to_numpy(), samples, seed) for k, v in by_segment(per_case, names)}
-    return {f"{name}.{bound}": ci[i] for name, ci in cis.items() for i, bound in enumerate(("ci_low", "ci_high"))}

@@ -67,7 +67,7 @@ def per_case_frame(recall_at_5, kinds=None, doc_types=None, seed: int = 0, **oth
 
 def aggregate(per_case: pd.DataFrame, names=METRICS) -> dict[str, float]:
     from rag_experiments.evaluation.evaluate import aggregate as agg
-    from rag_experiments.stats.bootstrap import ci_metrics
+    from rag_experiments.evaluation.intervals import ci_metrics
 
     out = agg(per_case, list(names))
     out["n_cases"] = float(len(per_case))
