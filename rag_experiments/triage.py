@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, replace
 
 from .errors import UserError
-from .evaluation.relevance import matches
+from .span_match import matches
 from .retrieval.retriever import VARIANTS, Retriever
 from .retrieval.systems import system_type
 

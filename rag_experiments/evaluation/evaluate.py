@@ -26,11 +26,12 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..golden.resolve import EvalCase, GoldenSet
+from ..span_match import matches
 from ..types import RankedList
 from . import metrics as M
 from .measures import REGISTRY, CaseInputs
 from .metric_key import MetricKey, by_segment
-from .relevance import credit, matches
+from .relevance import credit
 
 
 @dataclass(frozen=True)

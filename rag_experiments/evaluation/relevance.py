@@ -34,21 +34,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..golden.resolve import EvalCase, Evidence
+from ..span_match import matches, overlap
 from ..types import Hit
-
-
-def overlap(a_start: int, a_end: int, b_start: int, b_end: int) -> int:
-    return max(0, min(a_end, b_end) - max(a_start, b_start))
-
-
-def matches(doc_id: str, start: int, end: int, ev_doc: str, ev_start: int, ev_end: int,
-            min_coverage: float = 0.5) -> bool:
-    if doc_id != ev_doc:
-        return False
-    ov = overlap(start, end, ev_start, ev_end)
-    if ov <= 0:
-        return False
-    return ov >= min_coverage * (ev_end - ev_start) or ov >= min_coverage * (end - start)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 For each case, the top-k hits of a retriever are judged (YES / PART / NO) unless:
 
 * evaluation would already count the hit relevant (:func:`covers`, which is
-  :func:`rag_experiments.evaluation.relevance.matches`: same document, and the overlap is at least
+  :func:`rag_experiments.span_match.matches`: same document, and the overlap is at least
   half of the evidence span or at least half of the hit), or
 * a span overlapping it was already judged for this case (:func:`already_judged`: the same rule,
   between the hit and each judged span), in the golden set, in the checkpoint, or earlier in this
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .. import llm
-from ..evaluation.relevance import matches
+from ..span_match import matches
 from ..limits import query_problem
 from .llm_jobs import (Checkpoint, Job, JobPlan, JobReport, Task, check_batch_provider, checkpoint_path, plan_fields,
                        read_state, run_jobs)

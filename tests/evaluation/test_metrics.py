@@ -9,7 +9,8 @@ import random
 import pytest
 
 from rag_experiments.evaluation import metrics as M
-from rag_experiments.evaluation.relevance import credit, matches
+from rag_experiments.evaluation.relevance import credit
+from rag_experiments.span_match import matches
 from rag_experiments.golden.records import Span
 from rag_experiments.golden.resolve import EvalCase, Evidence
 from rag_experiments.types import Hit

@@ -14,7 +14,7 @@ Two steps, run from /work/main:
 Case selection (deterministic): per doc type, ~30% of its cases (at least 4), drawn with a
 generator seeded by (SEED, doc_type) from the cases sorted by id, kinds alternating so both
 kinds are represented. "Near-miss" = a top-5 hit that does not match the case's evidence
-under ``evaluation.relevance.matches`` (overlap >= 50% of the span or of the chunk).
+under ``span_match.matches`` (overlap >= 50% of the span or of the chunk).
 
 Each line of near_miss_labels.jsonl: {"case_id", "chunk_id", "doc_id", "start", "end",
 "verdict": "YES"|"PART"|"NO", "reason"}. The verdicts were written by reading each passage
@@ -31,7 +31,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from rag_experiments.corpus.loader import load_corpus
-from rag_experiments.evaluation.relevance import matches
+from rag_experiments.span_match import matches
 from rag_experiments.golden.build import span_json
 from rag_experiments.golden.records import VERDICTS, new_id
 from rag_experiments.golden.golden_file import GoldenFile
