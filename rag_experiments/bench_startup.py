@@ -37,8 +37,10 @@ _TOTAL = re.compile(r"^time: total ([0-9.]+)s", re.MULTILINE)
 def help_commands() -> list[list[str]]:
     """``[]`` (``rag-exp --help``), every command, and every subcommand of a command that has
     them, as argument lists (read from the parser itself: a new command is measured with no edit)."""
-    from .cli import build_parser
+    from .commands import register_all  # the CLI's own list of commands, without importing the CLI
 
+    root = argparse.ArgumentParser(prog="rag-exp")
+    register_all(root.add_subparsers(dest="command"))
     out: list[list[str]] = [[]]
 
     def walk(parser: argparse.ArgumentParser, prefix: list[str]) -> None:
@@ -53,7 +55,7 @@ def help_commands() -> list[list[str]]:
                     if len(prefix) < 1:
                         walk(child, [*prefix, name])
 
-    walk(build_parser(), [])
+    walk(root, [])
     return out
 
 

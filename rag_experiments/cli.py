@@ -8,16 +8,11 @@ message and a non-zero exit (``--debug`` shows the traceback).
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 
+from .commands import register_all
 from .errors import UserError
-
-COMMAND_MODULES = [
-    "db", "corpus", "benchmarks", "ingest", "golden", "compare", "promote", "gate", "history", "triage", "export",
-    "bench", "search", "serve", "import_run", "run", "init", "audit_cache",
-]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,9 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        # a command module that fails to import is a bug: it raises here, never a missing command
-        importlib.import_module(f"rag_experiments.commands.{name}").register(sub)
+    register_all(sub)
     return parser
 
 
