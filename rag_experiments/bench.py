@@ -587,7 +587,7 @@ def bench_sweep(table: Table, url: str, repeats: int, overrides: list[str] = ())
     import statistics
     import tempfile
 
-    from .config import project_root
+    from .paths import project_root
 
     run_py = Path(__file__).resolve().parent.parent / "run.py"
     walls = []

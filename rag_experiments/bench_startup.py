@@ -121,7 +121,7 @@ def bench_startup(add: Callable[[str, str, str], None], url: str | None = None, 
     for line, wall, cpu, rc in rows:
         if line.count(" ") <= 2:  # top-level commands; subcommands only in the summaries above
             add("startup", line + " wall / CPU" + ("" if rc == 0 else f" (exit {rc})"), f"{wall:.2f}s / {cpu:.2f}s")
-    from .config import project_root
+    from .paths import project_root
 
     with tempfile.TemporaryDirectory(prefix="rag_bench_startup_") as home:
         env = {**os.environ, "RAG_EXP_HOME": str(project_root()), "MLFLOW_TRACKING_URI": f"sqlite:///{home}/mlflow.db"}

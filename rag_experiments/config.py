@@ -35,9 +35,7 @@ from .retrieval.retriever import RetrievalParams
 from .retrieval.systems import system_type
 from .scale.executors import IngestParams
 from .chunk_index import HnswParams
-# where a project's files are: one module, re-exported here for the callers of config
-from .paths import default_tracking_uri as default_tracking_uri, project_path as project_path
-from .paths import project_root as project_root
+from .paths import project_path  # where a project's files are: one module (paths.py)
 
 
 # A text search configuration's name as corpus.language takes it: a bare or schema-qualified

@@ -14,7 +14,8 @@ from pathlib import Path
 import psycopg
 
 from .collector import collector_paused
-from .config import Settings, project_path
+from .config import Settings
+from .paths import project_path
 from .corpus.loader import DEMO, corpus_manifest, load_corpus
 from .db.connect import connect, resolve_database_url
 from .embedding.cost import CostGate, usage_metrics

@@ -1,7 +1,7 @@
 """The Hydra entry point of `rag-exp run` and `run.py`, from any folder.
 
 The configs ship inside the package (``rag_experiments/conf``; the repository's top-level
-``conf`` is a link to it). A project folder (:func:`rag_experiments.config.project_root`: the
+``conf`` is a link to it). A project folder (:func:`rag_experiments.paths.project_root`: the
 working folder, or ``$RAG_EXP_HOME``) may have its own ``conf/``, which adds or overrides groups
 and presets through Hydra's config search path:
 

@@ -17,6 +17,7 @@ from .db.embedded import install_sigterm_handler
 from .errors import UserError
 from .experiment import ExperimentResult, run_experiment
 from .overlap import run_overlapped
+from .paths import tracking_uri
 from .redaction import redact_text
 from .report import point_line, print_summary
 from .retrieval.systems import system_type
@@ -143,9 +144,9 @@ def warm_tracking_imports(settings: Settings) -> None:
     """Import what :func:`log_result` will need (MLflow, its SQL store for a database URI), so a
     single run pays for them while its work runs (:func:`rag_experiments.overlap.run_overlapped`).
     Not matplotlib: the work process draws the plots (:func:`overlapped_work`)."""
-    from .tracking import mlflow_run
+    from .tracking import mlflow_run  # noqa: F401 - imported now, while the work runs
 
-    uri = mlflow_run.tracking_uri(settings.tracking.uri)
+    uri = tracking_uri(settings.tracking.uri)
     import mlflow  # noqa: F401
 
     if uri.split(":", 1)[0].split("+", 1)[0] in {"sqlite", "postgresql", "mysql", "mssql"}:

@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     for var in ("MLFLOW_TRACKING_URI", "RAG_EXP_PARENT_RUN_ID"):
         os.environ.pop(var, None)
     (root / "mlruns").mkdir()
-    from rag_experiments.tracking.mlflow_run import artifact_root, tracking_uri
+    from rag_experiments.paths import artifact_root, tracking_uri
 
     mlflow.set_tracking_uri(tracking_uri())
     exp_id = mlflow.create_experiment("rag-experiments", artifact_location=artifact_root())

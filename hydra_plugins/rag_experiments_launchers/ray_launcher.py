@@ -50,7 +50,7 @@ FORWARD_ENV_VAR = "RAG_EXP_FORWARD_ENV"
 
 
 def _forwarded_env() -> dict[str, str]:
-    from rag_experiments.config import project_root
+    from rag_experiments.paths import project_root
 
     extra = tuple(n.strip() for n in os.environ.get(FORWARD_ENV_VAR, "").split(",") if n.strip())
     env = {k: os.environ[k] for k in (*FORWARDED_ENV, *extra, FORWARD_ENV_VAR) if k in os.environ}

@@ -127,7 +127,7 @@ def _short(cfg: dict) -> str:
 
 def cmd_audit_cache(args: argparse.Namespace) -> int:
     from ..terminal import console
-    from ..tracking.mlflow_run import tracking_uri
+    from ..paths import tracking_uri
     from ..tracking.runs import client, experiment_ids
 
     c = client()

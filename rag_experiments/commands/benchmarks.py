@@ -62,7 +62,7 @@ def register(subparsers: Any) -> None:
 
 
 def _paths(args, split: str = "test") -> tuple[str, Path, Path]:
-    from ..config import project_root
+    from ..paths import project_root
 
     name = args.name or Path(args.dir).expanduser().resolve().name
     out = args.out or project_root() / DEFAULT_ROOT / name

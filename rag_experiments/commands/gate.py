@@ -77,7 +77,7 @@ def experiment_override(root: Path, preset: str) -> str:
 
 def run_now(name: str, overrides: list[str]) -> str:
     """Run the promoted preset through Hydra in a subprocess; return the new run's id."""
-    from ..config import project_root
+    from ..paths import project_root
     from ..tracking.promote import preset_name
     from ..tracking.runs import search, tag_filter
 

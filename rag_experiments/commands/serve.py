@@ -38,7 +38,7 @@ def register(sub) -> None:
 def server_command(name: str, host: str, port: int, workers: int) -> tuple[list[str], dict[str, str]]:
     """The ``mlflow models serve`` argv and environment for the champion ``name``."""
     from ..tracking.champion import ALIAS, model_name
-    from ..tracking.mlflow_run import tracking_uri
+    from ..paths import tracking_uri
 
     bin_dir = str(Path(sys.executable).parent)
     env = {**os.environ, "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]).rstrip(os.pathsep),

@@ -259,7 +259,7 @@ def load_http_target(p: HttpParams, offsets: str = "auto") -> System:
 
 
 def load_stored_run(p: StoredParams, queries_by_case: dict[str, str]) -> System:
-    from ..config import project_path
+    from ..paths import project_path
     from .stored_run import StoredSearch
 
     if not p.path:

@@ -277,7 +277,7 @@ def register_record(name: str, record, c) -> str:
     from ..tracking.mlflow_run import flatten, setup
     from ..tracking.champion import PROMOTED_DIR, model_name
     from ..tracking.runs import TAG_CORPUS
-    from ..config import project_root
+    from ..paths import project_root
 
     path = project_root() / PROMOTED_DIR / f"{name}.yaml"
     if not path.exists():

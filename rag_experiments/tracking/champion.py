@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import project_root
+from ..paths import project_root
 from ..errors import UserError
 from .runs import RunView, client, get_run, parse_per_case
 

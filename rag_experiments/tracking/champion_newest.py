@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from ..config import project_root
+from ..paths import project_root
 from ..evaluation.metric_key import metric_title
 from .champion import ALIAS, PROMOTED_DIR, Champion, model_name
 

@@ -41,11 +41,11 @@ from typing import Iterable, Mapping
 
 import pandas as pd
 
-from ..config import project_root
+from ..paths import project_root
 from ..errors import GoldenSetError, UserError
 from ..golden.records import Case
 from ..golden.resolve import GoldenSet, load_golden
-from .mlflow_run import tracking_uri
+from ..paths import tracking_uri
 
 RANKED_DOCS = "ranked_docs"
 RANKED_SCORES = "ranked_scores"

@@ -50,7 +50,7 @@ class MlflowSweepCallback(Callback):
         refusing the password) is one line before the run's work, not after it."""
         if not config.tracking.enabled:
             return
-        from .mlflow_run import tracking_uri
+        from ..paths import tracking_uri
         from .server import check_store
 
         try:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..config import default_tracking_uri, project_root
+from ..paths import artifact_root, default_tracking_uri, project_root, tracking_uri
 from ..redaction import redact_obj, redact_text
 from ..retrieval.systems import owned_config
 from .execution import execution_tags
@@ -33,20 +33,6 @@ if TYPE_CHECKING:  # the annotation only: tracking sits above experiment, nothin
     from ..experiment import ExperimentResult
 
 PARENT_ENV = "RAG_EXP_PARENT_RUN_ID"
-
-
-def tracking_uri(explicit: str | None = None) -> str:
-    """Explicit > $MLFLOW_TRACKING_URI > sqlite:///<project>/mlruns/mlflow.db (absolute, so
-    Hydra's per-job folders never scatter runs)."""
-    uri = explicit or os.environ.get("MLFLOW_TRACKING_URI")
-    if uri:
-        return uri
-    (project_root() / "mlruns").mkdir(parents=True, exist_ok=True)
-    return default_tracking_uri()
-
-
-def artifact_root() -> str:
-    return (project_root() / "mlruns" / "artifacts").as_uri()
 
 
 def setup(uri: str | None, experiment: str) -> str:

@@ -100,7 +100,7 @@ def measure(tables: Sequence[pd.DataFrame], metrics: Sequence[str]) -> tuple[dic
 
 
 def floor_path(root: Path | None = None) -> Path:
-    from ..config import project_root
+    from ..paths import project_root
 
     return (root or project_root()) / FLOOR_FILE
 

@@ -20,7 +20,7 @@ lists). A champion measured on another golden set (not an ancestor) or corpus ca
 with the candidate: promotion is then refused unless ``--force``.
 
 On success the run is tagged ``champion=true`` and two committed files are written, relative to
-:func:`rag_experiments.config.project_root`: ``experiments/promoted/<name>.yaml`` (the run's
+:func:`rag_experiments.paths.project_root`: ``experiments/promoted/<name>.yaml`` (the run's
 resolved config under a comment header saying what it replaced and by how much) and
 ``conf/experiment/promoted.yaml`` (``promoted_<name>.yaml`` for other names: a ``@package
 _global_`` preset with the same values, for ``python run.py experiment=promoted``), plus
@@ -38,7 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..config import project_root
+from ..paths import project_root
 from ..errors import UserError
 from ..evaluation.metric_key import MEASURES, MetricKey, Segment
 from ..stats.paired import WinTieLoss, paired_permutation_test, win_tie_loss

@@ -3,7 +3,7 @@
 A :class:`RunView` is a plain value (id, name, status, tags, metrics, params and the per-case
 table read from the ``per_case.json`` artifact) so that comparison, promotion and the gate work
 on data, not on MLflow objects. The store is the one every run logs to:
-:func:`rag_experiments.tracking.mlflow_run.tracking_uri` ($MLFLOW_TRACKING_URI wins).
+:func:`rag_experiments.paths.tracking_uri` ($MLFLOW_TRACKING_URI wins).
 
 Searches span every active experiment of the store: a sweep's children are found by their
 ``mlflow.parentRunId`` tag wherever they were logged.
@@ -24,7 +24,7 @@ import orjson
 import pandas as pd
 
 from ..errors import UserError
-from .mlflow_run import tracking_uri
+from ..paths import tracking_uri
 from .ownership import KILLED_REASON
 
 PER_CASE_ARTIFACT = "per_case.json"

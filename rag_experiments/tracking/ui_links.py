@@ -120,7 +120,7 @@ def serve_hint(tracking_uri: str | None = None) -> str:
     """How to serve the local store's UI: ``make ui`` in this repository (its Makefile has the
     target), else the ``mlflow ui`` command itself (a project made by ``rag-exp init`` has no
     Makefile)."""
-    from ..config import default_tracking_uri, project_root
+    from ..paths import default_tracking_uri, project_root
     from ..redaction import redact_text
 
     makefile = project_root() / "Makefile"

@@ -28,7 +28,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..config import project_root
+from ..paths import project_root
 from ..errors import GoldenSetError
 from ..evaluation.evaluate import aggregate
 from ..evaluation.metric_key import MEASURES, MetricKey, metric_title

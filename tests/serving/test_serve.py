@@ -61,7 +61,7 @@ def same_hits(got: list[dict], expected: list[dict]) -> bool:
 @pytest.fixture
 def served_champion(promote_mini, pg_url, monkeypatch, tmp_path):
     """The promoted mini champion, ingested, served by `mlflow models serve` (1 worker)."""
-    from rag_experiments.tracking.mlflow_run import tracking_uri
+    from rag_experiments.paths import tracking_uri
 
     monkeypatch.setenv("DATABASE_URL", pg_url)
     promote_mini()
@@ -142,7 +142,7 @@ def test_rag_exp_serve_works_as_written_from_a_fresh_registry_and_a_bare_path(pr
     command re-populated the registry from the committed record). `rag-exp serve` (`make serve`)
     does both first. Here: the record committed, the registry emptied, PATH without the venv."""
     from rag_experiments.tracking.champion import model_name, record_path
-    from rag_experiments.tracking.mlflow_run import tracking_uri
+    from rag_experiments.paths import tracking_uri
     from rag_experiments.tracking.runs import client
 
     monkeypatch.setenv("DATABASE_URL", pg_url)

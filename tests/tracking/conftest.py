@@ -118,7 +118,7 @@ def store(tmp_path, monkeypatch, _template_db):
     monkeypatch.delenv("MLFLOW_TRACKING_URI")
     monkeypatch.delenv("RAG_EXP_PARENT_RUN_ID", raising=False)
     monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    from rag_experiments.tracking.mlflow_run import artifact_root, tracking_uri
+    from rag_experiments.paths import artifact_root, tracking_uri
 
     mlflow.set_tracking_uri(tracking_uri())
     exp_id = mlflow.create_experiment("rag-experiments", artifact_location=artifact_root())

@@ -149,7 +149,7 @@ def run_and_check(overrides: list[str]) -> dict[str, dict[str, float]]:
     from rag_experiments.config import settings_from_cfg
     from rag_experiments.experiment import run_experiment
     from rag_experiments.pipeline import log_result
-    from rag_experiments.tracking.mlflow_run import tracking_uri
+    from rag_experiments.paths import tracking_uri
 
     from ..test_config import _compose
 
