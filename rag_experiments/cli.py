@@ -68,7 +68,8 @@ def _main(argv: list[str] | None) -> int:
     debug = args.debug or os.environ.get("HYDRA_FULL_ERROR") == "1"
     try:
         from .conf_yaml import check_conf_yaml
-        from .hydra_app import PACKAGED_CONF, project_root
+        from .conf_source import PACKAGED_CONF
+        from .paths import project_root
 
         if (project_root() / "conf").resolve() != PACKAGED_CONF:
             check_conf_yaml(project_root() / "conf")  # a project's broken YAML: one line, not PyYAML's traceback

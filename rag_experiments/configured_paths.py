@@ -15,13 +15,14 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from .hydra_app import PACKAGED_CONF, ConfigSource, config_source, project_root
+from .conf_source import PACKAGED_CONF, ConfigSource, config_source
+from .paths import project_root
 
 #: where :func:`configured_paths` remembers its answers, under the project root
 PATHS_MEMO = Path(".rag-exp") / "configured-paths.json"
 _PATHS_MEMO_ENTRIES = 32  # configurations (override lists) remembered per project
 # the code that turns a composed config into the two paths: a change to it is a new key
-_PATHS_CODE = ("paths.py", "config.py", "experiment.py", "session.py", "hydra_app.py", "configured_paths.py")
+_PATHS_CODE = ("paths.py", "conf_source.py", "config.py", "experiment.py", "session.py", "hydra_app.py", "configured_paths.py")
 _ENV_REF = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)")
 
 

@@ -21,8 +21,8 @@ from .chunk_index import ingest, strategy_info
 
 
 def conf_dir() -> Path:
-    """The primary config folder (see :mod:`rag_experiments.hydra_app`)."""
-    from .hydra_app import config_source
+    """The primary config folder (see :mod:`rag_experiments.conf_source`)."""
+    from .conf_source import config_source
 
     return config_source().primary
 
@@ -40,7 +40,7 @@ def compose_settings(overrides: list[str] | None = None) -> tuple[Settings, obje
     from .config import describe_hydra_error
     from .errors import ConfigError
 
-    from .hydra_app import config_source
+    from .conf_source import config_source
 
     register_schema()
     source = config_source()
@@ -55,7 +55,7 @@ def compose_settings(overrides: list[str] | None = None) -> tuple[Settings, obje
         raise ConfigError(f"overrides {' '.join(overrides or [])}: {describe_hydra_error(exc)}") from None
     except yaml.YAMLError as exc:  # a project's conf/*.yaml that does not parse (the CLI checks first; a notebook did not)
         from .conf_yaml import check_conf_yaml
-        from .hydra_app import PACKAGED_CONF
+        from .conf_source import PACKAGED_CONF
 
         for folder in source.dirs:
             if folder != PACKAGED_CONF:

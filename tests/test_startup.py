@@ -123,7 +123,8 @@ def test_a_preset_that_sweeps_is_still_a_sweep(tmp_path):
 
 
 def test_plain_run_is_decided_from_the_arguments_and_the_config_folders(tmp_path):
-    from rag_experiments.hydra_app import PACKAGED_CONF, ConfigSource, plain_run
+    from rag_experiments.conf_source import PACKAGED_CONF, ConfigSource
+    from rag_experiments.hydra_app import plain_run
 
     packaged = ConfigSource(PACKAGED_CONF, "config")
     assert plain_run([], packaged) and plain_run(["fusion.rrf_k=30", "retrieval=vector"], packaged)

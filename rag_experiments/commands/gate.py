@@ -57,7 +57,7 @@ def experiment_override(root: Path, preset: str) -> str:
     packaged config.yaml has one; a project.yaml includes it), else ``+experiment=X``."""
     import yaml
 
-    from ..hydra_app import PACKAGED_CONF, PROJECT_CONFIG, config_source
+    from ..conf_source import PACKAGED_CONF, PROJECT_CONFIG, config_source
 
     source = config_source(root)
     files = [source.primary / f"{source.name}.yaml"]

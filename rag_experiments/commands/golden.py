@@ -33,7 +33,7 @@ def rates_line(v: dict) -> str:
 
 def configured_corpus(overrides: list[str] | None = None) -> str:
     """The corpus folder the configuration names ('demo' for the packaged default)."""
-    from ..hydra_app import config_source
+    from ..conf_source import config_source
 
     if config_source().name == "config" and not any(o.startswith(("corpus", "+corpus")) for o in overrides or []):
         return "demo"
@@ -45,7 +45,7 @@ def configured_corpus(overrides: list[str] | None = None) -> str:
 def configured_golden(overrides: list[str] | None = None) -> str:
     """The golden set the configuration names (a project's conf/project.yaml selects its own):
     what --golden defaults to, so `rag-exp golden ...` in a project folder works on its set."""
-    from ..hydra_app import config_source
+    from ..conf_source import config_source
 
     if config_source().name == "config" and not any(o.startswith(("golden", "+golden")) for o in overrides or []):
         return DEFAULT_GOLDEN  # the packaged default: no composition needed
@@ -385,7 +385,7 @@ def configured_llm(overrides: list[str] | None = None) -> Any:
     """The ``llm`` node of the configuration (``--set llm.provider=openai``, a project's
     conf/project.yaml): what --provider / --base-url / --price default to. Composed only when
     something can differ from the packaged default."""
-    from ..hydra_app import config_source
+    from ..conf_source import config_source
     from ..llm import LLMParams
 
     if config_source().name == "config" and not any(o.lstrip("+~").split("=")[0].split(".")[0] == "llm"

@@ -32,7 +32,7 @@ from .convert import Converted, conversion_code_digest
 ENV = "RAG_EXP_CONVERT_CACHE"
 
 
-#: files that make a folder a project root (the project's config; see rag_experiments.hydra_app.config_source)
+#: files that make a folder a project root (the project's config; see rag_experiments.conf_source.config_source)
 PROJECT_MARKERS = ("conf/project.yaml", "conf/config.yaml")
 
 
