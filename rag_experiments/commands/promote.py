@@ -56,7 +56,8 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
     from ..terminal import console
     from ..tracking.compare_render import decision_table
-    from ..tracking.promote import model_name, preset_name, promote, replaced_summary
+    from ..promotion import promote, replaced_summary
+    from ..tracking.champion import model_name, preset_name
 
     if not 0 < args.alpha < 1:
         raise UserError(f"--alpha must be in (0, 1), got {args.alpha}")

@@ -20,7 +20,7 @@ def promote_mini(store, make_run, mini_docs):
     """promote_mini(corpus_digest=None, **config changes) -> run id: a run of the mini config,
     promoted to champion 'default' (the real mini corpus digest unless one is given)."""
     from rag_experiments.corpus.loader import corpus_manifest
-    from rag_experiments.tracking.promote import promote
+    from rag_experiments.promotion import promote
 
     def make(corpus_digest: str | None = None, **changes) -> str:
         digest = corpus_digest or corpus_manifest(mini_docs)["digest"]

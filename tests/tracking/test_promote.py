@@ -7,7 +7,8 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from rag_experiments.tracking.promote import ALIAS, PRESET_DROP, current_champion, promote
+from rag_experiments.promotion import promote
+from rag_experiments.tracking.champion import ALIAS, PRESET_DROP, current_champion
 
 from .conftest import cli, per_case_frame
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag_experiments.tracking.promote import promote
+from rag_experiments.promotion import promote
 
 from .conftest import cli, per_case_frame
 

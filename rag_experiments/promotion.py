@@ -1,0 +1,228 @@
+"""Promotion, the act: a candidate that passed the checks becomes the champion.
+
+The decision (candidates, paired checks, the exact-segment guard, coverage) is
+:mod:`rag_experiments.tracking.promote`, which the nightly gate reuses; this module acts on it:
+the committed files (``experiments/promoted/<name>.yaml``, the ``promoted`` preset, the record and
+the champion's ranked lists) and a new version of ``rag-retriever-<name>`` in the model registry
+(the run's retriever logged as a pyfunc model: :mod:`rag_experiments.serving.model_logging`).
+It sits above serving in the layer order (a promotion logs the served model); the decision below it
+knows nothing of serving.
+
+On success the run is tagged ``champion=true`` and two committed files are written, relative to
+:func:`rag_experiments.paths.project_root`: ``experiments/promoted/<name>.yaml`` (the run's
+resolved config under a comment header saying what it replaced and by how much) and
+``conf/experiment/promoted.yaml`` (``promoted_<name>.yaml`` for other names: a ``@package
+_global_`` preset with the same values, for ``python run.py experiment=promoted``), plus
+``experiments/promoted/<name>.record.json`` (the champion's metrics and per-case scores, so the
+nightly gate still has a baseline in CI when the registry lives in a throwaway store).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .errors import UserError
+from .evaluation.metric_key import MEASURES, MetricKey, Segment
+from .paths import project_root
+from .tracking.champion import (ALIAS, PRESET_DROP, PROMOTED_DIR, current_champion, model_name, preset_config,
+                                preset_name, record_path)
+from .tracking.promote import (GUARD_SEGMENT, Decision, candidate_runs, decide, dirty_tree_reason,
+                               pick_best, refuse_dirty_tree, same_level)
+from .tracking.runs import RunView, client, get_run
+
+PRESET_DIR = Path("conf/experiment")  # the promoted preset, under the project root
+
+
+# -- files ----------------------------------------------------------------------------------------
+def _yaml(obj: Any) -> str:
+    import yaml
+
+    return yaml.safe_dump(obj, sort_keys=False, allow_unicode=True)
+
+
+def _metric_line(run: RunView, key: str) -> str | None:
+    v = run.metric(key)
+    if v is None:
+        return None
+    iv = run.interval(key)
+    return f"{key} = {v:.4f}" + (f" [{iv[0]:.3f}, {iv[1]:.3f}]" if iv else "")
+
+
+def replaced_summary(decision: Decision) -> list[str]:
+    if decision.champion is None:
+        return ["replaced: nothing (first champion)"]
+    old = decision.champion.run
+    lines = [f"replaced: run {old.id} ({old.label})"
+             + (f", registry version {decision.champion.version}" if decision.champion.version else "")]
+    for chk in decision.checks:
+        if chk.champion is None or chk.candidate is None:
+            continue
+        delta = chk.candidate - chk.champion if chk.delta is None else chk.delta
+        lines.append(f"  {chk.key}: {chk.champion:.4f} -> {chk.candidate:.4f} ({delta:+.4f}"
+                     + (f", paired p={chk.p:.4f}, W/T/L {chk.wtl}" if chk.p is not None else "") + ")"
+                     + (f"; the champion on the newest golden version: {chk.champion_newest:.4f}"
+                        if chk.champion_newest is not None else ""))
+    if not decision.checks:
+        m = decision.metric
+        a, b = old.metric(m), decision.candidate.metric(m)
+        if a is not None and b is not None:
+            lines.append(f"  {m}: {a:.4f} -> {b:.4f} ({b - a:+.4f}, not paired: {'; '.join(decision.warnings)})")
+    return lines
+
+
+def header(decision: Decision, name: str, version: str | None, forced: bool, when: str) -> list[str]:
+    run = decision.candidate
+    lines = [f"Promoted retriever config '{name}' (registered model {model_name(name)}"
+             + (f" version {version}" if version else "") + f", alias {ALIAS})",
+             f"run: {run.id} ({run.label}), experiment {run.experiment_id}",
+             f"promoted: {when} on {decision.metric}" + (" -- FORCED past the gate" if forced else ""),
+             f"golden_sha256: {run.golden}", f"corpus_digest: {run.corpus}",
+             "metrics:"]
+    from .tracking.configured import headline_metrics
+
+    guard = MetricKey.parse(decision.metric).on(Segment("kind", GUARD_SEGMENT)).mlflow_name
+    keys = list(dict.fromkeys([decision.metric, *headline_metrics(run), guard]))
+    lines += [f"  {line}" for k in keys if (line := _metric_line(run, k))]
+    lines += replaced_summary(decision)
+    if forced:
+        lines += [f"gate refused: {r}" for r in decision.reasons + decision.warnings]
+    return lines
+
+
+def write_files(decision: Decision, name: str, config_text: str, version: str | None, forced: bool,
+                when: str) -> list[Path]:
+    import yaml
+
+    config = yaml.safe_load(config_text) or {}
+    if not isinstance(config, dict):
+        raise UserError(f"run {decision.candidate.id}: config.yaml is not a mapping")
+    root = project_root()
+    head = header(decision, name, version, forced, when)
+    comment = "".join(f"# {line}\n" for line in head)
+    promoted = root / PROMOTED_DIR / f"{name}.yaml"
+    promoted.parent.mkdir(parents=True, exist_ok=True)
+    promoted.write_text(comment + "# Generated by `rag-exp promote`; promote again instead of editing.\n\n"
+                        + _yaml({k: v for k, v in config.items() if k != "hydra"}))
+    preset = root / PRESET_DIR / f"{preset_name(name)}.yaml"
+    preset.parent.mkdir(parents=True, exist_ok=True)
+    preset.write_text(
+        "# @package _global_\n"
+        f"# The promoted retriever '{name}': "
+        + ("the config of run" if dirty_tree_reason(decision.candidate) else "reproduces run")
+        + f" {decision.candidate.id} (promoted {when})"
+        + (" -- logged from a DIRTY git tree, promoted with --force: the code may differ"
+           if dirty_tree_reason(decision.candidate) else "") + ".\n"
+        f"#   rag-exp run experiment={preset_name(name)}   (or python run.py experiment={preset_name(name)})\n"
+        f"# Generated by `rag-exp promote` from {PROMOTED_DIR / (name + '.yaml')}; do not edit by hand.\n"
+        f"# Dropped (environment, not retriever): {', '.join(PRESET_DROP)}.\n"
+        + _yaml(preset_config(config)))
+    record = record_path(name)
+    pc = decision.candidate.per_case
+    keep = [c for c in (pc.columns if pc is not None else [])
+            if c in ("case_id", "kind", "doc_type", "n_relevant") or MetricKey.parse(c).metric in MEASURES]
+    record.write_text(json.dumps({
+        "name": name, "model": model_name(name), "version": version, "run_id": decision.candidate.id,
+        "run_name": decision.candidate.name, "experiment_id": decision.candidate.experiment_id,
+        "start_time": decision.candidate.start_time, "promoted": when, "forced": forced,
+        "primary_metric": decision.metric,
+        "tags": {k: v for k, v in decision.candidate.tags.items() if not k.startswith("mlflow.")},
+        "metrics": decision.candidate.metrics,
+        "per_case": json.loads(pc[keep].to_json(orient="split", index=False)) if pc is not None else None,
+    }, indent=1, sort_keys=True) + "\n")
+    ranked = keep_ranked_lists(decision.candidate, name, config)
+    return [promoted, preset, record] + ([ranked] if ranked is not None else [])
+
+
+def keep_ranked_lists(run: RunView, name: str, config: dict, c=None) -> Path | None:
+    """The run's ranked lists (``run.trec``, to the depth its metrics read) committed beside its
+    record (:func:`.champion_newest.write_ranked`), so the champion can be rescored on a newer golden
+    version in a store that never saw the run; None (and an old file removed) when it logged none."""
+    from .evaluation.runfile import ARTIFACT
+    from .tracking.champion_newest import ranked_path, write_ranked, eval_params
+    from .tracking.mlflow_run import flatten
+    from .tracking.runs import artifact_bytes
+
+    data = artifact_bytes(run.id, ARTIFACT, c or client(), run.artifact_uri)
+    if data is None:
+        ranked_path(name).unlink(missing_ok=True)  # the old champion's lists would be read as this one's
+        return None
+    flat = {k: str(v) for k, v in flatten({"eval": config.get("eval") or {}}).items()}
+    return write_ranked(name, data.decode("utf-8"), eval_params(flat).depth_needed)
+
+
+# -- registry -------------------------------------------------------------------------------------
+def register(run: RunView, name: str, metric: str, forced: bool, c=None, config_text: str | None = None) -> str:
+    """A new version of ``rag-retriever-<name>``: the run's retriever logged as an MLflow pyfunc
+    model (see :mod:`rag_experiments.serving.model_logging`); alias champion."""
+    from .serving.model_logging import register_champion
+    from .tracking.runs import load_config_text
+
+    c = c or client()
+    return register_champion(run, name, metric, forced, config_text or load_config_text(run.id, c), c)
+
+
+@dataclass(frozen=True)
+class Promotion:
+    decision: Decision
+    promoted: bool
+    forced: bool
+    version: str | None = None
+    files: list[Path] = field(default_factory=list)
+    already_champion: bool = False
+
+
+def promote(metric: str, sweep: str | None = None, name: str = "default", force: bool = False,
+            alpha: float = 0.05, experiment: str | None = None, dry_run: bool = False, n_resamples: int = 10000,
+            seed: int = 13, c=None) -> Promotion:
+    from .tracking.runs import load_config_text
+
+    c = c or client()
+    model_name(name)  # validate early
+    runs = candidate_runs(metric, sweep, experiment, c)
+    if not dry_run:  # the committed record is the champion until a promotion beats it
+        from .serving.model_logging import sync_with_record
+
+        sync_with_record(name, c)
+        refresh_champion_row(name, c)
+    champion = current_champion(name, c)
+    best = pick_best(same_level(runs, champion), metric)
+    best = get_run(best.id, c=c)  # now with its per-case table
+    decision = refuse_dirty_tree(decide(champion, best, metric, alpha, "beat", GUARD_SEGMENT, n_resamples, seed))
+    if champion is not None and champion.run.id == best.id:
+        return Promotion(decision, False, False, champion.version, already_champion=True)
+    if dry_run or not (decision.ok or force):
+        return Promotion(decision, False, False)
+    forced = not decision.ok
+    config_text = load_config_text(best.id, c)
+    version = register(best, name, metric, forced, c, config_text)
+    when = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    c.set_tag(best.id, "champion", "true")
+    c.set_tag(best.id, "champion_of", model_name(name))
+    c.set_tag(best.id, "promoted_at", when)
+    if forced:
+        c.set_tag(best.id, "promoted_forced", "true")
+    if dirty_tree_reason(best):
+        c.set_tag(best.id, "promoted_dirty_tree", "true")  # only reachable with --force
+    if champion is not None and champion.source == "registry":
+        c.set_tag(champion.run.id, "champion", "false")
+        c.set_tag(champion.run.id, "replaced_by", best.id)
+    files = write_files(decision, name, config_text, version, forced, when)
+    refresh_champion_row(name, c)
+    return Promotion(decision, True, forced, version, files)
+
+
+def refresh_champion_row(name: str, c=None) -> None:
+    """The champion's row in the runs list says its value on the newest golden version
+    (:func:`rag_experiments.tracking.champion_newest.refresh_ui`); a failure there never fails a promotion."""
+    from .tracking.champion_newest import refresh_ui
+
+    try:
+        refresh_ui(name, c)
+    except Exception as exc:  # noqa: BLE001 - a label in the UI; promote's own output says the same
+        print(f"warning: the champion's row was not tagged with its value on the newest golden version: {exc}",
+              file=sys.stderr)
