@@ -12,31 +12,36 @@ knobs). Below this module nothing imports hydra or omegaconf.
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import os
 import re
-from dataclasses import dataclass, field, fields
+import sys
+import typing
+import warnings
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
 from typing import Any, Sequence
 
+from .cache_key import canonical_json
+from .chunk_index import HnswParams
 from .chunking import ChunkingParams
 from .embedding.options import EmbeddingParams
 from .errors import ConfigError
 from .evaluation.evaluate import EvalParams
 from .evaluation.metric_key import MetricKey
 from .llm import LLMParams
+from .paths import project_path  # where a project's files are: one module (paths.py)
 from .retrieval.external_params import ExternalParams, HttpParams, StoredParams
 from .retrieval.filters import Filters
 from .retrieval.fusion import FusionParams
 from .retrieval.legs import KeywordParams, VectorSearchParams
-from .retrieval.rerank import RerankParams
 from .retrieval.query_rewrite import QueryParams
+from .retrieval.rerank import RerankParams
 from .retrieval.retriever import RetrievalParams
 from .retrieval.systems import system_type
 from .scale.executors import IngestParams
-from .chunk_index import HnswParams
-from .paths import project_path  # where a project's files are: one module (paths.py)
-
 
 # A text search configuration's name as corpus.language takes it: a bare or schema-qualified
 # SQL identifier (whether PostgreSQL has it is checked against pg_ts_config before the ingest).
@@ -132,8 +137,6 @@ class Settings:
 
     def __post_init__(self) -> None:
         """The checks that span groups (each group checks its own values)."""
-        from dataclasses import replace
-
         # the llm node reaches the two users of an LLM (they check what needs a model name)
         object.__setattr__(self, "rerank", replace(self.rerank, llm=self.llm))
         object.__setattr__(self, "query", replace(self.query, llm=self.llm))
@@ -178,8 +181,6 @@ def quiet_schema_matching() -> None:
     launcher, replaced on purpose: they compose each sweep point once), so Hydra validates ours
     against those schemas (same keys) and warns on every composition that such matching is
     deprecated. They are the names users type: keep them, without the warning."""
-    import warnings
-
     warnings.filterwarnings("ignore", message=r"(?s).*'hydra/(launcher/ray|launcher/basic|sweeper/basic)' is "
                             "validated against ConfigStore schema")
 
@@ -188,10 +189,6 @@ def reject_unknown_keys(c: dict, node: type = Settings, prefix: str = "") -> Non
     """A key the schema does not know is a typo, never a setting: Hydra's own hint for
     ``fusion.rrfk=3`` is ``+fusion.rrfk=3``, which appends the key and leaves ``rrf_k`` at its
     default while the run logs ``fusion.rrfk=3``. ConfigError names the key (and the closest known)."""
-    import dataclasses
-    import difflib
-    import typing
-
     hints = typing.get_type_hints(node)
     known = [f.name for f in dataclasses.fields(node) if not f.metadata.get("omegaconf_ignore")]
     for key, value in c.items():
@@ -232,8 +229,6 @@ def check_override_keys(overrides: list[str], conf_dir: Path | Sequence[Path]) -
     five-line message, exit 1). ``hydra.*`` and ``+``/``~`` overrides are left to Hydra and to the
     check of the composed config; values are checked as OmegaConf would convert them into the
     schema, every value of a sweep (``-m fusion.rrf_k=30,abc``) alike."""
-    import re
-
     dirs = [conf_dir] if isinstance(conf_dir, Path) else list(conf_dir)
     groups = {p.name for d in dirs if d.is_dir() for p in d.iterdir() if p.is_dir()}
     for arg in overrides:
@@ -347,8 +342,6 @@ def describe_hydra_error(exc: BaseException) -> str:
 
 def exit_on_unknown_override_keys(argv: list[str], conf_dir: Path | Sequence[Path]) -> None:
     """For ``run.py``: before Hydra composes anything, one ``error:`` line and exit 2."""
-    import sys
-
     try:
         check_override_keys([a for a in argv if not a.startswith("-")], conf_dir)
     except ConfigError as exc:
@@ -394,8 +387,6 @@ def _typed_group(name: str, value: dict) -> Any:
     the others are reused (built once per distinct value; merging the whole schema cost ~30 ms a
     point). Same conversions and errors as merging the whole tree, group by group."""
     from omegaconf import OmegaConf
-
-    from .cache_key import canonical_json
 
     try:
         key = (name, canonical_json(value))

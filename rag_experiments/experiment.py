@@ -13,26 +13,28 @@ from pathlib import Path
 
 import psycopg
 
+from .chunk_index import IngestReport, StrategyInfo, check_language, ingest, strategy_info
 from .collector import collector_paused
 from .config import Settings
-from .paths import project_path
 from .corpus.loader import DEMO, corpus_manifest, load_corpus
 from .db.connect import connect, resolve_database_url
-from .embedding.cost import CostGate, usage_metrics
+from .embedding.api import api_key
 from .embedding.base import load_configured
+from .embedding.cost import CostGate, usage_metrics
+from .embedding.options import API_PROVIDERS
 from .errors import DatabaseError
 from .evaluation.evaluate import EvalResult, evaluate
 from .golden.anchoring import drift_status, drift_warning
 from .golden.evidence_check import require_cases, require_same_corpus, require_scorable
 from .golden.quality import quality_of
 from .golden.resolve import GoldenSet, load_golden
+from .paths import project_path
+from .retrieval.external import ExternalRetriever, System
 from .retrieval.failures import SearchOutcome, search_degrading
 from .retrieval.filter_check import check_filters
-from .retrieval.external import ExternalRetriever, System
 from .retrieval.protocol import AnnIndex, CacheCounts, SearchSystem, Usage, capability
 from .retrieval.systems import BuildInputs, build_system, system_type
 from .scale.executors import embedding_executor
-from .chunk_index import IngestReport, StrategyInfo, check_language, ingest, strategy_info
 from .types import Hit, RankedList
 
 
@@ -80,9 +82,6 @@ def collapse_to_documents(ranked: RankedList, doc_lengths: dict[str, int]) -> Ra
 
 def check_credentials(settings: Settings) -> None:
     """Every API key this run will need, before any work: a missing one names its variable."""
-    from .embedding.api import api_key
-    from .embedding.options import API_PROVIDERS
-
     if settings.embedding.name in API_PROVIDERS:
         api_key(settings.embedding.name, f"embedding={settings.embedding.name}")
     rerank = settings.rerank

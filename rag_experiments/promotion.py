@@ -26,22 +26,42 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from .errors import UserError
 from .evaluation.metric_key import MEASURES, MetricKey, Segment
+from .evaluation.runfile import ARTIFACT
 from .paths import project_root
-from .tracking.champion import (ALIAS, PRESET_DROP, PROMOTED_DIR, current_champion, model_name, preset_config,
-                                preset_name, record_path)
-from .tracking.promote import (GUARD_SEGMENT, Decision, candidate_runs, decide, dirty_tree_reason,
-                               pick_best, refuse_dirty_tree, same_level)
-from .tracking.runs import RunView, client, get_run
+from .tracking.champion import (
+    ALIAS,
+    PRESET_DROP,
+    PROMOTED_DIR,
+    current_champion,
+    model_name,
+    preset_config,
+    preset_name,
+    record_path,
+)
+from .tracking.champion_newest import eval_params, ranked_path, refresh_ui, write_ranked
+from .tracking.configured import headline_metrics
+from .tracking.mlflow_run import flatten
+from .tracking.promote import (
+    GUARD_SEGMENT,
+    Decision,
+    candidate_runs,
+    decide,
+    dirty_tree_reason,
+    pick_best,
+    refuse_dirty_tree,
+    same_level,
+)
+from .tracking.runs import RunView, artifact_bytes, client, get_run, load_config_text
 
 PRESET_DIR = Path("conf/experiment")  # the promoted preset, under the project root
 
 
 # -- files ----------------------------------------------------------------------------------------
 def _yaml(obj: Any) -> str:
-    import yaml
-
     return yaml.safe_dump(obj, sort_keys=False, allow_unicode=True)
 
 
@@ -83,7 +103,6 @@ def header(decision: Decision, name: str, version: str | None, forced: bool, whe
              f"promoted: {when} on {decision.metric}" + (" -- FORCED past the gate" if forced else ""),
              f"golden_sha256: {run.golden}", f"corpus_digest: {run.corpus}",
              "metrics:"]
-    from .tracking.configured import headline_metrics
 
     guard = MetricKey.parse(decision.metric).on(Segment("kind", GUARD_SEGMENT)).mlflow_name
     keys = list(dict.fromkeys([decision.metric, *headline_metrics(run), guard]))
@@ -96,8 +115,6 @@ def header(decision: Decision, name: str, version: str | None, forced: bool, whe
 
 def write_files(decision: Decision, name: str, config_text: str, version: str | None, forced: bool,
                 when: str) -> list[Path]:
-    import yaml
-
     config = yaml.safe_load(config_text) or {}
     if not isinstance(config, dict):
         raise UserError(f"run {decision.candidate.id}: config.yaml is not a mapping")
@@ -142,11 +159,6 @@ def keep_ranked_lists(run: RunView, name: str, config: dict, c=None) -> Path | N
     """The run's ranked lists (``run.trec``, to the depth its metrics read) committed beside its
     record (:func:`.champion_newest.write_ranked`), so the champion can be rescored on a newer golden
     version in a store that never saw the run; None (and an old file removed) when it logged none."""
-    from .evaluation.runfile import ARTIFACT
-    from .tracking.champion_newest import ranked_path, write_ranked, eval_params
-    from .tracking.mlflow_run import flatten
-    from .tracking.runs import artifact_bytes
-
     data = artifact_bytes(run.id, ARTIFACT, c or client(), run.artifact_uri)
     if data is None:
         ranked_path(name).unlink(missing_ok=True)  # the old champion's lists would be read as this one's
@@ -160,7 +172,6 @@ def register(run: RunView, name: str, metric: str, forced: bool, c=None, config_
     """A new version of ``rag-retriever-<name>``: the run's retriever logged as an MLflow pyfunc
     model (see :mod:`rag_experiments.serving.model_logging`); alias champion."""
     from .serving.model_logging import register_champion
-    from .tracking.runs import load_config_text
 
     c = c or client()
     return register_champion(run, name, metric, forced, config_text or load_config_text(run.id, c), c)
@@ -179,8 +190,6 @@ class Promotion:
 def promote(metric: str, sweep: str | None = None, name: str = "default", force: bool = False,
             alpha: float = 0.05, experiment: str | None = None, dry_run: bool = False, n_resamples: int = 10000,
             seed: int = 13, c=None) -> Promotion:
-    from .tracking.runs import load_config_text
-
     c = c or client()
     model_name(name)  # validate early
     runs = candidate_runs(metric, sweep, experiment, c)
@@ -219,8 +228,6 @@ def promote(metric: str, sweep: str | None = None, name: str = "default", force:
 def refresh_champion_row(name: str, c=None) -> None:
     """The champion's row in the runs list says its value on the newest golden version
     (:func:`rag_experiments.tracking.champion_newest.refresh_ui`); a failure there never fails a promotion."""
-    from .tracking.champion_newest import refresh_ui
-
     try:
         refresh_ui(name, c)
     except Exception as exc:  # noqa: BLE001 - a label in the UI; promote's own output says the same

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 from typing import Any
 
 MASK = "***"
@@ -268,8 +269,6 @@ class RedactingStream:
 
 def redact_process_output() -> None:
     """Mask secrets in this process's stdout and stderr from now on (idempotent)."""
-    import sys
-
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if stream is not None and not isinstance(stream, RedactingStream):

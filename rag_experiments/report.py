@@ -6,6 +6,7 @@ from rich.table import Table
 
 from .evaluation.metric_key import segment_groups
 from .terminal import console
+from .tracking.ui_links import line, run_route
 
 
 def short_name(metric: str) -> str:
@@ -66,8 +67,6 @@ def run_link_line(run_id: str) -> str:
     """The run's page in the MLflow UI (Model training mode)."""
     import mlflow
     from mlflow.tracking import MlflowClient
-
-    from .tracking.ui_links import line, run_route
 
     exp_id = MlflowClient().get_run(run_id).info.experiment_id
     return line("this run", run_route(exp_id, run_id), mlflow.get_tracking_uri())

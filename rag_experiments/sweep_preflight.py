@@ -19,7 +19,7 @@ import os
 import sys
 from typing import Any
 
-from .errors import UserError
+from .errors import ConfigError, UserError
 
 
 def sweep_points(config: Any) -> list[list[str]] | None:
@@ -45,8 +45,6 @@ def check_launcher(config: Any) -> None:
     Hydra's four-line instantiation error)."""
     from hydra_plugins.rag_experiments_launchers import forked
     from hydra_plugins.rag_experiments_launchers.basic_once import BasicLauncherComposingOnce
-
-    from .errors import ConfigError
 
     launcher = (config.get("hydra") or {}).get("launcher") or {}
     ours = f"{BasicLauncherComposingOnce.__module__}.{BasicLauncherComposingOnce.__name__}"

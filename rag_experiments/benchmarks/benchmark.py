@@ -35,6 +35,7 @@ Queries whose every qrels line is dropped have no relevant document: they are no
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 import re
@@ -46,14 +47,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from ..corpus.loader import load_corpus, load_document
 from ..errors import CorpusError, GoldenSetError
 from ..golden.build import span_json
-from ..limits import check_query
-from ..golden.records import new_id
 from ..golden.golden_file import GoldenFile
+from ..golden.records import new_id
+from ..limits import check_query
 from ..types import Document
 from .grade_maps import GRADE_MAPS, GradeMap, grade_map  # noqa: F401 - re-exported (beir, trec)
-from ..corpus.loader import load_corpus, load_document
 
 KIND = "benchmark"
 
@@ -374,8 +375,6 @@ def read_lines(path: Path, error: type, encoding: str = "utf-8") -> Iterator[tup
     ``encoding="auto"`` (SMART files): each line as UTF-8 if it is valid UTF-8, else as Latin-1
     (every byte decodes). Otherwise a line that does not decode is an error naming the line.
     """
-    import gzip
-
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         fh = opener(path, "rb")

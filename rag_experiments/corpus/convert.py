@@ -56,6 +56,7 @@ import hashlib
 import io
 import logging
 import re
+import xml.etree.ElementTree as ET
 import zipfile
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -342,8 +343,6 @@ def _read_members(zf: zipfile.ZipFile) -> None:
 
 def _ooxml_title(zf: zipfile.ZipFile) -> str | None:
     """``dc:title`` of docProps/core.xml (what Word and PowerPoint show as the title)."""
-    import xml.etree.ElementTree as ET
-
     try:
         root = ET.fromstring(zf.read("docProps/core.xml"))
     except Exception:

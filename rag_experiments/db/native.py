@@ -25,11 +25,13 @@ in SQL. A library the server still refuses to load is deleted and compiled again
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import logging
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -294,9 +296,6 @@ def build_for_server(pg_config: str, out: Path, server_major: int | None = None)
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-    import sys
-
     ap = argparse.ArgumentParser(
         prog="python -m rag_experiments.db.native",
         description="Build the BM25 leg's native accumulator for a PostgreSQL server of your own and print the "

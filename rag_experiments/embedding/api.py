@@ -17,6 +17,7 @@ What they share lives in :class:`ApiEmbedder`:
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -46,8 +47,6 @@ REQUEST_LIMITS = {"voyage": (1000, 120_000), "openai": (2048, 200_000)}
 def quiet_http_logs() -> None:
     """The SDKs' HTTP clients log every request at INFO, which Hydra's job logging prints: keep
     warnings only (the progress bar already shows the requests)."""
-    import logging
-
     for name in ("httpx", "httpx2", "httpcore"):
         logging.getLogger(name).setLevel(logging.WARNING)
 

@@ -23,6 +23,7 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
+from ..cache_key import digest
 from .options import API_PROVIDERS, EmbeddingOptions, check_embedder_name, check_embedding_config
 
 
@@ -64,8 +65,6 @@ def forget_after_fork() -> None:
 
 def load_embedder(name: str = "minilm-onnx", **options) -> Embedder:
     """Return a (process-wide cached) embedder for ``name``."""
-    from ..cache_key import digest
-
     key = digest({"name": name, "options": options})
     if key in _CACHE:
         return _CACHE[key]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from tokenizers import Tokenizer
 
 from ..errors import ConfigError
 
@@ -55,7 +56,6 @@ class OnnxMiniLM:
 
     def __init__(self, model_path: str | None = None, threads: int | None = None) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
         path = Path(model_path or os.environ.get("RAG_EXP_ONNX_MODEL") or _default_model_path())
         if not path.is_file():

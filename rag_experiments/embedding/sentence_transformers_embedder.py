@@ -6,10 +6,12 @@ default path, so torch stays out of the default install.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Sequence
 
 import numpy as np
 
+from ..cache_key import canonical_json
 from ..errors import ConfigError
 
 
@@ -78,11 +80,7 @@ class SentenceTransformerEmbedder:
 
 def weights_digest(model) -> str:
     """sha256 over every parameter and buffer (name, dtype, shape, raw bytes), in name order."""
-    import hashlib
-
     import torch
-
-    from ..cache_key import canonical_json
 
     h = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from tokenizers import Tokenizer
 
 from ..errors import ConfigError
 
@@ -38,8 +39,6 @@ class StaticMiniLM:
     max_tokens = MAX_TOKENS
 
     def __init__(self, table_file: str | Path | None = None, expected_sha256: str = TABLE_SHA256) -> None:
-        from tokenizers import Tokenizer
-
         path = Path(table_file) if table_file else table_path()
         if not path.is_file():
             raise ConfigError(f"embedding.name=static-minilm: no token table at {path}",

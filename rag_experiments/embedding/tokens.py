@@ -10,11 +10,11 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
+from tokenizers import Tokenizer
+
 
 @lru_cache(maxsize=1)
 def _tokenizer():
-    from tokenizers import Tokenizer
-
     tok_file = resources.files(__package__).joinpath("assets/all-MiniLM-L6-v2/tokenizer.json")
     tok = Tokenizer.from_str(tok_file.read_text(encoding="utf-8"))
     tok.no_truncation()

@@ -9,6 +9,7 @@ has none for are returned separately (a case stale in the run's version was neve
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Iterable, Mapping
 
@@ -30,8 +31,6 @@ def rescore(golden: GoldenSet, ranked: Mapping[str, RankedList], params: EvalPar
 def params_from_flat(params: Mapping[str, str]) -> EvalParams:
     """EvalParams from a run's flattened MLflow params (``eval.ks`` = ``[5, 20]``, ...); defaults
     for what the run did not log."""
-    import json
-
     d = EvalParams()
     try:
         ks = tuple(int(k) for k in json.loads(params["eval.ks"])) if "eval.ks" in params else d.ks

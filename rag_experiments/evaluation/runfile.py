@@ -17,6 +17,7 @@ import re
 from typing import Iterable, Mapping
 
 from ..errors import UserError
+from ..retrieval.stored_run import DOCNO, trec_run_lines
 from ..types import Hit, RankedList
 
 ARTIFACT = "run.trec"
@@ -43,8 +44,6 @@ def run_file_text(results: Mapping[str, RankedList], tag: str = "rag-exp") -> st
 
 def parse_run_file(text: str, where: str = ARTIFACT) -> dict[str, RankedList]:
     """case id -> ranked list (hits in rank order) from :func:`run_file_text`'s output."""
-    from ..retrieval.stored_run import DOCNO, trec_run_lines
-
     rows: dict[str, list[tuple[int, Hit]]] = {}
     for n, case_id, name, r, s in trec_run_lines(text, where, "case_id Q0 DOC:START-END rank score tag"):
         m = DOCNO.match(name)

@@ -36,6 +36,7 @@ from difflib import SequenceMatcher
 from pathlib import Path, PurePosixPath
 from typing import Callable, Sequence
 
+from ..corpus.loader import load_corpus, load_some
 from ..corpus.lookup import Lines, resolve_document, similar_names
 from ..errors import GoldenSetError, UserError
 from ..identifiers import extract_identifiers, find_identifiers, written_in
@@ -236,8 +237,6 @@ def named_document(corpus_path: str | Path, name: str) -> tuple[Document | None,
     is ``name``'s, and the Markdown files (their front matter may set another source_uri). Also
     returns the corpus to search on a miss: the documents read, when ``name`` was not found
     among them, else a function that reads every document then (once)."""
-    from ..corpus.loader import load_corpus, load_some
-
     stem = PurePosixPath(name.replace("\\", "/")).stem
 
     def keep(rel: str, fmt: str) -> bool:

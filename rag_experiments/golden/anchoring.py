@@ -40,11 +40,12 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..types import Document
+from .add import locate_unique
 from .build import doc_span
 from .fuzzy import FUZZY_THRESHOLD, DocIndex, locate, similarity
+from .golden_file import GoldenFile
 from .records import Case, Span, new_id
 from .resolve import GoldenSet, SpanRef, current
-from .golden_file import GoldenFile
 
 ALGORITHM = "anchor-v1"
 OUTCOMES = ("unchanged", "moved", "fuzzy", "stale", "still_stale")
@@ -203,8 +204,6 @@ def manual_anchor(golden: GoldenFile | str | Path, docs: list[Document], ref: st
     """A human points ``ref`` at a passage (``--source-uri`` + ``--quote``, as ``golden add`` takes
     them): appends a ``moved`` anchor with ``by: {kind: human}``. Returns the record, or None when
     the ref already points exactly there. The passage may be in another document (a renamed page)."""
-    from .add import locate_unique
-
     gf = golden if isinstance(golden, GoldenFile) else GoldenFile(golden)
     sr = next((s for s in current(gf.read_records()).spans if s.ref == ref), None)
     if sr is None:

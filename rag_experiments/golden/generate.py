@@ -52,9 +52,20 @@ from statistics import fmean
 from typing import Any, Callable, Iterable
 
 from .. import llm
+from ..errors import ConfigError
 from ..limits import query_problem
-from .llm_jobs import (Checkpoint, Interpret, Job, JobPlan, JobReport, Task, checkpoint_path, plan_fields,
-                       read_state, run_jobs)
+from .llm_jobs import (
+    Checkpoint,
+    Interpret,
+    Job,
+    JobPlan,
+    JobReport,
+    Task,
+    checkpoint_path,
+    plan_fields,
+    read_state,
+    run_jobs,
+)
 from .quality import content_words
 from .records import new_id
 
@@ -155,8 +166,6 @@ def leakage(question: str, evidence: str, identifier: str | None = None) -> floa
 def parse_bars(specs: Iterable[str] | None, base: dict[str, float] | None = None) -> dict[str, float]:
     """``["paraphrase=0.4", "exact=off"]`` over :data:`LEAKAGE_BARS` (``off`` or ``none``: no bar
     for that kind). Raises ConfigError naming the bad item."""
-    from ..errors import ConfigError
-
     bars = dict(LEAKAGE_BARS if base is None else base)
     for spec in specs or ():
         kind, sep, value = str(spec).partition("=")

@@ -38,8 +38,27 @@ from typing import Any, Callable, Iterable
 from .. import llm
 from ..identifiers import extract_identifiers
 from ..limits import query_problem
-from .generate import CHUNK_KEYS, boilerplate_reason, check_chunk, copies_passage, leakage, quote_matches
-from .llm_jobs import Checkpoint, Interpret, JobPlan, JobReport, Job, Task, checkpoint_path, plan_fields, read_state, run_jobs
+from .generate import (
+    CHUNK_KEYS,
+    boilerplate_reason,
+    check_chunk,
+    copies_passage,
+    language_sentence,
+    leakage,
+    quote_matches,
+)
+from .llm_jobs import (
+    Checkpoint,
+    Interpret,
+    Job,
+    JobPlan,
+    JobReport,
+    Task,
+    checkpoint_path,
+    plan_fields,
+    read_state,
+    run_jobs,
+)
 from .records import new_id
 
 KIND = "multi"
@@ -247,8 +266,6 @@ def plan_multi(chunks: Iterable[dict], golden_path: str | Path, *, n: int = 20, 
                price: llm.Price | None = None, provider: str = llm.DEFAULT_PROVIDER, bar: float | None = None,
                language: str = "english") -> MultiPlan:
     """Pair chunks, read the checkpoint, estimate the cost of what is left. No API call."""
-    from .generate import language_sentence
-
     chunks = list(chunks)
     for c in chunks:
         check_chunk(c)

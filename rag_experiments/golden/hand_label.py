@@ -51,13 +51,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
+from rich.console import Console
+from rich.text import Text
+
 from ..errors import UserError
 from .fuzzy import guard_tokens, similarity
 from .golden_file import GoldenFile
 from .label import Pair, already_judged, candidate_pairs, sampled_pairs
+from .normalise import normalised
 from .records import new_id
 from .resolve import current, load_golden
-from .normalise import normalised
 from .spotcheck import ANSWERS, read_answer
 
 NEAR_DUPLICATE = 0.95  # token similarity at or above which two passages of a case are one passage
@@ -285,9 +288,6 @@ def run_terminal(plan: HandPlan, *, labeller: str, doc_text: Callable[[str], str
                  stdin: TextIO | None = None, console: Any = None,
                  clock: Callable[[], float] = time.monotonic, judge_kind: str = "human") -> HandReport:
     """Offer each passage until the end, ``q`` or end of input; each verdict is appended at once."""
-    from rich.console import Console
-    from rich.text import Text
-
     stdin = stdin or sys.stdin
     console = console or Console(highlight=False)
     gf = GoldenFile(plan.golden_path)

@@ -33,21 +33,28 @@ is checked, so the prefix stops there until it is.
 
 from __future__ import annotations
 
+import csv
 import getpass
 import hashlib
 import json
-import os
 import math
+import os
 import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
 from ..errors import UserError
+from .golden_file import GoldenFile
 from .records import MACHINE_JUDGES, VERDICTS, Judgement, Record, new_id, now_iso
 from .resolve import current, load_golden
-from .golden_file import GoldenFile
 
 LABELS = ("YES", "PART", "NO")
 MIN_PAIRS = 30
@@ -369,8 +376,6 @@ def export_pairs(golden_path: str | Path, out: str | Path, *, n: int = MIN_PAIRS
     and passage, and an empty ``verdict`` column (YES / PART / NO, or empty to skip). The
     machine's verdict is not in it: the check stays blind. With ``cases``: every unchecked machine
     pair of the first ``cases`` cases of the case sample's order. Returns how many rows were written."""
-    import csv
-
     spot = Path(spot_path) if spot_path else spotcheck_path(golden_path)
     queries, have, todo = _unchecked(golden_path, spot, seed, cases)
     if cases is None:
@@ -396,8 +401,6 @@ def import_answers(golden_path: str | Path, answers: str | Path, *, author: str 
     repeated judgement id or a verdict other than YES / PART / NO (y / p / n) or empty names the
     file and line. Empty verdicts are skipped; a pair already checked keeps its first answer.
     Returns :func:`judge_validation` plus the ``answered`` / ``skipped`` / ``already`` counts."""
-    import csv
-
     author = author or os.environ.get("USER") or getpass.getuser()
     spot = Path(spot_path) if spot_path else spotcheck_path(golden_path)
     path = Path(answers)
@@ -457,10 +460,6 @@ def run_spotcheck(golden_path: str | Path, *, n: int = MIN_PAIRS, seed: int = DE
     With ``cases``: until every machine pair of the first ``cases`` cases of the case order has
     one (the case sample for judge-corrected metrics). Works with piped stdin. Returns
     :func:`judge_validation` plus ``asked`` / ``answered`` / ``skipped`` counts for this session."""
-    from rich.console import Console
-    from rich.panel import Panel
-    from rich.text import Text
-
     stdin = stdin or sys.stdin
     console = console or Console(highlight=False)
     author = author or os.environ.get("USER") or getpass.getuser()
@@ -499,9 +498,6 @@ def run_spotcheck(golden_path: str | Path, *, n: int = MIN_PAIRS, seed: int = DE
 
 
 def print_report(result: dict, console: Any) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
     if not result["n"]:
         console.print("No spot-checked pairs yet.")
         print_case_sample(result.get("case_sample"), console)

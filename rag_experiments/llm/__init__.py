@@ -39,10 +39,10 @@ import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from urllib.parse import urlsplit
 
 from ..errors import ConfigError, UserError
-from .base import (CHARS_PER_TOKEN, LLMFatalError, Usage, estimate_tokens,  # noqa: F401 - re-exported
-                   request_url_of, short_error)
+from .base import CHARS_PER_TOKEN, LLMFatalError, Usage, estimate_tokens, request_url_of, short_error  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:  # the SDK is imported lazily: commands that never call the API stay fast
     import anthropic
@@ -148,7 +148,6 @@ def check_base_url(url: str | None, key: str = "llm.base_url") -> str | None:
     """``url`` if it is None or an ``http(s)://host...`` URL, else a ConfigError naming ``key``."""
     if url is None:
         return None
-    from urllib.parse import urlsplit
 
     try:
         parts = urlsplit(url)

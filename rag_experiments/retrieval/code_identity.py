@@ -32,6 +32,7 @@ import sys
 import sysconfig
 from functools import lru_cache
 from importlib.machinery import PathFinder
+from importlib.metadata import PackageNotFoundError, packages_distributions, version
 from pathlib import Path
 from types import ModuleType
 
@@ -143,8 +144,6 @@ def _parse_imports(path: str, module_name: str, is_package: bool) -> frozenset[s
 
 @lru_cache(maxsize=1)
 def _distributions() -> dict[str, list[str]]:
-    from importlib.metadata import packages_distributions
-
     try:
         return packages_distributions()
     except Exception:  # noqa: BLE001 - broken metadata: fall back to the import name
@@ -152,8 +151,6 @@ def _distributions() -> dict[str, list[str]]:
 
 
 def _package_version(top: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     for dist in _distributions().get(top, [top]):
         try:
             return f"{dist}=={version(dist)}"

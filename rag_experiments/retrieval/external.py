@@ -50,11 +50,14 @@ from typing import Any, Callable, Sequence
 
 from ..cache_key import cache_key
 from ..errors import ConfigError, UserError
+from ..paths import project_path
 from ..types import Document, Hit, RankedList
+from .code_identity import code_digest
 from .external_params import ExternalParams, HttpParams, StoredParams
 from .passages import ExternalResultError, Passage, read_result
 from .placement import METHODS, PLACED, Placer, placed_hit
 from .protocol import CacheCounts, ChunkTexts
+from .stored_run import StoredSearch
 
 CODE_VERSION = "2"  # bump when what a cached answer means changes (2: init and the code digests in the key)
 
@@ -130,7 +133,6 @@ def load_python_target(p: ExternalParams) -> System:
                           hint="the target takes (query: str, k: int, **params)") from None
     except ValueError:  # a builtin without a signature: the first call will tell
         pass
-    from .code_identity import code_digest
 
     # init is in the key: a class's constructor kwargs change its answers (issue 49, B1), and so
     # does any project-local module the target imports (B2)
@@ -259,9 +261,6 @@ def load_http_target(p: HttpParams, offsets: str = "auto") -> System:
 
 
 def load_stored_run(p: StoredParams, queries_by_case: dict[str, str]) -> System:
-    from ..paths import project_path
-    from .stored_run import StoredSearch
-
     if not p.path:
         raise ConfigError("retrieval.stored.path: not set", hint="rag-exp import-run FILE --format trec|jsonl")
     search = StoredSearch(project_path(p.path), p.format, queries_by_case)

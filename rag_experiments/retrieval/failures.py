@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 
 import psycopg
 
+from .. import llm
 from ..errors import DatabaseError, UserError
 from ..limits import query_problem
 from ..types import RankedList
@@ -49,7 +50,6 @@ def fatal_error(exc: BaseException, conn: psycopg.Connection | None) -> UserErro
             return DatabaseError(f"the database connection was lost during retrieval ({_first_line(exc)})",
                                  hint="is the server still running? `rag-exp db status`; then rerun")
         return None
-    from .. import llm
 
     # either provider's SDK (anthropic, openai): fatal ones (bad key, unknown model, server
     # unreachable) end the run in one line, the others belong to the query that raised them
@@ -62,7 +62,6 @@ def is_query_failure(exc: BaseException) -> bool:
     """Errors that belong to one query: database errors on a live connection, API errors."""
     if isinstance(exc, psycopg.Error):
         return True
-    from .. import llm
 
     return llm.is_api_error(exc)
 

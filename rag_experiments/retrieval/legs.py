@@ -6,7 +6,7 @@ Python fusion uses the same key.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, ClassVar, Protocol
 
 import numpy as np
@@ -20,6 +20,7 @@ from ..store import StrategyInfo, strategy_language
 from ..types import Hit
 from ..vector_types import cast_sql
 from .filters import Filters
+from .rm3 import document_frequencies, feedback_vectors, query_lexemes, rm3_weights
 
 META_COLUMNS = "chunk_id, doc_id, source_uri, doc_type, start_char, end_char"
 
@@ -303,10 +304,6 @@ def rm3_search(conn: psycopg.Connection, strategy_id: str, query: str, depth: in
                filters: Filters = Filters()) -> list[Hit]:
     """BM25 with RM3 expansion (rag_experiments.retrieval.rm3): a first pass for the feedback
     chunks, the expansion over their lexemes, a second pass with the expanded weights."""
-    from dataclasses import replace
-
-    from .rm3 import document_frequencies, feedback_vectors, query_lexemes, rm3_weights
-
     first = keyword_search(conn, strategy_id, query, params.fb_docs, replace(params, rm3=False), filters)
     vectors = feedback_vectors(conn, strategy_id, [h.chunk_id for h in first])
     lexemes = sorted({t for v in vectors.values() for t in v})

@@ -31,6 +31,7 @@ from typing import Callable, Sequence
 
 from psycopg.types.json import Jsonb
 
+from .. import llm
 from ..cache_key import cache_key
 from ..errors import ConfigError, UserError
 from ..llm import LLMParams
@@ -67,8 +68,6 @@ class QueryParams:
         return self.rewrite != "none"
 
     def model_id(self) -> str:
-        from .. import llm
-
         return self.model or llm.DEFAULT_MODEL
 
     def model_key(self) -> str:
@@ -91,8 +90,6 @@ def prompt(mode: str, query: str, n: int) -> str:
 
 def parse(text: str, n: int, query: str) -> list[str]:
     """The model's answer as up to ``n`` non-empty strings; anything else is an error naming the query."""
-    from .. import llm
-
     try:
         value = llm.extract_json(text)
     except llm.JSONExtractionError as exc:
@@ -121,8 +118,6 @@ class RewriteGate:
         self.estimated_tokens = 0
 
     def __call__(self, params: QueryParams, prompts: Sequence[str]) -> None:
-        from .. import llm
-
         model = params.model_id()
         est = llm.estimate_cost(model, prompts, output_tokens_per_request=OUTPUT_TOKENS[params.rewrite] * params.n,
                                 price=params.llm.price_override, provider=params.llm.provider)
@@ -165,8 +160,6 @@ class QueryRewriter:
 
     def rewrites(self, queries: Sequence[str]) -> dict[str, list[str]]:
         """query -> its rewrites (multi_query) or passages (hyde)."""
-        from .. import llm
-
         p = self.params
         todo = [q for q in dict.fromkeys(queries) if q not in self._memo]
         if todo:
@@ -205,8 +198,6 @@ class QueryRewriter:
 
     def usage(self) -> dict[str, float]:
         """What the run logs: requests made, queries answered from the cache, tokens and cost."""
-        from .. import llm
-
         out = {"rewrite.requests": float(self.requests), "rewrite.cached": float(self.cached),
                "rewrite.input_tokens": float(self.input_tokens), "rewrite.output_tokens": float(self.output_tokens)}
         cost = llm.cost_usd(self.params.model_id(), self.input_tokens, self.output_tokens,

@@ -28,6 +28,10 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
+from .. import llm
+from ..embedding.base import load_embedder
+from ..embedding.onnx_minilm import OnnxMiniLM
+from ..embedding.sentence_transformers_embedder import weights_digest
 from ..errors import ConfigError, UserError
 from ..llm import LLMParams
 from ..types import sha256_text
@@ -68,9 +72,6 @@ class RerankParams:
 
 class MaxSimReranker:
     def __init__(self) -> None:
-        from ..embedding.onnx_minilm import OnnxMiniLM
-        from ..embedding.base import load_embedder
-
         emb = load_embedder("minilm-onnx")
         assert isinstance(emb, OnnxMiniLM)
         self._emb = emb
@@ -109,7 +110,6 @@ class CrossEncoderReranker:
                 hint="no cross-encoder weights ship with this package: pass a local folder saved with "
                 "CrossEncoder.save(), or a hub name on a machine with network (HF_HUB_OFFLINE must be unset)",
             ) from None
-        from ..embedding.sentence_transformers_embedder import weights_digest
 
         # name + weights: the score cache must not serve a model retrained into the same folder
         module = self._model if hasattr(self._model, "state_dict") else self._model.model
@@ -136,8 +136,6 @@ class LLMReranker:
     PROMPT_VERSION = "rerank-v1"
 
     def __init__(self, model: str = "", client=None, params: LLMParams | None = None) -> None:
-        from .. import llm
-
         self._llm = llm
         params = params or LLMParams()
         self.provider = llm.provider_of(client) if client is not None else params.provider

@@ -7,6 +7,8 @@ tracking layer, which sits above this one.
 
 from __future__ import annotations
 
+import socket
+
 from ..errors import UserError
 
 CONNECT_TIMEOUT_S = 5
@@ -31,8 +33,6 @@ def connect(init: dict) -> None:
 
 def _check_reachable(address: str) -> None:
     """Fail in seconds, not after Ray's own minute of retries, when nothing listens there."""
-    import socket
-
     host, _, port = address.rpartition(":")
     try:
         with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):

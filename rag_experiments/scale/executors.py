@@ -8,13 +8,17 @@ the same model batches; tested).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 import numpy as np
 
+from ..embedding.base import load_configured
 from ..embedding.executor import LocalEmbedding  # the default executor lives below the store
+from ..embedding.options import EmbeddingOptions
 from ..errors import ConfigError
+from .cluster import connect
 
 __all__ = ["EXECUTORS", "IngestParams", "LocalEmbedding", "RayEmbedding", "embedding_executor"]
 
@@ -33,8 +37,7 @@ class IngestParams:
 
 def _embed_on_worker(embedding_name: str, options, texts: list[str], input_type: str,
                      model_batch_size: int) -> np.ndarray:
-    from ..embedding.base import load_configured  # cached per worker process: the model loads once
-
+    # load_configured is cached per worker process: the model loads once
     return load_configured(embedding_name, options).embed(texts, input_type=input_type, batch_size=model_batch_size)
 
 
@@ -47,17 +50,11 @@ class RayEmbedding:
 
     def __init__(self, embedding_name: str, options=None, model_batch_size: int = 16,
                  address: str | None = None) -> None:
-        from ..embedding.options import EmbeddingOptions
-
         self.embedding_name, self.options = embedding_name, options or EmbeddingOptions()
         self.model_batch_size, self.address = model_batch_size, address
 
     def map(self, batches: Sequence[list[str]], input_type: str = "document") -> Iterator[tuple[int, np.ndarray]]:
-        import os
-
         import ray
-
-        from .cluster import connect
 
         connect({"address": self.address or os.environ.get("RAY_ADDRESS")})
         task = ray.remote(num_cpus=1, max_retries=2)(_embed_on_worker)

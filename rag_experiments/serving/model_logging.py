@@ -16,13 +16,19 @@
 from __future__ import annotations
 
 import json
+import logging
 import tempfile
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ..errors import UserError
+from ..evaluation.metric_key import MEASURES, MetricKey
+from ..paths import project_root
+from ..tracking.ui_links import run_route
 
 MODEL_ARTIFACT = "retriever"
 RECORD_SOURCE = "record"
@@ -51,8 +57,8 @@ def manifest(config: dict, tags: dict[str, str], *, name: str, run_id: str, run_
              metrics: dict[str, float], forced: bool, source: str) -> dict:
     import mlflow
 
-    from ..tracking.configured import headline_names
     from ..tracking.champion import model_name
+    from ..tracking.configured import headline_names
 
     keys = dict.fromkeys([metric, *headline_names(metrics), f"{metric}.exact"])
     return {
@@ -87,7 +93,6 @@ def _model_kwargs(tmp: str, config: dict, info: dict) -> dict:
     """What log_model and save_model share: the model object, its two artifacts (written into
     ``tmp``), the signature, the input example and the requirements."""
     import mlflow
-    import yaml
 
     from .hits import ARTIFACT_CONFIG, ARTIFACT_MANIFEST, input_example, signature
 
@@ -106,8 +111,6 @@ def _model_kwargs(tmp: str, config: dict, info: dict) -> dict:
 def _quiet_mlflow():
     """MLflow's "Validating input example against model signature" INFO line kept from the
     user's terminal: promote's own lines say what was logged."""
-    import logging
-
     logger = logging.getLogger("mlflow.pyfunc")
     level = logger.level
     logger.setLevel(logging.WARNING)
@@ -157,7 +160,6 @@ def _register(model_info, name: str, tags: dict[str, str], description: str, c) 
 def register_champion(run, name: str, metric: str, forced: bool, config_text: str, c) -> str:
     """Log the winning run's retriever as a model (inside that run) and make it the champion."""
     import mlflow
-    import yaml
 
     config = model_config(yaml.safe_load(config_text) or {})
     info = manifest(config, run.tags, name=name, run_id=run.id, run_name=run.name, metric=metric,
@@ -179,7 +181,6 @@ def version_description(config: dict, run, metric: str, c, stand_in_id: str | No
     from mlflow.exceptions import MlflowException
 
     from ..tracking.retriever_summary import long
-    from ..tracking.ui_links import run_route
 
     try:
         found = c.get_run(run.id)
@@ -197,7 +198,6 @@ def lean_metrics(metrics: dict[str, float], metric: str) -> dict[str, float]:
     """What a run logs (:func:`rag_experiments.tracking.run_record.run_metrics`): the quality
     measures overall and per segment, n_cases and latency, and the objective's interval; not
     every segment's interval a record made before the lean list may hold."""
-    from ..evaluation.metric_key import MEASURES, MetricKey
     from ..tracking.run_record import RESULT_EXTRAS
 
     out = {}
@@ -272,12 +272,10 @@ def ensure_registered(name: str = "default") -> str | None:
 
 def register_record(name: str, record, c) -> str:
     import mlflow
-    import yaml
 
-    from ..tracking.mlflow_run import flatten, setup
     from ..tracking.champion import PROMOTED_DIR, model_name
+    from ..tracking.mlflow_run import flatten, setup
     from ..tracking.runs import TAG_CORPUS
-    from ..paths import project_root
 
     path = project_root() / PROMOTED_DIR / f"{name}.yaml"
     if not path.exists():

@@ -19,21 +19,25 @@ response carries a stack trace.
 from __future__ import annotations
 
 import json
+import sys
 import threading
+import traceback
 from typing import Any
 
 import mlflow.pyfunc
+import numpy as np
+import pandas as pd
+import yaml
+from mlflow.exceptions import MlflowException
+from mlflow.protos.databricks_pb2 import INTERNAL_ERROR, INVALID_PARAMETER_VALUE, INVALID_STATE, TEMPORARILY_UNAVAILABLE
 
-from .hits import ARTIFACT_CONFIG, ARTIFACT_MANIFEST, DEFAULT_K
-
+from ..errors import UserError
+from ..redaction import redact_text
+from .hits import ARTIFACT_CONFIG, ARTIFACT_MANIFEST, DEFAULT_K, hits_frame
+from .retriever import InvalidQuery, NotIngested, Retriever
 
 
 def _mlflow_error(exc: Exception):
-    from mlflow.exceptions import MlflowException
-    from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE, INVALID_STATE, TEMPORARILY_UNAVAILABLE
-
-    from .retriever import InvalidQuery, NotIngested
-
     code = (INVALID_PARAMETER_VALUE if isinstance(exc, InvalidQuery) else
             TEMPORARILY_UNAVAILABLE if isinstance(exc, NotIngested) else INVALID_STATE)
     return MlflowException(str(exc).replace("\n  hint: ", "; "), error_code=code)
@@ -42,14 +46,6 @@ def _mlflow_error(exc: Exception):
 def _internal_error(exc: Exception):
     """An unexpected failure as one line for the client (MLflow's scoring server would otherwise
     answer 400 with the stack trace in the body); the traceback goes to the server's log."""
-    import sys
-    import traceback
-
-    from mlflow.exceptions import MlflowException
-    from mlflow.protos.databricks_pb2 import INTERNAL_ERROR
-
-    from ..redaction import redact_text
-
     traceback.print_exc(file=sys.stderr)
     first = (str(exc).strip().splitlines() or [""])[0]
     return MlflowException(redact_text(f"the retriever failed: {type(exc).__name__}: {first}"[:500]),
@@ -59,10 +55,6 @@ def _internal_error(exc: Exception):
 def queries_of(model_input: Any) -> list:
     """The queries from a list, a Series or a DataFrame with a ``query`` column (the serving
     layer turns ``{"inputs": [...]}`` and ``{"dataframe_split": ...}`` into a DataFrame)."""
-    import pandas as pd
-
-    from .retriever import InvalidQuery
-
     if isinstance(model_input, pd.DataFrame):
         if "query" in model_input.columns:
             return model_input["query"].tolist()
@@ -71,7 +63,6 @@ def queries_of(model_input: Any) -> list:
         raise InvalidQuery(f"input: a DataFrame needs a 'query' column, got columns {list(model_input.columns)}")
     if isinstance(model_input, pd.Series):
         return model_input.tolist()
-    import numpy as np
 
     if isinstance(model_input, np.ndarray):
         return model_input.tolist()
@@ -108,8 +99,6 @@ class RetrieverModel(mlflow.pyfunc.PythonModel):
     _skip_type_hint_validation = True
 
     def load_context(self, context) -> None:
-        import yaml
-
         with open(context.artifacts[ARTIFACT_CONFIG], encoding="utf-8") as fh:
             self.config = yaml.safe_load(fh)
         with open(context.artifacts[ARTIFACT_MANIFEST], encoding="utf-8") as fh:
@@ -118,8 +107,6 @@ class RetrieverModel(mlflow.pyfunc.PythonModel):
         self._opening = threading.Lock()  # the scoring server may call the first predicts concurrently
 
     def retriever(self):
-        from .retriever import Retriever
-
         with self._opening:
             if self._retriever is None:  # stays None after a refusal: the next call checks again
                 self._retriever = Retriever.from_config(
@@ -127,11 +114,6 @@ class RetrieverModel(mlflow.pyfunc.PythonModel):
         return self._retriever
 
     def predict(self, context, model_input, params: dict | None = None):
-        from ..errors import UserError
-        from .hits import hits_frame
-
-        from .retriever import InvalidQuery
-
         params = params or {}
         try:
             unknown = sorted(set(params) - {"k"})

@@ -21,7 +21,10 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Sequence
+
+import yaml
 
 from ..config import Settings, settings_from_cfg
 from ..errors import ConfigError, UserError
@@ -32,7 +35,18 @@ from .hits import SearchHit
 if TYPE_CHECKING:
     from ..store import StrategyInfo
 
+from ..chunk_index import ingest
+from ..chunking import strategy_key
+from ..chunking.markdown_blocks import heading_path_at, parse_blocks
+from ..config import schema
+from ..corpus.loader import DEMO, corpus_manifest, demo_corpus_dir, load_corpus, resolve_corpus_dir
+from ..embedding import load_embedder
 from ..limits import MAX_QUERY_CHARS  # noqa: E402,F401 - one limit for every entry point (re-exported)
+from ..retrieval.filter_check import check_filters
+from ..retrieval.systems import BuildInputs, build_system, system_type
+from ..store import strategy_info
+from .model_logging import champion_model
+
 MAX_QUERIES = 100  # per call (one HTTP request)
 
 
@@ -50,8 +64,6 @@ def settings_from_dict(config: dict) -> Settings:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from ..config import schema
-
     known = set(Settings.__dataclass_fields__)
     body = {k: v for k, v in config.items() if k in known and k not in ("db", "tracking")}
     try:
@@ -62,8 +74,6 @@ def settings_from_dict(config: dict) -> Settings:
 
 
 def load_config_file(path: str | Path) -> dict:
-    import yaml
-
     p = Path(path).expanduser()
     if not p.is_file():
         raise ConfigError(f"{p}: no such config file",
@@ -79,7 +89,6 @@ def load_config_file(path: str | Path) -> dict:
 
 def corpus_name(settings: Settings) -> str:
     """The corpus name ``load_corpus`` would give (part of the strategy id), without reading files."""
-    from ..corpus.loader import DEMO, demo_corpus_dir, resolve_corpus_dir
     from ..experiment import corpus_path
 
     root = resolve_corpus_dir(str(corpus_path(settings)))
@@ -97,7 +106,6 @@ class Retriever:
     def __init__(self, settings: Settings, *, expected_corpus_digest: str | None = None, ingest: bool = False,
                  overrides: Sequence[str] = (), label: str = "") -> None:
         from ..db.connect import redact_url, resolve_database_url
-        from ..embedding import load_embedder
         from ..experiment import open_database
 
         # use_cache=False: see the module docstring
@@ -108,7 +116,6 @@ class Retriever:
         self._lock = threading.Lock()  # one connection; the scoring server calls predict from threads
         self.conn = open_database(settings)
         self.where = redact_url(resolve_database_url(settings.db.url, settings.db.pgdata_dir))
-        from ..retrieval.systems import BuildInputs, build_system, system_type
 
         if system_type(settings.retrieval.variant).kind == "team":  # a team's system: it calls the target
             self._open_external()
@@ -126,7 +133,6 @@ class Retriever:
         corpus as in a run (no answer cache: a served model answers what the system says now);
         the corpus must be the one the champion was measured on."""
         from ..experiment import external_index
-        from ..retrieval.systems import BuildInputs, build_system
 
         docs = self._promoted_corpus()
         self._engine = build_system(BuildInputs(self.settings, None, docs, serving=True))
@@ -135,10 +141,6 @@ class Retriever:
 
     def _check_filters(self) -> None:
         """A filter value no document of the served corpus has is an error, not empty answers."""
-        from types import SimpleNamespace
-
-        from ..retrieval.filter_check import check_filters
-
         filters = self.settings.retrieval.filters
         if filters.is_empty():
             return
@@ -170,8 +172,6 @@ class Retriever:
     def from_champion(cls, name: str = "default", *, ingest: bool = False) -> "Retriever":
         """The champion ``rag-retriever-<name>@champion`` (re-registered from the committed
         record when the registry lacks it), built from the config and corpus digest in its model."""
-        from .model_logging import champion_model
-
         config, manifest = champion_model(name)
         return cls(settings_from_dict(config), ingest=ingest, overrides=config_overrides(config),
                    expected_corpus_digest=manifest.get("corpus_digest") or None,
@@ -179,9 +179,6 @@ class Retriever:
 
     # -- the corpus check -----------------------------------------------------------------------
     def _strategy(self, ingest: bool) -> StrategyInfo:
-        from ..chunking import strategy_key
-        from ..store import strategy_info
-
         key = strategy_key(corpus_name(self.settings), self.settings.chunking, self.embedder.model_id,
                            self.settings.corpus.language)
         info = strategy_info(self.conn, key)
@@ -203,7 +200,6 @@ class Retriever:
     def _promoted_corpus(self) -> list:
         """The configured corpus's documents, refused when they are not the corpus the retriever
         was promoted on (its chunks, or an external system's placed passages, would be another's)."""
-        from ..corpus.loader import corpus_manifest, load_corpus
         from ..experiment import corpus_path
 
         docs = load_corpus(corpus_path(self.settings), self.settings.corpus.name)
@@ -215,8 +211,6 @@ class Retriever:
         return docs
 
     def _ingest(self, key: str) -> StrategyInfo:
-        from ..chunk_index import ingest, strategy_info
-
         docs = self._promoted_corpus()
         with self._lock:
             ingest(self.conn, docs, self.settings.chunking, self.embedder, self.settings.retrieval.hnsw,
@@ -264,8 +258,6 @@ class Retriever:
                     for r in ranked]
 
     def _heading(self, doc_id: str, offset: int) -> str:
-        from ..chunking.markdown_blocks import heading_path_at, parse_blocks
-
         if doc_id not in self._blocks:
             row = self.conn.execute("SELECT title, text FROM documents WHERE corpus = %s AND doc_id = %s",
                                     (self.strategy.corpus, doc_id)).fetchone()

@@ -23,6 +23,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from ..errors import UserError
 from .bootstrap import bootstrap_interval
 
 #: Above this many non-zero differences the test samples sign flips instead of enumerating
@@ -42,8 +43,6 @@ RESAMPLES_ENV, SEED_ENV = "RAG_EXP_RESAMPLES", "RAG_EXP_SEED"
 def test_settings(resamples: int | None = None, seed: int | None = None) -> tuple[int, int]:
     """(resamples, seed) of the paired tests: the arguments when given, else the environment's
     ``RAG_EXP_RESAMPLES`` / ``RAG_EXP_SEED``, else 10000 and 13."""
-    from ..errors import UserError
-
     def read(value, env, default, minimum):
         source = "the paired test's " + ("resamples" if env == RESAMPLES_ENV else "seed")
         if value is None:

@@ -41,6 +41,8 @@ from typing import Sequence
 
 import numpy as np
 
+from .paired import paired_permutation_test
+
 ALPHA = 0.05
 POWER = 0.8
 
@@ -206,8 +208,6 @@ def simulated_power(d_pool: Sequence[float], n: int, reps: int = 1000, seed: int
     that the tool's own test (:func:`.paired.paired_permutation_test`) finds significant at ``alpha``:
     the measured power, to hold against :func:`predicted_power` with the pool's mean and spread
     (``np.std(d_pool)``: the resampled population's). Seeded, so the same call gives the same share."""
-    from .paired import paired_permutation_test
-
     pool = np.asarray(d_pool, dtype=float)
     if len(pool) == 0 or n <= 0 or reps <= 0:
         raise ValueError("simulated_power needs a non-empty pool, n > 0 and reps > 0")

@@ -23,14 +23,25 @@ promote kept them has neither: it is then said so, never shown with a number it 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 
-from ..paths import project_root
+import yaml
+
+from ..errors import GoldenSetError
 from ..evaluation.metric_key import metric_title
-from .champion import ALIAS, PROMOTED_DIR, Champion, model_name
+from ..evaluation.rescore import params_from_flat, rescore
+from ..evaluation.runfile import ARTIFACT, parse_run_file
+from ..golden.resolve import load_golden
+from ..golden.versions import GoldenVersion, NotAnAncestor
+from ..paths import project_root
+from .champion import ALIAS, PROMOTED_DIR, Champion, current_champion, model_name
+from .configured import headline_metrics
+from .runs import client
+from .versioned import candidate_files, find_chain, load_ranked_lists
 
 RANKED_SUFFIX = ".run.trec.gz"
 #: the runs list's column (ui_links.VIEW_TAGS) and the provenance tags beside it
@@ -116,7 +127,6 @@ def _flat_config(champion: Champion) -> dict[str, str]:
     the ``eval`` group of its committed ``experiments/promoted/<name>.yaml``, flattened alike."""
     if champion.run.params:
         return dict(champion.run.params)
-    import yaml
 
     path = project_root() / PROMOTED_DIR / f"{champion.name}.yaml"
     try:
@@ -135,10 +145,6 @@ def _flat_config(champion: Champion) -> dict[str, str]:
 def eval_params(flat: Mapping[str, str]):
     """The champion's EvalParams: cutoffs by :func:`params_from_flat`, and the settings that change a
     score besides them (``level``, ``unjudged``)."""
-    from dataclasses import replace
-
-    from ..evaluation.rescore import params_from_flat
-
     p = params_from_flat(flat)
     changes = {k: flat[f"eval.{k}"] for k in ("level", "unjudged") if flat.get(f"eval.{k}") not in (None, "", "None")}
     return replace(p, **changes) if changes else p
@@ -146,9 +152,6 @@ def eval_params(flat: Mapping[str, str]):
 
 def champion_ranked(champion: Champion, c=None):
     """(case id -> ranked list, where they came from), or (None, why there are none)."""
-    from ..evaluation.runfile import ARTIFACT, parse_run_file
-    from .versioned import load_ranked_lists
-
     ranked = load_ranked_lists(champion.run, c)
     if ranked is not None:
         return ranked, f"run {champion.run.id[:12]} {ARTIFACT}"
@@ -165,12 +168,6 @@ def champion_ranked(champion: Champion, c=None):
 def on_newest(champion: Champion | None, c=None) -> OnNewest | None:
     """The champion rescored on the newest version of its golden file (see the module docstring);
     None when it was measured on the newest version, or recorded no version."""
-    from ..errors import GoldenSetError
-    from ..golden.resolve import load_golden
-    from ..golden.versions import GoldenVersion, NotAnAncestor
-    from ..evaluation.rescore import rescore
-    from .versioned import candidate_files, find_chain
-
     if champion is None:
         return None
     version = GoldenVersion.from_tags(champion.run.tags)
@@ -196,10 +193,6 @@ def on_newest(champion: Champion | None, c=None) -> OnNewest | None:
 
 def _file_digest(champion: Champion) -> str | None:
     """sha256 of the champion's golden file as it is now (the version a run on it records)."""
-    import hashlib
-
-    from .versioned import candidate_files
-
     flat = _flat_config(champion)
     probe = champion.run if champion.run.params else _with_params(champion.run, flat)
     for path in candidate_files([probe]):
@@ -209,14 +202,10 @@ def _file_digest(champion: Champion) -> str | None:
 
 
 def _replace(x: OnNewest, **changes) -> OnNewest:
-    from dataclasses import replace
-
     return replace(x, **changes)
 
 
 def _with_params(run, flat: Mapping[str, str]):
-    from dataclasses import replace
-
     return replace(run, params=dict(flat))
 
 
@@ -226,10 +215,6 @@ def refresh_ui(name: str = "default", c=None) -> OnNewest | None:
     (:data:`TAG` and the ``newest.*`` provenance); a champion measured on the newest version gets
     ``on_newest_golden`` = ``measured on the newest golden version``. Returns what it tagged."""
     from mlflow.exceptions import MlflowException
-
-    from .champion import current_champion
-    from .configured import headline_metrics
-    from .runs import client
 
     c = c or client()
     try:

@@ -32,8 +32,11 @@ import pandas as pd
 from ..errors import UserError
 from ..evaluation.metric_key import MetricKey, Segment, metric_title
 from ..stats.bootstrap import bootstrap_interval
-from ..stats.paired import WinTieLoss, holm, paired_permutation_test, win_tie_loss
+from ..stats.paired import WinTieLoss, holm, paired_permutation_test, test_settings, win_tie_loss
 from ..stats.power import PowerEstimate, estimate
+from .compare_render import markdown_table, rich_tables
+from .coverage import JUDGED_PREFIX, CoverageGap, fix_command, judged_columns
+from .judge_corrected_log import judge_corrected_lines
 from .runs import RunView
 
 #: params that never explain a difference in results (where and how a run was logged)
@@ -95,13 +98,9 @@ class Comparison:
         return not any(r.flags for r in self.rows)
 
     def to_rich(self, width: int = 180) -> list:
-        from .compare_render import rich_tables
-
         return rich_tables(self, width)
 
     def to_markdown(self, rows: Sequence[Row] | None = None) -> str:
-        from .compare_render import markdown_table
-
         return markdown_table(self, rows)
 
 
@@ -168,8 +167,6 @@ def sweep_order(runs: Sequence[RunView], objective: str | None, maximize: bool =
 def parent_test_settings(parent: RunView | None, resamples: int | None, seed: int | None) -> tuple[int, int]:
     """The paired tests' (resamples, seed): as given, else what the sweep parent recorded
     (its summary's), else :func:`rag_experiments.stats.paired.test_settings`."""
-    from ..stats.paired import test_settings
-
     tags = parent.tags if parent is not None else {}
     if resamples is None and tags.get(RESAMPLES_TAG, "").isdigit():
         resamples = int(tags[RESAMPLES_TAG])
@@ -331,8 +328,6 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
                      labels: Sequence[str] | None = None) -> Comparison:
     """Compare ``runs`` with ``runs[0]`` (the baseline). ``labels``: row names (default: short run names).
     ``n_resamples`` / ``seed`` of the paired tests: default :func:`rag_experiments.stats.paired.test_settings`."""
-    from ..stats.paired import test_settings
-
     n_resamples, seed = test_settings(n_resamples, seed)
     if not runs:
         raise UserError("no runs to compare", hint="give run ids, --sweep PARENT_ID, --last-sweep or --tag KEY=VALUE")
@@ -354,7 +349,6 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
         raise UserError(f"--metrics: no run logged {', '.join(missing)}",
                         hint="e.g. recall_at_5, recall_at_20, mrr_at_10, ndcg_at_10, hit_at_5")
     segs = resolve_segments(segments, runs, primary)
-    from .coverage import judged_columns
 
     columns = [Column(MetricKey.parse(m), metric_title(m)) for m in metrics]
     columns += [Column(MetricKey.parse(primary).on(s), s.title) for s in segs]
@@ -417,16 +411,13 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
         rows.append(Row(r, label, i == 0, {name: cells[i] for name, cells in raw.items()}, wtl, tuple(flags)))
     warnings += [gap.line() + f" (no LLM key: label them yourself with {gap.command} --by-hand)"
                  for gap in coverage_gaps(rows, columns, alpha)]
-    from .judge_corrected_log import judge_corrected_lines  # people's labels on a case sample: corrected values, Δ
-
+    # people's labels on a case sample: corrected values, Δ
     notes += judge_corrected_lines(runs, labels, [c.key.mlflow_name for c in columns if c.key.segment is None])
     return Comparison(rows, columns, primary, alpha, warnings, notes)
 
 
 def coverage_gaps(rows: Sequence[Row], columns: Sequence[Column], alpha: float) -> list:
     """Rows whose judged@k differs significantly (Holm-adjusted) from the baseline's."""
-    from .coverage import JUDGED_PREFIX, CoverageGap, fix_command
-
     judged = [c for c in columns if c.key.segment is None and c.key.mlflow_name.startswith(JUDGED_PREFIX)]
     if not judged or len(rows) < 2:
         return []

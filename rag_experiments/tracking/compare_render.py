@@ -4,9 +4,16 @@ GitHub Markdown, with one set of number formatters; duck-typed, so neither modul
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Sequence
 
+from rich.console import Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
 from ..evaluation.metric_key import metric_title
+from ..terminal import console as make_console
 
 WARN = "⚠"
 
@@ -107,9 +114,6 @@ def rich_tables(cmp, width: int = 180) -> list:
 
 
 def rich_table(cmp, keys: Sequence[str], wide: bool, label_w: int, first: bool, last: bool):
-    from rich.table import Table
-    from rich.text import Text
-
     columns = [c for c in cmp.columns if c.key.mlflow_name in keys]
     golden = cmp.baseline.run.golden
     title = (f"{len(cmp.rows)} runs | golden {golden[:12] if golden else 'unknown'} | "
@@ -237,16 +241,11 @@ def _md_escape(text: str) -> str:
 
 
 def print_comparison(cmp, markdown: bool = False, console: Any = None) -> None:
-    import sys
-
     if markdown:
         sys.stdout.write(markdown_table(cmp))
         for w in cmp.warnings:  # also where a person watching the job log sees it
             print(f"WARNING: {w}", file=sys.stderr)
         return
-    from rich.panel import Panel
-
-    from ..terminal import console as make_console
 
     out = console or make_console()
     for w in cmp.warnings:
@@ -326,10 +325,6 @@ def decision_table(decision, title: str, candidate_label: str = "candidate"):
     note in its result cell and the champion's newest-golden column): the MDE values are one line
     under it and a check's note (``no per-case table``, ``within the HNSW noise floor``) a ``note:``
     line, so no number is lost; the Markdown summary keeps them as columns."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
     table = Table(caption=f"two-sided paired randomization test over cases, alpha {decision.alpha:g}; "
                   f"W/T/L = cases the {candidate_label} won/tied/lost", caption_justify="left")
     newest = _has_newest(decision)

@@ -14,7 +14,7 @@ from typing import Sequence
 from ..errors import UserError
 from ..evaluation.metric_key import HEADLINE, MetricKey, headline
 from ..evaluation.rescore import params_from_flat
-from .runs import RunView
+from .runs import RunView, search, sweep_children
 
 
 def headline_metrics(run: RunView) -> list[str]:
@@ -73,8 +73,6 @@ def configured_objective(runs: Sequence[RunView], what: str = "--metric") -> str
 def store_objective(sweep: str | None = None, experiment: str | None = None, c=None) -> str:
     """The objective to promote on when none is given: the sweep's children's, else the newest
     finished run's (of ``experiment``, else of the store)."""
-    from .runs import search, sweep_children
-
     if sweep:
         return configured_objective(sweep_children(sweep, per_case=False, c=c))
     newest = [r for r in search("attributes.status = 'FINISHED'", per_case=False, order="DESC", max_results=20,

@@ -40,12 +40,14 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 import pandas as pd
+import yaml
 
-from ..paths import project_root
 from ..errors import GoldenSetError, UserError
 from ..golden.records import Case
 from ..golden.resolve import GoldenSet, load_golden
-from ..paths import tracking_uri
+from ..golden.versions import GoldenVersion, NotAnAncestor, locate
+from ..paths import project_root, tracking_uri
+from .runs import client
 
 RANKED_DOCS = "ranked_docs"
 RANKED_SCORES = "ranked_scores"
@@ -199,7 +201,6 @@ def golden_for_run(config: Mapping, tags: Mapping[str, str], run_id: str) -> Gol
     actual = hashlib.sha256(path.read_bytes()).hexdigest()
     if actual == expected:
         return load_golden(path)
-    from ..golden.versions import GoldenVersion, NotAnAncestor, locate
 
     try:
         return locate(path, GoldenVersion.from_tags(tags))  # the file grew since the run: its prefix
@@ -236,8 +237,6 @@ def write_trec(per_case: pd.DataFrame, golden: GoldenSet, out: Path, *, run_id: 
 
 # -- reading the run from MLflow ------------------------------------------------------------------
 def _client():
-    from .runs import client
-
     return client()  # the shared opener: it also closes runs whose process died (ownership.py)
 
 
@@ -258,7 +257,6 @@ def per_case_table(text: str) -> pd.DataFrame:
 def export_run(run_id: str, out: str | Path | None = None, fmt: str = "trec", *, tag: str | None = None,
                scores: str = "rank") -> ExportReport:
     """Export one MLflow run (of the store :func:`tracking_uri` names) as TREC files."""
-    import yaml
     from mlflow.exceptions import MlflowException
 
     if fmt != "trec":

@@ -15,15 +15,20 @@ on the chain, another corpus) restarts the chain at the logged value and says wh
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Sequence
 
 import pandas as pd
+from rich.table import Table
 
 from ..evaluation.metric_key import metric_title
+from .champion import model_name, read_record, record_path
 from .compare_render import fmt
+from .mlflow_run import setup
 from .runs import RunView, client, get_run, search, tag_filter
+from .versioned import align
 
 KIND_NIGHTLY = "nightly"
 KIND_PROMOTION = "promotion"
@@ -54,10 +59,6 @@ def _promoted_ms(run: RunView) -> int:
 
 def _record_point(name: str) -> tuple[int, str, RunView] | None:
     """The champion of the committed record (experiments/promoted/NAME.record.json) as a promotion."""
-    import json
-
-    from .champion import read_record, record_path
-
     champion = read_record(name)
     if champion is None:
         return None
@@ -68,8 +69,6 @@ def _record_point(name: str) -> tuple[int, str, RunView] | None:
 
 def collect(name: str, metric: str, last: int | None = None, c=None) -> list[tuple[int, str, RunView]]:
     """(time, kind, run) of the nightly gate runs and the promotions of ``name``, oldest first."""
-    from .champion import model_name
-
     c = c or client()
     model = model_name(name)
     out = []
@@ -90,8 +89,6 @@ def collect(name: str, metric: str, last: int | None = None, c=None) -> list[tup
 
 def _pair_delta(prev: RunView, this: RunView, metric: str, c) -> tuple[int | None, float | None, str]:
     """(common cases, delta on them, note) between two consecutive points."""
-    from .versioned import align
-
     if prev.corpus != this.corpus:
         return None, None, "another corpus: chain restarted"
     a = get_run(prev.id, c=c) if prev.per_case is None else prev
@@ -170,8 +167,6 @@ def markdown(points: Sequence[Point], metric: str) -> str:
 
 
 def rich_table(points: Sequence[Point], metric: str, title: str):
-    from rich.table import Table
-
     table = Table(title=title, caption="Δ: this point minus the previous one on the cases both have (older golden "
                   "version's cases and labels when the versions differ); chained: the first value moved by those "
                   "deltas only", caption_justify="left")
@@ -242,8 +237,6 @@ def _experiment_exists(c, experiment_id: str) -> bool:
 
 
 def _project_experiment() -> str:
-    from .mlflow_run import setup
-
     return setup(None, "rag-experiments")
 
 

@@ -18,16 +18,26 @@ import atexit
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from ..errors import UserError
+from ..paths import tracking_uri
 from ..redaction import redact_text
+from ..sweep_preflight import check_sweep_or_exit
+from . import sweep_parent as S
+from .configured import comparison_defaults
 from .mlflow_run import PARENT_ENV, create_run, git_state, log_batch, setup
 from .ownership import owner_tags
+from .runs import load_per_case, sweep_children
+from .server import check_store
+from .sweep_parent import experiment_preset, parent_name, sweep_spec
+from .ui_links import VIEW_METRICS, VIEW_PREFIX, line, run_route, sweep_charts_route, sweep_view_key, view_state
 
 
 class MlflowSweepCallback(Callback):
@@ -50,8 +60,6 @@ class MlflowSweepCallback(Callback):
         refusing the password) is one line before the run's work, not after it."""
         if not config.tracking.enabled:
             return
-        from ..paths import tracking_uri
-        from .server import check_store
 
         try:
             check_store(tracking_uri(config.tracking.uri))
@@ -60,14 +68,10 @@ class MlflowSweepCallback(Callback):
             sys.exit(exc.exit_code)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from ..sweep_preflight import check_sweep_or_exit
-
         check_sweep_or_exit(config)  # every point valid, before the parent run exists
         if not config.tracking.enabled:
             return
         from mlflow.tracking import MlflowClient
-
-        from .sweep_parent import experiment_preset, parent_name, sweep_spec
 
         try:
             exp_id = setup(config.tracking.uri, config.tracking.experiment)
@@ -125,8 +129,6 @@ class MlflowSweepCallback(Callback):
             self.prefetch.stop()
         from mlflow.tracking import MlflowClient
 
-        from .runs import sweep_children
-
         os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # reading per-case tables
         client = MlflowClient()
         parent_id = self.parent_id
@@ -140,7 +142,6 @@ class MlflowSweepCallback(Callback):
         except Exception as exc:  # noqa: BLE001 - the children are logged; never fail the sweep here
             print(f"warning: could not record the sweep result on parent run {parent_id}: {exc}")
         client.set_terminated(parent_id, status="FAILED" if failed else "FINISHED")
-        from .ui_links import line, run_route, sweep_charts_route
 
         print(line("sweep parent (its Overview holds the verdict and the table)",
                    run_route(str(self.exp_id), parent_id), client.tracking_uri), flush=True)
@@ -153,8 +154,6 @@ class MlflowSweepCallback(Callback):
 
     def _log_view(self, client, parent_id: str) -> bool:
         """The experiment tag behind the sweep's chart link: its points, headline metrics first."""
-        from .ui_links import VIEW_METRICS, VIEW_PREFIX, sweep_view_key, view_state
-
         try:
             # the objective's chart and sort first (experiment=beir: ndcg_at_10)
             metrics = [self.objective] + [m for m in VIEW_METRICS if m != self.objective]
@@ -166,8 +165,6 @@ class MlflowSweepCallback(Callback):
             return False
 
     def _record_result(self, client, parent_id: str, children: list, n_failed: int) -> None:
-        from . import sweep_parent as S
-
         finished = [c for c in children if c.status == "FINISHED"]
         objective = str(self.objective)
         best = S.best_child(finished, objective, self.maximize)
@@ -210,11 +207,7 @@ class MlflowSweepCallback(Callback):
     def _comparison(self, client, finished: list, objective: str):
         """Children compared with the first point, the rest best-first (:func:`.compare.sweep_order`,
         what ``rag-exp compare --sweep`` lists), with the paired tests' settings it recorded."""
-        from dataclasses import replace
-
         from .compare import build_comparison, run_labels, sweep_order
-        from .configured import comparison_defaults
-        from .runs import load_per_case
 
         read = self.prefetch.frames() if self.prefetch is not None else {}  # its thread has stopped
         runs = [replace(r, per_case=read[r.id] if r.id in read else load_per_case(r.id, client, r.artifact_uri))
@@ -230,7 +223,6 @@ class MlflowSweepCallback(Callback):
         path = self.sweep_dir / "optimization_results.yaml"
         if not path.exists():
             return None
-        import yaml
 
         data = yaml.safe_load(path.read_text()) or {}
         if "best_value" not in data:

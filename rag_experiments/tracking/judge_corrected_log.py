@@ -14,6 +14,8 @@ from typing import Sequence
 
 from ..evaluation.judge_corrected import ARTIFACT, PREFIX, JudgeCorrected, corrected_delta
 from ..evaluation.metric_key import metric_title
+from .mlflow_run import dict_json, log_batch, log_files
+from .runs import artifact_bytes
 
 CASES_METRIC = "judge_corrected.cases"
 
@@ -24,8 +26,6 @@ def log_judge_corrected(run_id: str | None, corrected: JudgeCorrected | None) ->
         return
     from mlflow.tracking import MlflowClient
 
-    from .mlflow_run import dict_json, log_batch, log_files
-
     client = MlflowClient()
     log_batch(client, run_id, metrics=corrected.metrics(),
               tags={"judge_corrected": f"{len(corrected.cases)} cases of {corrected.n_all}"})
@@ -35,8 +35,6 @@ def log_judge_corrected(run_id: str | None, corrected: JudgeCorrected | None) ->
 def read_judge_corrected(run_id: str, client=None, artifact_uri: str = "") -> dict | None:
     """The run's ``judge_corrected.json``, or None when it logged none (or it cannot be read)."""
     from mlflow.tracking import MlflowClient
-
-    from .runs import artifact_bytes
 
     try:
         data = artifact_bytes(run_id, ARTIFACT, client or MlflowClient(), artifact_uri)

@@ -16,18 +16,27 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
+import tempfile
+import time as _time
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+import yaml
 
+from ..errors import UserError
+from ..evaluation.runfile import ARTIFACT, run_file_text
+from ..golden.versions import LINES_ARTIFACT, GoldenVersion, line_hashes_text
 from ..paths import artifact_root, default_tracking_uri, project_root, tracking_uri
 from ..redaction import redact_obj, redact_text
 from ..retrieval.systems import owned_config
+from . import run_record as R
 from .execution import execution_tags
-from .ownership import owner_tags
-from .ui_links import VIEW_TAG, view_state
+from .ownership import owner_tags, reap_dead_runs
+from .server import check_store, open_store
+from .ui_links import VIEW_TAG, runs_route, view_state
 
 if TYPE_CHECKING:  # the annotation only: tracking sits above experiment, nothing imported at run time
     from ..experiment import ExperimentResult
@@ -38,9 +47,6 @@ PARENT_ENV = "RAG_EXP_PARENT_RUN_ID"
 def setup(uri: str | None, experiment: str) -> str:
     """Point MLflow at the store and make sure the experiment exists; return its id."""
     import mlflow
-
-    from ..errors import UserError
-    from .server import check_store, open_store
 
     # Decide before set_tracking_uri: it exports MLFLOW_TRACKING_URI, which would make every
     # store look user-chosen. Only our own sqlite default gets an explicit artifact folder
@@ -85,8 +91,6 @@ def _reap(uri: str) -> None:
     """Close the runs left RUNNING by a dead process of this host (once per store and process)."""
     from mlflow.tracking import MlflowClient
 
-    from .ownership import reap_dead_runs
-
     reap_dead_runs(MlflowClient(tracking_uri=uri), uri)
 
 
@@ -99,8 +103,6 @@ EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development", VIEW_TAG
 def runs_view_url(base: str, experiment_id: str) -> str:
     """The MLflow UI's runs table of one experiment (the page to compare sweeps on), in the UI's
     "Model training" mode (:mod:`.ui_links`)."""
-    from .ui_links import runs_route
-
     return f"{base.rstrip('/')}/{runs_route(experiment_id)}"
 
 
@@ -169,8 +171,6 @@ def log_experiment(result: ExperimentResult, config_dict: dict, *, run_name: str
     ``plot_pngs``: the plots already drawn (:func:`rag_experiments.tracking.plots.run_plot_pngs`).
     """
     from mlflow.tracking import MlflowClient
-
-    from . import run_record as R
 
     s = result.settings
     exp_id = setup(s.tracking.uri, s.tracking.experiment)
@@ -282,8 +282,6 @@ def dict_json(d: dict) -> str:
 def log_files(client, run_id: str, files: dict[str, str]) -> None:
     """Text artifacts (relative path -> content) in one upload: a sweep point's nine files were
     nine ``log_text``/``log_dict`` calls, each with its own temporary folder and store round trip."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="rag_exp_artifacts_") as tmp:
         for rel, text in files.items():
             path = Path(tmp) / rel
@@ -312,8 +310,6 @@ def _no_git_context() -> list:
     that cost the logging process 25-40 ms (issue 44 item 8). A path that exists is looked up as
     before (``python run.py`` in a repository gets the tags). The run's own ``git_commit`` and
     ``git_dirty`` tags come from :func:`git_state`."""
-    import sys
-
     from mlflow.tracking.context.git_context import GitRunContext
 
     main = sys.argv[0] if sys.argv and sys.argv[0] else None  # what MLflow's context reads (_get_main_file)
@@ -324,8 +320,6 @@ def log_batch(client, run_id: str, params: dict[str, str] | None = None, metrics
               tags: dict[str, str] | None = None) -> None:
     """Params, metrics and tags in as few requests as MLflow's batch limits allow (100 params,
     1000 entities per request)."""
-    import time as _time
-
     from mlflow.entities import Metric, Param, RunTag
 
     now = int(_time.time() * 1000)
@@ -367,24 +361,18 @@ def _without_unused_llm(config: dict) -> dict:
 def golden_lines_artifact(golden) -> dict[str, str]:
     """Each line's hash of the golden version scored, so a comparison with a file that is not a
     continuation of it can name the first line that differs (rag_experiments.golden.versions)."""
-    from ..golden.versions import LINES_ARTIFACT, GoldenVersion, line_hashes_text
-
     text = line_hashes_text(golden.path, GoldenVersion.of(golden))
     return {LINES_ARTIFACT: text} if text is not None else {}
 
 
 def golden_version_tags(golden) -> dict[str, str]:
     """The golden version as a prefix of its chain (see rag_experiments.golden.versions)."""
-    from ..golden.versions import GoldenVersion
-
     return GoldenVersion.of(golden).tags()
 
 
 def run_file_artifact(result, run_name: str | None) -> dict[str, str]:
     """The full ranked list per case (``run.trec``), so the run can be rescored against another
     golden version without retrieving again (rag_experiments.evaluation.rescore)."""
-    from ..evaluation.runfile import ARTIFACT, run_file_text
-
     results = result.results
     return {ARTIFACT: run_file_text(results, run_name or "rag-exp")} if results else {}
 
@@ -393,8 +381,6 @@ def _retrying(fn, *args, attempts: int = 5, **kwargs):
     """Parallel sweep jobs (hydra/launcher=joblib) log the same golden/corpus dataset at the same
     moment; the store's unique index lets one insert win and the other fail. Retrying finds the
     row the winner wrote. Also rides out sqlite's transient 'database is locked'."""
-    import time as _time
-
     from mlflow.exceptions import MlflowException
 
     for attempt in range(attempts):
@@ -446,6 +432,4 @@ def _dataset_inputs(result) -> list:
 
 
 def _to_yaml(obj: dict) -> str:
-    import yaml
-
     return yaml.safe_dump(obj, sort_keys=False)

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UserError
+from ..paths import project_root
 
 FLOOR_FILE = Path("experiments/noise_floor.json")
 SEARCH_TAG = "retrieval.vector.search"
@@ -100,8 +101,6 @@ def measure(tables: Sequence[pd.DataFrame], metrics: Sequence[str]) -> tuple[dic
 
 
 def floor_path(root: Path | None = None) -> Path:
-    from ..paths import project_root
-
     return (root or project_root()) / FLOOR_FILE
 
 

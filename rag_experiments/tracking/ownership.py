@@ -21,6 +21,8 @@ import sys
 import time
 from dataclasses import dataclass
 
+import psutil
+
 OWNER_HOST = "rag_exp.owner.host"
 OWNER_PID = "rag_exp.owner.pid"
 OWNER_STARTED = "rag_exp.owner.started"  # psutil create_time(), seconds since the epoch
@@ -35,8 +37,6 @@ def _host() -> str:
 
 
 def _create_time(pid: int) -> float | None:
-    import psutil
-
     try:
         proc = psutil.Process(pid)
         if proc.status() == psutil.STATUS_ZOMBIE:  # killed, not yet waited for by its parent: gone

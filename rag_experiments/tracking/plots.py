@@ -6,6 +6,9 @@ of the first relevant hit (misses in their own bar).
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -68,9 +71,6 @@ def run_plot_pngs(per_case: pd.DataFrame) -> dict[str, bytes]:
     """Both plots as PNG bytes, by artifact path: what MLflow's ``log_figure`` stores (the figure's
     ``savefig`` to a ``.png`` path with no other argument). A single run draws them in its forked
     work process (:mod:`rag_experiments.overlap`), so the logging process never imports matplotlib."""
-    import tempfile
-    from pathlib import Path
-
     plt = pyplot()
     out = {}
     with tempfile.TemporaryDirectory(prefix="rag_exp_plots_") as tmp:
@@ -87,9 +87,6 @@ def log_run_plots(per_case: pd.DataFrame, client=None, run_id: str | None = None
                   pngs: dict[str, bytes] | None = None) -> list[str]:
     """Log both plots to ``run_id`` through ``client`` (else to the active run): ``pngs`` when
     given (:func:`run_plot_pngs`, drawn elsewhere), else drawn here. One upload for both."""
-    import tempfile
-    from pathlib import Path
-
     import mlflow
 
     pngs = pngs if pngs is not None else run_plot_pngs(per_case)

@@ -33,11 +33,26 @@ from ..errors import UserError
 from ..evaluation.metric_key import MetricKey, Segment
 from ..stats.paired import WinTieLoss, paired_permutation_test, win_tie_loss
 from ..stats.power import PowerEstimate, estimate
-from .champion import (ALIAS, PRESET_DROP, PROMOTED_DIR, Champion, current_champion, model_name,  # noqa: F401
-                       preset_config, preset_name, read_record, record_path)
+from .champion import (  # noqa: F401
+    ALIAS,
+    PRESET_DROP,
+    PROMOTED_DIR,
+    Champion,
+    current_champion,
+    model_name,
+    preset_config,
+    preset_name,
+    read_record,
+    record_path,
+)
+from .champion_newest import on_newest
 from .compare import paired_values
+from .coverage import JUDGED_PREFIX, CoverageGap, fix_command, judged_columns
+from .judge_corrected_log import judge_corrected_lines
+from .noise_floor import floor_for, within_line
 from .ownership import KILLED_REASON
 from .runs import RunView, client, get_run, search, sweep_children
+from .versioned import eval_level, not_comparable
 
 GUARD_SEGMENT = "exact"
 
@@ -120,8 +135,6 @@ def same_level(runs: Sequence[RunView], champion: Champion | None) -> list[RunVi
     """The candidates evaluated at the champion's level (``eval.level``), with a note naming the
     runs of another level left out; all of them when none is at that level (the decision then
     refuses, naming the champion, the best of them and the two levels)."""
-    from .versioned import eval_level
-
     if champion is None:
         return list(runs)
     level = eval_level(champion.run)
@@ -224,7 +237,6 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
     if champion is None:
         return Decision(candidate, None, metric, alpha, [], True, ["no champion yet"])
     champ_run, cand_run, gap = champion.run, candidate, None
-    from .versioned import not_comparable
 
     unlike = not_comparable([champ_run, cand_run])  # another eval level, or golden versions on no one chain
     if unlike is not None:
@@ -253,8 +265,7 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
             checks.append(paired_check(champ_run, cand_run, metric, Segment("kind", MULTI_SEGMENT), alpha, "no_loss",
                                        n_resamples, seed))
     checks, notes = noise_notes(checks, champ_run, cand_run)
-    from .judge_corrected_log import judge_corrected_lines  # shown, not decided on: people's labels on a case sample
-
+    # shown, not decided on: people's labels on a case sample
     notes += judge_corrected_lines([champ_run, cand_run], ["champion", "candidate"], [metric])
     reasons = []
     if mode == "beat":  # promote: a candidate judged on other labels than the champion is not comparable yet
@@ -283,8 +294,6 @@ def with_newest(checks: list[Check], champion: Champion, metric: str) -> tuple[l
     """The checks with the champion's value on the newest golden version (its ranked lists rescored,
     :mod:`.champion_newest`) beside the value each compares, and that rescoring; unchanged when the
     champion was measured on the newest version."""
-    from .champion_newest import on_newest
-
     newest = on_newest(champion)
     if newest is None:
         return checks, None
@@ -294,8 +303,6 @@ def with_newest(checks: list[Check], champion: Champion, metric: str) -> tuple[l
 def noise_notes(checks: list[Check], champion: RunView, candidate: RunView) -> tuple[list[Check], list[str]]:
     """The checks with ``noise`` set where their Δ is within the HNSW noise floor, and the notes to
     print: one per such check, or one saying an HNSW run has no measured floor. Exact runs: none."""
-    from .noise_floor import floor_for, within_line
-
     floor, note = floor_for([champion, candidate])
     notes = [note] if note else []
     if floor is None:
@@ -315,8 +322,6 @@ def coverage_reasons(champion: RunView, candidate: RunView, alpha: float, n_resa
     """Why the candidate cannot be promoted yet: the champion's judged@k is significantly lower
     than the candidate's (rag_experiments.tracking.coverage: its unjudged hits may be relevant),
     with the command that judges the two runs' pool."""
-    from .coverage import JUDGED_PREFIX, CoverageGap, fix_command, judged_columns
-
     if champion.per_case is None or candidate.per_case is None:
         return []
     cols = judged_columns([champion, candidate])

@@ -25,7 +25,8 @@ import pandas as pd
 
 from ..errors import UserError
 from ..paths import tracking_uri
-from .ownership import KILLED_REASON
+from .ownership import KILLED_REASON, reap_dead_runs
+from .server import open_store
 
 PER_CASE_ARTIFACT = "per_case.json"
 CONFIG_ARTIFACT = "config.yaml"
@@ -90,8 +91,6 @@ def client():
 
     # reading two small JSON files per run needs no progress bar on stderr
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    from .ownership import reap_dead_runs
-    from .server import open_store
 
     uri = tracking_uri()
     open_store(uri)  # a store refusing the password is one line; a fresh store is created under a lock

@@ -19,6 +19,9 @@ import json
 import os
 from urllib.parse import quote
 
+from ..paths import default_tracking_uri, project_root
+from ..redaction import redact_text
+
 MODE_PARAM = "workflowType=machine_learning"
 UI_ENV = "RAG_EXP_UI_URL"
 LOCAL_UI = "http://127.0.0.1:5000"
@@ -100,8 +103,7 @@ def model_route(name: str, version: str | None = None) -> str:
 def ui_base(tracking_uri: str | None = None) -> tuple[str, bool]:
     """(base URL, whether it is known) for links: known when ``RAG_EXP_UI_URL`` is set or the
     tracking store is a server; else ``make ui``'s local address (not known to be running)."""
-    from ..redaction import redact_text  # a base with user:password@ is printed masked
-
+    # a base with user:password@ is printed masked (redact_text)
     explicit = os.environ.get(UI_ENV, "").strip()
     if explicit:
         return redact_text(explicit).rstrip("/"), True
@@ -120,9 +122,6 @@ def serve_hint(tracking_uri: str | None = None) -> str:
     """How to serve the local store's UI: ``make ui`` in this repository (its Makefile has the
     target), else the ``mlflow ui`` command itself (a project made by ``rag-exp init`` has no
     Makefile)."""
-    from ..paths import default_tracking_uri, project_root
-    from ..redaction import redact_text
-
     makefile = project_root() / "Makefile"
     try:
         if makefile.is_file() and "\nui:" in "\n" + makefile.read_text(encoding="utf-8", errors="replace"):

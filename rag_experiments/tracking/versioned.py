@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
+from rich.table import Table
 
-from ..paths import project_root
 from ..errors import GoldenSetError
 from ..evaluation.evaluate import aggregate
 from ..evaluation.metric_key import MEASURES, MetricKey, metric_title
@@ -37,9 +37,11 @@ from ..evaluation.runfile import ARTIFACT as RUN_FILE
 from ..evaluation.runfile import parse_run_file
 from ..golden.records import Anchor, Case, Judgement, Retire
 from ..golden.resolve import GoldenSet
-from ..golden.versions import GoldenVersion, NotAnAncestor, locate
+from ..golden.versions import LINES_ARTIFACT, GoldenVersion, NotAnAncestor, first_difference, locate
+from ..paths import project_root
+from ..terminal import console as make_console
 from .compare_render import fmt
-from .runs import RunView
+from .runs import RunView, client
 
 KIND_ORDER = ("production", "exact", "paraphrase")
 LOGGED_DECIMALS = 10  # pandas' to_json default (double_precision), which mlflow.log_table uses
@@ -102,9 +104,6 @@ def first_differing_lines(runs: Sequence[RunView], files: Sequence[Path], c=None
     """For each run whose golden version is not a prefix of a file in use, the first line of that
     file that differs from it, from the run's stored line hashes (runs logged before they were
     stored say nothing here; the NotAnAncestor message then bounds the line from above)."""
-    from ..golden.versions import LINES_ARTIFACT, first_difference
-    from .runs import client
-
     c = c or client()
     out: list[str] = []
     for r in runs:
@@ -213,8 +212,6 @@ def not_comparable(runs: Sequence[RunView], c=None) -> Unlike | None:
 # -- stored ranked lists --------------------------------------------------------------------------
 def load_ranked_lists(run: RunView, c=None):
     """The run's ``run.trec`` artifact parsed, or None when the run has none (or is not in the store)."""
-    from .runs import client
-
     c = c or client()
     try:
         if RUN_FILE not in {f.path for f in c.list_artifacts(run.id)}:
@@ -395,10 +392,6 @@ def gap_markdown(gap: VersionGap, run: RunView | None, metrics: Sequence[str], w
 
 def print_gap(gap: VersionGap, runs: Sequence[RunView], metrics: Sequence[str], console=None) -> None:
     """The gap on the terminal: the summary, then per newest-version run its added-case table."""
-    from rich.table import Table
-
-    from ..terminal import console as make_console
-
     metrics = list(dict.fromkeys(metrics))
     out = console or make_console()
     out.print(f"[bold]golden set grew:[/] {gap_summary(gap)}")

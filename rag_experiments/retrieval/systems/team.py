@@ -5,6 +5,7 @@ variant's hits."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable
 
 from ...errors import ConfigError
@@ -24,8 +25,6 @@ def answer_cache(settings: Any) -> bool:
 
 
 def _load_stored(inputs: BuildInputs) -> System:
-    from dataclasses import replace
-
     r = inputs.settings.retrieval
     if inputs.queries_by_case is None:
         raise ConfigError("retrieval=stored: a stored run answers only the golden set's cases it holds; it "
