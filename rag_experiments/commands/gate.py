@@ -78,7 +78,7 @@ def experiment_override(root: Path, preset: str) -> str:
 def run_now(name: str, overrides: list[str]) -> str:
     """Run the promoted preset through Hydra in a subprocess; return the new run's id."""
     from ..paths import project_root
-    from ..tracking.promote import preset_name
+    from ..tracking.champion import preset_name
     from ..tracking.runs import search, tag_filter
 
     root = project_root()
@@ -132,7 +132,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from ..tracking.compare import build_comparison
     from ..tracking.compare_render import decision_markdown, decision_table, print_comparison
     from ..tracking.configured import comparison_defaults
-    from ..tracking.promote import GUARD_SEGMENT, current_champion, decide, model_name, record_path
+    from ..tracking.champion import current_champion, model_name, record_path
+    from ..tracking.promote import GUARD_SEGMENT, decide
     from ..tracking.runs import client, get_run
     from ..tracking.versioned import gap_markdown, gap_tags, print_gap
 

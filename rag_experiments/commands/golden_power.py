@@ -45,7 +45,7 @@ def register(sub: Any, golden_arg: Any, corpus_arg: Any) -> None:
 
 
 def _pair(args: argparse.Namespace, c) -> tuple[Any, Any, str]:
-    from ..tracking.promote import current_champion
+    from ..tracking.champion import current_champion
     from ..tracking.runs import get_run, search
 
     if args.runs:

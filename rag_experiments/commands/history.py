@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
 def cmd_history(args: argparse.Namespace) -> int:
     from ..terminal import console
     from ..tracking.history import build_history, log_history, rich_table, trend_markdown
-    from ..tracking.promote import current_champion, model_name
+    from ..tracking.champion import current_champion, model_name
     from ..tracking.runs import client
 
     if args.last is not None and args.last < 1:

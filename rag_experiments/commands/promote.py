@@ -84,7 +84,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
                  f"{str(d.champion.run.golden or '?')[:12]}, the value the table below compares")
     out.print(line, soft_wrap=True)
     if d.champion is not None and d.champion.source == "record":
-        from ..tracking.promote import record_path
+        from ..tracking.champion import record_path
 
         if args.dry_run:  # nothing was registered: say what the record is, never a registry version
             out.print(f"champion of record: {record_path(args.name)} (run {d.champion.run.id}); "

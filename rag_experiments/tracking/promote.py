@@ -33,18 +33,7 @@ from ..errors import UserError
 from ..evaluation.metric_key import MetricKey, Segment
 from ..stats.paired import WinTieLoss, paired_permutation_test, win_tie_loss
 from ..stats.power import PowerEstimate, estimate
-from .champion import (  # noqa: F401
-    ALIAS,
-    PRESET_DROP,
-    PROMOTED_DIR,
-    Champion,
-    current_champion,
-    model_name,
-    preset_config,
-    preset_name,
-    read_record,
-    record_path,
-)
+from .champion import Champion
 from .champion_newest import on_newest
 from .compare import paired_values
 from .coverage import JUDGED_PREFIX, CoverageGap, fix_command, judged_columns

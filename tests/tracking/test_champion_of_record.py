@@ -12,7 +12,7 @@ import json
 import numpy as np
 from mlflow.tracking import MlflowClient
 
-from rag_experiments.tracking.promote import ALIAS, current_champion
+from rag_experiments.tracking.champion import ALIAS, current_champion
 
 from .conftest import cli, per_case_frame
 

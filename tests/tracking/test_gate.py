@@ -79,7 +79,7 @@ def test_no_champion_is_a_user_error(store, make_run, capsys):
 
 def test_run_now_needs_a_promoted_preset(store, capsys):
     root, _ = store
-    from rag_experiments.tracking.promote import record_path
+    from rag_experiments.tracking.champion import record_path
 
     record_path("default").parent.mkdir(parents=True)
     # a champion record exists, but no conf/experiment/promoted.yaml

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from rag_experiments.golden.golden_file import GoldenFile
-from rag_experiments.tracking.promote import current_champion
+from rag_experiments.tracking.champion import current_champion
 from rag_experiments.tracking.runs import get_run
 
 from .conftest import cli, per_case_frame
