@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..stats.paired import holm, paired_permutation_test, test_settings
+from ..stats.power import POWER, estimate
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class ColumnVerdict:
     tied: list[tuple[str, float]] = field(default_factory=list)  # (label, Holm-adjusted p vs the best)
     worse: int = 0  # runs significantly below the best
     unpaired: list[str] = field(default_factory=list)  # runs that could not be paired with the best
+    mde: dict[str, float | None] = field(default_factory=dict)  # label -> MDE of its pairing with the best
 
 
 def verdicts(cmp, n_resamples: int | None = None, seed: int | None = None) -> list[ColumnVerdict]:
@@ -50,7 +52,7 @@ def verdicts(cmp, n_resamples: int | None = None, seed: int | None = None) -> li
             continue
         best_i = max(scored, key=lambda iv: (iv[1], -iv[0]))[0]  # equal values: the earlier row
         best = cmp.rows[best_i]
-        others, pvalues, unpaired = [], [], []
+        others, pvalues, unpaired, mdes = [], [], [], {}
         for i, _ in scored:
             if i == best_i:
                 continue
@@ -64,6 +66,7 @@ def verdicts(cmp, n_resamples: int | None = None, seed: int | None = None) -> li
                 a, b = pairing.values(col.key.column, col.key.segment)
                 if len(a):
                     p = paired_permutation_test(a, b, n_resamples=n_resamples, seed=seed)
+                    mdes[row.label] = estimate(a, b, cmp.alpha).mde
             if p is None:
                 unpaired.append(row.label)
             else:
@@ -72,7 +75,8 @@ def verdicts(cmp, n_resamples: int | None = None, seed: int | None = None) -> li
         adjusted = holm(pvalues) if pvalues else []
         tied = [(row.label, q) for row, q in zip(others, adjusted) if q >= cmp.alpha]
         out.append(ColumnVerdict(name, col.title, best.label, best.run.id, float(best.cells[name].value),
-                                 sorted(tied, key=lambda t: -t[1]), len(others) - len(tied), unpaired))
+                                 sorted(tied, key=lambda t: -t[1]), len(others) - len(tied), unpaired,
+                                 {label: mdes.get(label) for label, _ in tied}))
     return out
 
 
@@ -81,9 +85,10 @@ def verdict_lines(found: Sequence[ColumnVerdict], alpha: float, max_names: int =
     if not found:
         return []
     lines = ["", f"Best per metric, and the runs **statistically tied** with it (paired randomization test "
-             f"against the best, Holm-corrected, α={alpha:g}):"]
+             f"against the best, Holm-corrected, α={alpha:g}; MDE: the smallest difference from the best "
+             f"those paired cases could detect, power {POWER:g}):"]
     for v in found:
-        tied = ", ".join(f"`{label}` (p={_p(q)})" for label, q in v.tied[:max_names])
+        tied = ", ".join(f"`{label}` (p={_p(q)}{_mde(v.mde.get(label))})" for label, q in v.tied[:max_names])
         if len(v.tied) > max_names:
             tied += f" and {len(v.tied) - max_names} more"
         text = f"- {v.title}: **`{v.best}`** {v.best_value:.4f}; "
@@ -94,6 +99,11 @@ def verdict_lines(found: Sequence[ColumnVerdict], alpha: float, max_names: int =
             text += f"; not paired: {len(v.unpaired)}"
         lines.append(text)
     return lines + [""]
+
+
+def _mde(mde: float | None) -> str:
+    """', MDE 0.094': the smallest difference from the best these paired cases could detect."""
+    return "" if mde is None else f", MDE {mde:.3f}"
 
 
 def _p(q: float) -> str:

@@ -98,8 +98,10 @@ def test_the_verdict_names_the_best_and_the_tied_points_and_bolds_the_best_cells
     parent_id, children, _ = small_sweep
     run = MlflowClient().get_run(parent_id)
     description = run.data.tags["mlflow.note.content"]
-    # rrf_k=10 differs from the best (rrf_k=30) on 5 of 40 cases, all lost: exact p = 2/32
-    assert ("- recall@5: **`rrf_k=30`** 0.8750; tied: `rrf_k=10` (p=0.062); 1 significantly worse"
+    # rrf_k=10 differs from the best (rrf_k=30) on 5 of 40 cases, all lost: exact p = 2/32. MDE by
+    # hand: d = -1 on 5 cases, 0 on 35; sd = sqrt((5·0.875² + 35·0.125²) / 39) = 0.33493;
+    # (1.95996 + 0.84162)·0.33493/√40 = 0.14837, plus the sign-test step 1/40 (every difference ±1): 0.173
+    assert ("- recall@5: **`rrf_k=30`** 0.8750; tied: `rrf_k=10` (p=0.062, MDE 0.173); 1 significantly worse"
             in description), description
     verdict_at = description.index("Best per metric")
     assert verdict_at < description.index("| run | n |")  # above the table
