@@ -16,11 +16,11 @@ its file and line (``--skip-missing`` drops unknown documents and counts them).
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 from ..errors import CorpusError, GoldenSetError
+from ..jsonl import json_line
 from .benchmark import Collection, ImportReport, Qrel, RawDoc, grade_map, import_collection, read_lines
 
 HEADER = ("query-id", "corpus-id", "score")
@@ -39,10 +39,7 @@ def _records(path: Path, error: type):
         if not line.strip():
             continue
         where = f"{path}:{n}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise error(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        obj = json_line(where, line, error)
         if not isinstance(obj, dict):
             raise error(f"{where}: a line must be a JSON object")
         _id = obj.get("_id")

@@ -25,6 +25,7 @@ from typing import Iterable
 
 from ..cache_key import file_identity
 from ..errors import GoldenSetError
+from ..jsonl import json_line
 from .records import Record, canonical, line_hash, new_id, now_iso, parse_record, validate
 
 
@@ -178,10 +179,7 @@ class GoldenFile:
         lines = text.split("\n")[:-1] if raw else []
         for n, line in enumerate(lines, start=1):
             where = f"{self.path}:{n}"
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise GoldenSetError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            rec = json_line(where, line, GoldenSetError)
             if not isinstance(rec, dict) or rec.get("prev") != tally.head:
                 raise GoldenSetError(
                     f"{where}: hash chain broken: line {n - 1 if n > 1 else 1} was edited, or a line was "

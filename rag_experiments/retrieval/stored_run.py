@@ -21,11 +21,11 @@ answers none of the golden set's cases is an error naming it.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from pathlib import Path
 
 from ..errors import UserError
+from ..jsonl import json_line
 from .passages import Passage, read_passage
 
 DOCNO = re.compile(r"^(?P<doc>.+):(?P<start>\d+)-(?P<end>\d+)$")  # DOC:START-END (also run.trec's)
@@ -78,10 +78,7 @@ def _read_jsonl(path: Path, text: str) -> dict[str, list[Passage]]:
         if not line.strip():
             continue
         where = f"{path}:{n}"
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        rec = json_line(where, line, UserError)
         if not isinstance(rec, dict):
             raise UserError(f"{where}: expected an object with case_id (or query) and passages")
         key = rec.get("case_id") or rec.get("query")
