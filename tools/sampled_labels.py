@@ -36,8 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rag_experiments.evaluation.sampled import (NO_DESIGN, estimate_recall, estimate_recall_difference,  # noqa: E402
-                                                sampling_design)
+from rag_experiments.evaluation.sampled import (NO_DESIGN, case_terms, estimate_recall,  # noqa: E402
+                                                estimate_recall_difference, sampling_design)
 from rag_experiments.evaluation.relevance import credit  # noqa: E402
 from rag_experiments.golden.golden_file import GoldenFile  # noqa: E402
 from rag_experiments.golden.label import parse_strata, stratum_of_rank  # noqa: E402
@@ -113,6 +113,7 @@ def main() -> int:
     truth = {v: estimate_recall(full, ranked[v], case_ids, [args.k], NO_DESIGN, method="linear")[args.k].value
              for v in VARIANTS}
     true_order = sorted(VARIANTS, key=lambda v: -truth[v])
+    args.established = established_order(full, ranked, case_ids, truth, true_order, args.k)
     print(f"demo pool: {len(pool)} judged pairs (the four variants' top {args.k}) over "
           f"{len({j.case_id for j in pool})} cases; {len(case_ids)} cases scored; {args.reps} subsamples keeping "
           f"{args.share:.0%} of the pool's labels; the rest of the golden set (case evidence, 320 near-miss labels) "
@@ -127,6 +128,50 @@ def main() -> int:
         draw = case_draw(pool, args) if unit == "case" else pair_draw(pool, ranked, args)
         table(unit, draw, others, gf, ranked, case_ids, truth, true_order, len(pool), args)
     return 0
+
+
+def established_order(full, ranked: dict, case_ids: list, truth: dict, true_order: list, k: int) -> list:
+    """The pairs of variants that every label orders beyond case sampling: each pair's paired
+    permutation test over the cases (stats.paired, as compare runs it) on recall@k with every label,
+    Holm-adjusted over the six pairs; a pair with an adjusted p below 0.05 is in the established
+    order. A pair that is not cannot be "kept" by any subsample: with every label its order is as
+    likely another draw of the cases. Printed as a table; returns the established (better, worse) pairs."""
+    from rag_experiments.stats.paired import holm, paired_permutation_test
+
+    cases = {c.case_id: c for c in full.cases}
+    per = {v: [] for v in VARIANTS}
+    for cid in case_ids:
+        case = cases[cid]
+        for v in VARIANTS:
+            terms = case_terms(case, credit(case, ranked[v][cid][:k], 0.5).refs, k, NO_DESIGN)
+            per[v].append(sum(t.x for t in terms) / len(terms))
+    pairs = list(itertools.combinations(true_order, 2))
+    raw = [paired_permutation_test(per[a], per[b]) for a, b in pairs]
+    print(f"with every label, each pair of variants over the {len(case_ids)} cases (recall@{k}; paired "
+          "permutation test, Holm over the six pairs, as rag-exp compare):")
+    print()
+    print("| pair | difference, every label | s.e. over cases | cases won / lost | p (Holm) | ordered by every label |")
+    print("|---|---|---|---|---|---|")
+    out = []
+    for (a, b), p in zip(pairs, holm(raw)):
+        d = [x - y for x, y in zip(per[a], per[b])]
+        m = sum(d) / len(d)
+        se = (sum((x - m) ** 2 for x in d) / (len(d) - 1) / len(d)) ** 0.5
+        ordered = p < 0.05
+        out += [(a, b)] * ordered
+        print(f"| {a} - {b} | {truth[a] - truth[b]:.4f} | {se:.4f} | {sum(x > 0 for x in d)} / "
+              f"{sum(x < 0 for x in d)} | {p:.4f} | {'yes' if ordered else 'no: a tie even with every label'} |")
+    print()
+    return out
+
+
+def established_text(established: list) -> str:
+    return "; ".join(f"{a} > {b}" for a, b in established) or "no pair"
+
+
+def kept_established(est: dict, established: list) -> bool:
+    """Every pair the full labels order (established_order) comes out the same way round."""
+    return all(est[a] > est[b] for a, b in established)
 
 
 def case_draw(pool: list, args):
@@ -183,7 +228,8 @@ def table(unit, draw_and_text, others, gf, ranked, case_ids, truth, true_order, 
     sums = {v: [0.0, 0.0, 0.0, 0.0] for v in VARIANTS}  # estimate, width, naive, estimate^2
     pairs = list(itertools.combinations(true_order, 2))  # (better, worse) by the truth
     verdicts = {p: {"right": 0, "tie": 0, "wrong": 0} for p in pairs}  # unit case: paired 95% intervals
-    naive_order = order_kept = tie_aware = all_resolved = labels = 0
+    point_right = {p: 0 for p in pairs}  # the two estimates the true way round
+    naive_order = order_kept = tie_aware = all_resolved = labels = est_kept = naive_est_kept = 0
     t0 = time.time()
     for rep in range(args.reps):
         kept = draw(rng, rep)
@@ -204,6 +250,10 @@ def table(unit, draw_and_text, others, gf, ranked, case_ids, truth, true_order, 
             sums[v][3] += e.value ** 2
         order_kept += sorted(VARIANTS, key=lambda v: -est[v]) == true_order
         naive_order += sorted(VARIANTS, key=lambda v: -naive[v]) == true_order
+        est_kept += kept_established(est, args.established)
+        for a, b in pairs:
+            point_right[(a, b)] += est[a] > est[b]
+        naive_est_kept += kept_established(naive, args.established)
         if unit == "case":
             wrong = resolved = 0
             for a, b in pairs:
@@ -233,18 +283,21 @@ def table(unit, draw_and_text, others, gf, ranked, case_ids, truth, true_order, 
     print()
     print(f"order of the four variants ({' > '.join(true_order)}), strict (the four estimates in the true "
           f"order): {share(order_kept, n)}; naive scores {share(naive_order, n)}")
+    print(f"order every label establishes ({established_text(args.established)}), kept by the estimates: "
+          f"{share(est_kept, n)}; naive scores {share(naive_est_kept, n)}")
     if unit != "case":
         print("(no paired intervals for pair samples: tie-aware order not measured)")
         return
     print(f"order, tie-aware (no pair's paired 95% interval excludes 0 on the wrong side; overlapping = a tie): "
           f"{share(tie_aware, n)}; all {len(pairs)} pairs resolved in the true order: {share(all_resolved, n)}")
     print()
-    print("| pair | true difference | right (interval above 0) | tie (interval holds 0) | wrong (below 0) |")
-    print("|---|---|---|---|---|")
+    print("| pair | true difference | estimates the true way round | right (interval above 0) | tie (interval "
+          "holds 0) | wrong (below 0) |")
+    print("|---|---|---|---|---|---|")
     for a, b in pairs:
         c = verdicts[(a, b)]
-        print(f"| {a} - {b} | {truth[a] - truth[b]:.4f} | {c['right'] / n:.1%} | {c['tie'] / n:.1%} | "
-              f"{c['wrong'] / n:.1%} |")
+        print(f"| {a} - {b} | {truth[a] - truth[b]:.4f} | {point_right[(a, b)] / n:.1%} | {c['right'] / n:.1%} | "
+              f"{c['tie'] / n:.1%} | {c['wrong'] / n:.1%} |")
 
 
 def bound(pool: list, full, ranked: dict, case_ids: list, truth: dict, true_order: list, args) -> None:
@@ -413,7 +466,7 @@ def alternatives(pool: list, others: tuple, gf, full, ranked: dict, case_ids: li
     def run(name: str, strata: dict, alloc: dict, model: bool, reps: int) -> None:
         rng = random.Random(args.seed)
         cover = {v: 0 for v in VARIANTS}
-        kept = labels = 0
+        kept = labels = est_kept = 0
         design = {h: Stratum(len(strata[h]), alloc[h]) for h in strata}
         for _rep in range(reps):
             drawn = {h: rng.sample(strata[h], alloc[h]) for h in strata}
@@ -435,14 +488,16 @@ def alternatives(pool: list, others: tuple, gf, full, ranked: dict, case_ids: li
                 est[v] = e.value
                 cover[v] += e.low <= truth[v] <= e.high
             kept += sorted(VARIANTS, key=lambda v: -est[v]) == true_order
+            est_kept += kept_established(est, args.established)
         covers = ", ".join(f"{v} {share(cover[v], reps)}" for v in true_order)
-        print(f"| {name} | {labels / reps:.0f} | {covers} | {share(kept, reps)} |")
+        print(f"| {name} | {labels / reps:.0f} | {covers} | {share(kept, reps)} | {share(est_kept, reps)} |")
 
     want = max(2, round(len(pool_cases) * args.share))
     print(f"whole-case designs, {args.reps} subsamples each, t intervals (the truth: recall@{args.k} with every label)")
     print()
-    print("| design | labels (mean) | interval covers the truth (± MC s.e.) | order kept, strict |")
-    print("|---|---|---|---|")
+    print("| design | labels (mean) | interval covers the truth (± MC s.e.) | order kept, strict | established "
+          "order kept |")
+    print("|---|---|---|---|---|")
     run(f"simple, {want} of {len(pool_cases)} cases", {"all": pool_cases}, {"all": want}, False, args.reps)
     cuts = [(0, 2), (3, 6), (7, 10 ** 9)]
     strata = {(f"{lo}-{hi}" if hi < 10 ** 9 else f"{lo}+"): [c for c in pool_cases if lo <= disagreement(c) <= hi]
