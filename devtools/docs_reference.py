@@ -821,7 +821,9 @@ def metric_families() -> list[MetricFamily]:
                      "pairs: inverse-probability weighting), with its 95% label-sampling interval; logged only "
                      "when judgements carry a sampling design."),
         MetricFamily("ipw.sampled_units, ipw.population", r"ipw\.(?:sampled_units|population)",
-                     "that sample's drawn units (cases, or pairs) and the population they were drawn from."),
+                     "that sample's drawn units (cases, or pairs) and the population they were drawn from; with a "
+                     "whole-case sample, each case's part of the estimate is in sampled_labels.json, from which "
+                     "compare, promote and the gate pair two runs on the same sample."),
     ]
     for name in RESULT_EXTRAS:
         fam.append(MetricFamily(name, re.escape(name), RESULT_TEXT.get(name, "")))

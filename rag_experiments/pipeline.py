@@ -240,15 +240,13 @@ def run_from_hydra(cfg: DictConfig) -> float:
         if run_id is not None:
             _mirror_champion_record()
     # labels drawn by `golden label --sample` / `--budget`: recall@k as IPW estimates with intervals
-    from .evaluation.sampled import sampled_metrics
+    from .evaluation.sampled import sampled_metrics, sampled_table
 
     sampled, sampled_lines = sampled_metrics(result)
     if sampled and run_id is not None:
-        from mlflow.tracking import MlflowClient
+        from .tracking.sampled_log import log_sampled
 
-        from .tracking.mlflow_run import log_batch
-
-        log_batch(MlflowClient(), run_id, metrics=sampled, tags={"labels.sampled": sampled_lines[0]})
+        log_sampled(run_id, sampled, sampled_lines[0], sampled_table(result))
     if sampled_lines and not multirun:
         print("\n".join(sampled_lines))
     from .embedding.cost import describe_usage

@@ -13,7 +13,8 @@ Two designs (:mod:`rag_experiments.stats.ipw` has the formulas):
   Horvitz-Thompson estimate of the correction the drawn cases show (:func:`.ipw.difference_mean`):
   exactly unbiased, with an unbiased variance and a Student's t interval. Two runs scored on the
   same sample are compared paired (:func:`estimate_recall_difference`: the same estimator on the
-  per-case differences); an interval of the difference that holds 0 is a tie at this sample size.
+  per-case differences; from two runs' logged :func:`case_table` s, :func:`table_difference`, which
+  compare, promote and the gate print); an interval of the difference that holds 0 is a tie at this sample size.
   On the demo's pool at 25% of the labels the intervals cover 94-96%, the order every label
   establishes is kept in 99.8% of subsamples, and variants 0.006 apart (a tie even with every
   label) come out as ties, rarely in a wrong order (tools/sampled_labels.py; docs/concepts/statistics.md).
@@ -136,17 +137,15 @@ def _estimate_by_case(golden: GoldenSet, cases: dict, hits_of, case_ids: list[st
     return {k: difference_mean(base, deltas, design.strata, interval=interval) for k, (base, deltas) in parts.items()}
 
 
-def _case_parts(golden: GoldenSet, cases: dict, hits_of, case_ids: list[str], ks: list[int], design: Design,
-                min_coverage: float, depth: int) -> dict[int, tuple[list[float], dict]]:
-    """Per k: each case's recall on the labels without the sample (``base``, in ``case_ids`` order)
-    and, per stratum, the corrections (recall with the sample's labels minus base) of its drawn cases."""
+def _case_values(golden: GoldenSet, cases: dict, hits_of, case_ids: list[str], ks: list[int], design: Design,
+                 min_coverage: float, depth: int) -> dict[str, tuple[list[float], list[float]]]:
+    """Per case (``case_ids``): its recall@k for each k on the labels without the sample (base) and
+    with them (full). Only a drawn case's full value can differ from its base."""
     sampled_ids = set(design.stratum_of)
     base_set = resolve(tuple(r for r in golden.records if r.id not in sampled_ids), golden.path, golden.digest,
                        golden.head)
     base_cases = {c.case_id: c for c in base_set.cases}
-    stratum_of_case = {cid: key for key, ids in design.drawn.items() for cid in ids}
-    base: dict[int, list[float]] = {k: [] for k in ks}
-    deltas: dict[int, dict] = {k: defaultdict(list) for k in ks}
+    out = {}
     for cid in case_ids:
         hits = list(hits_of[cid])[:depth]
         full_case, base_case = cases[cid], base_cases.get(cid)
@@ -155,11 +154,24 @@ def _case_parts(golden: GoldenSet, cases: dict, hits_of, case_ids: list[str], ks
             base_case, base_refs = full_case, full_refs  # have their own), kept as its full value
         else:
             base_refs = credit(base_case, hits, min_coverage).refs
-        for k in ks:
-            b = _recall(base_case, base_refs, k)
-            base[k].append(b)
+        out[cid] = ([_recall(base_case, base_refs, k) for k in ks], [_recall(full_case, full_refs, k) for k in ks])
+    return out
+
+
+def _case_parts(golden: GoldenSet, cases: dict, hits_of, case_ids: list[str], ks: list[int], design: Design,
+                min_coverage: float, depth: int) -> dict[int, tuple[list[float], dict]]:
+    """Per k: each case's recall on the labels without the sample (``base``, in ``case_ids`` order)
+    and, per stratum, the corrections (recall with the sample's labels minus base) of its drawn cases."""
+    values = _case_values(golden, cases, hits_of, case_ids, ks, design, min_coverage, depth)
+    stratum_of_case = {cid: key for key, ids in design.drawn.items() for cid in ids}
+    base: dict[int, list[float]] = {k: [] for k in ks}
+    deltas: dict[int, dict] = {k: defaultdict(list) for k in ks}
+    for cid in case_ids:
+        b, f = values[cid]
+        for i, k in enumerate(ks):
+            base[k].append(b[i])
             if cid in stratum_of_case:
-                deltas[k][stratum_of_case[cid]].append(_recall(full_case, full_refs, k) - b)
+                deltas[k][stratum_of_case[cid]].append(f[i] - b[i])
     return {k: (base[k], deltas[k]) for k in ks}
 
 
@@ -217,3 +229,71 @@ def sampled_metrics(result) -> tuple[dict[str, float], list[str]]:
     metrics["ipw.sampled_units"] = float(design.sampled_units)
     metrics["ipw.population"] = float(design.population)
     return metrics, lines
+
+
+# A run scored on a whole-case sample keeps each case's base and full recall@k in this artifact, so two
+# runs can be compared paired on the same sample later (rag-exp compare, promote, the gate) without
+# their ranked lists: the paired estimator needs only these per-case values and the design.
+ARTIFACT = "sampled_labels.json"
+
+
+def case_table(golden: GoldenSet, hits_of: Mapping[str, list], case_ids: Iterable[str], ks: Iterable[int],
+               design: Design, min_coverage: float = 0.5, depth: int | None = None) -> dict | None:
+    """The run's side of a paired sampled comparison, as JSON: the design (sample id, stratum,
+    population ``N``, drawn ``n``), ``ks``, and per case its base recall@k (labels without the sample)
+    and, for a drawn case, its correction (with them, minus base). None unless one whole-case sample."""
+    if design.unit != "case" or len(design.strata) != 1:
+        return None
+    ks, case_ids = list(ks), list(case_ids)
+    cases = {c.case_id: c for c in golden.cases}
+    values = _case_values(golden, cases, hits_of, case_ids, ks, design, min_coverage, depth or max(ks))
+    ((sample_id, stratum), st), = design.strata.items()
+    drawn = design.drawn.get((sample_id, stratum), frozenset())
+    return {"sample": sample_id, "stratum": stratum, "population": st.population, "sampled": st.sampled,
+            "golden": golden.digest, "ks": ks,
+            "cases": {cid: {"base": b, **({"delta": [x - y for x, y in zip(f, b)]} if cid in drawn else {})}
+                      for cid, (b, f) in values.items()}}
+
+
+def _design_of(table: Mapping) -> tuple:
+    return table["sample"], table["stratum"], table["population"], table["sampled"]
+
+
+def table_estimate(table: Mapping, k: int) -> Estimate:
+    """recall@k of one run from its :func:`case_table` (the value :func:`estimate_recall` gives)."""
+    i = table["ks"].index(k)
+    rows = table["cases"].values()
+    st = Stratum(table["population"], table["sampled"])
+    return difference_mean([r["base"][i] for r in rows], {"s": [r["delta"][i] for r in rows if "delta" in r]},
+                           {"s": st})
+
+
+def table_difference(a: Mapping, b: Mapping, k: int) -> tuple[Estimate | None, str]:
+    """recall@k of run B minus run A, paired over the cases both scored, from their :func:`case_table`
+    s: (the estimate, "") or (None, why not). Both must hold the same sample of the same golden set:
+    otherwise the two estimates answer different questions and no pairing is valid."""
+    if _design_of(a) != _design_of(b) or a.get("golden") != b.get("golden"):
+        return None, "the two runs were not scored on the same case sample of the same golden set"
+    if k not in a["ks"] or k not in b["ks"]:
+        return None, f"recall@{k} is not in both runs' sampled estimates"
+    ia, ib = a["ks"].index(k), b["ks"].index(k)
+    common = [cid for cid in a["cases"] if cid in b["cases"]]
+    if not common:
+        return None, "no case scored by both runs"
+    base = [b["cases"][c]["base"][ib] - a["cases"][c]["base"][ia] for c in common]
+    deltas = [b["cases"][c]["delta"][ib] - a["cases"][c]["delta"][ia] for c in common
+              if "delta" in a["cases"][c] and "delta" in b["cases"][c]]
+    return difference_mean(base, {"s": deltas}, {"s": Stratum(a["population"], a["sampled"])}), ""
+
+
+def sampled_table(result) -> dict | None:
+    """:func:`case_table` of a run (an ExperimentResult), or None (no whole-case sample, per-document
+    scoring, no cases)."""
+    design = sampling_design(result.golden.records)
+    p = result.settings.eval
+    per_case = result.eval.per_case
+    if design is None or p.level != "chunk" or per_case.empty:
+        return None
+    hits_of = {cid: ranked.hits for cid, ranked in result.results.items()}
+    return case_table(result.golden, hits_of, list(per_case["case_id"]), p.ks, design, p.min_coverage,
+                      p.depth_needed)

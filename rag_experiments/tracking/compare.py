@@ -37,6 +37,8 @@ from ..stats.power import PowerEstimate, estimate
 from .compare_render import markdown_table, rich_tables
 from .coverage import JUDGED_PREFIX, CoverageGap, fix_command, judged_columns
 from .judge_corrected_log import judge_corrected_lines
+from .sampled_log import MARK as SAMPLED_MARK
+from .sampled_log import sampled_lines
 from .runs import RunView
 
 #: params that never explain a difference in results (where and how a run was logged)
@@ -409,10 +411,15 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
             notes.append(f"{label}: no per-case table (per_case.json) on "
                          f"{'the baseline' if base.per_case is None else 'this run'}: no paired test")
         rows.append(Row(r, label, i == 0, {name: cells[i] for name, cells in raw.items()}, wtl, tuple(flags)))
+    sampled = any(SAMPLED_MARK in r.metrics for r in runs)  # a label sample's coverage differs by design
     warnings += [gap.line() + f" (no LLM key: label them yourself with {gap.command} --by-hand)"
+                 + ("; scored on a label sample, the sampled-labels note below is the unbiased comparison" if sampled
+                    else "")
                  for gap in coverage_gaps(rows, columns, alpha)]
     # people's labels on a case sample: corrected values, Δ
     notes += judge_corrected_lines(runs, labels, [c.key.mlflow_name for c in columns if c.key.segment is None])
+    # labels judged on a random sample of cases (golden label --sample): the paired IPW difference
+    notes += sampled_lines(runs, labels)
     return Comparison(rows, columns, primary, alpha, warnings, notes)
 
 

@@ -9,13 +9,12 @@ value and, against the baseline, the corrected paired difference with its 95% in
 
 from __future__ import annotations
 
-import json
 from typing import Sequence
 
 from ..evaluation.judge_corrected import ARTIFACT, PREFIX, JudgeCorrected, corrected_delta
 from ..evaluation.metric_key import metric_title
 from .mlflow_run import dict_json, log_batch, log_files
-from .runs import artifact_bytes
+from .runs import artifact_json
 
 CASES_METRIC = "judge_corrected.cases"
 
@@ -34,13 +33,7 @@ def log_judge_corrected(run_id: str | None, corrected: JudgeCorrected | None) ->
 
 def read_judge_corrected(run_id: str, client=None, artifact_uri: str = "") -> dict | None:
     """The run's ``judge_corrected.json``, or None when it logged none (or it cannot be read)."""
-    from mlflow.tracking import MlflowClient
-
-    try:
-        data = artifact_bytes(run_id, ARTIFACT, client or MlflowClient(), artifact_uri)
-        return None if data is None else json.loads(data)
-    except (OSError, ValueError):
-        return None
+    return artifact_json(run_id, ARTIFACT, client, artifact_uri)
 
 
 def _interval(lo: float, hi: float, signed: bool = False) -> str:

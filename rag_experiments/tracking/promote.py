@@ -38,6 +38,7 @@ from .champion_newest import on_newest
 from .compare import paired_values
 from .coverage import JUDGED_PREFIX, CoverageGap, fix_command, judged_columns
 from .judge_corrected_log import judge_corrected_lines
+from .sampled_log import sampled_lines
 from .noise_floor import floor_for, within_line
 from .ownership import KILLED_REASON
 from .runs import RunView, client, get_run, search, sweep_children
@@ -256,6 +257,7 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
     checks, notes = noise_notes(checks, champ_run, cand_run)
     # shown, not decided on: people's labels on a case sample
     notes += judge_corrected_lines([champ_run, cand_run], ["champion", "candidate"], [metric])
+    notes += sampled_lines([champ_run, cand_run], ["champion", "candidate"])
     reasons = []
     if mode == "beat":  # promote: a candidate judged on other labels than the champion is not comparable yet
         reasons += coverage_reasons(champ_run, cand_run, alpha, n_resamples, seed)

@@ -171,6 +171,16 @@ def artifact_bytes(run_id: str, name: str, c=None, artifact_uri: str = "") -> by
         return Path(c.download_artifacts(run_id, name, tmp)).read_bytes()
 
 
+def artifact_json(run_id: str, name: str, c=None, artifact_uri: str = "") -> Any:
+    """A run's JSON artifact ``name`` parsed, or None when it logged none or it cannot be read
+    (the optional extras compare shows: judge-corrected, sampled labels; a missing one is no error)."""
+    try:
+        data = artifact_bytes(run_id, name, c, artifact_uri)
+        return None if data is None else json.loads(data)
+    except (OSError, ValueError):
+        return None
+
+
 def load_per_case(run_id: str, c=None, artifact_uri: str = "") -> pd.DataFrame | None:
     """The run's per-case table, or None when it logged none (:func:`artifact_bytes`)."""
     data = artifact_bytes(run_id, PER_CASE_ARTIFACT, c, artifact_uri)

@@ -7,7 +7,10 @@ import math
 
 import pytest
 
-from rag_experiments.evaluation.sampled import estimate_recall, estimate_recall_difference, sampling_design
+import json
+
+from rag_experiments.evaluation.sampled import (case_table, estimate_recall, estimate_recall_difference, sampling_design,
+                                                table_difference, table_estimate)
 from rag_experiments.golden import GoldenFile
 from rag_experiments.golden.label import judgement_record, new_id
 from rag_experiments.golden.resolve import load_golden
@@ -114,3 +117,37 @@ def test_difference_mean_t_interval_by_hand():
     assert two.high - two.value == pytest.approx(3.41977 * two.se, rel=1e-4)
     with pytest.raises(ValueError, match="interval"):
         difference_mean(base, {}, {"all": Stratum(3, 2)}, interval="wide")
+
+
+def test_the_per_case_table_gives_the_same_estimates_after_a_json_round_trip(tiny):
+    """What a run logs (sampled_labels.json) is enough for compare to pair two runs later."""
+    g, ids, run_a, run_b = tiny
+    design = sampling_design(g.records)
+    ta, tb = (json.loads(json.dumps(case_table(g, run, ids, [3], design))) for run in (run_a, run_b))
+    assert (ta["population"], ta["sampled"], ta["ks"]) == (3, 2, [3])
+    # case 1 of run A: base 1 (its own evidence), correction -1/3; case 3 was not drawn: no correction
+    assert ta["cases"][ids[0]] == {"base": [1.0], "delta": [pytest.approx(-1 / 3)]}
+    assert ta["cases"][ids[2]] == {"base": [1.0]}
+    assert table_estimate(ta, 3).value == pytest.approx(0.8125)
+    assert table_estimate(tb, 3).value == pytest.approx(0.5625)
+    d, why = table_difference(ta, tb, 3)  # B - A, the way compare reads a candidate against its baseline
+    assert why == "" and d.value == pytest.approx(-0.25) and d.se == pytest.approx(math.sqrt(3 / 16))
+    ref = estimate_recall_difference(g, run_b, run_a, ids, [3], design)[3]
+    assert (d.value, d.se, d.low, d.high) == pytest.approx((ref.value, ref.se, ref.low, ref.high))
+
+
+def test_a_table_pairs_only_the_cases_both_runs_scored_and_only_the_same_sample(tiny):
+    g, ids, run_a, run_b = tiny
+    design = sampling_design(g.records)
+    ta = case_table(g, run_a, ids, [3], design)
+    tb = case_table(g, run_b, ids[:3], [3], design)  # run B could not search case 4
+    d, _ = table_difference(ta, tb, 3)
+    # cases 1-3: base differences -1, +1, -1 -> -1/3; corrections B - A: 2/3 - (-1/3) = 1 and -1/2 - 1/2 = -1,
+    # sum 0; s^2 = 2, se^2 = 3^2 (1 - 2/3) 2 / 2 / 3^2 = 1/3
+    assert d.value == pytest.approx(-1 / 3) and d.se == pytest.approx(math.sqrt(1 / 3))
+    other = {**tb, "sample": "s-other"}
+    assert table_difference(ta, other, 3) == (None, "the two runs were not scored on the same case sample of "
+                                                    "the same golden set")
+    assert table_difference(ta, {**tb, "golden": "another"}, 3)[0] is None
+    assert table_difference(ta, tb, 5) == (None, "recall@5 is not in both runs' sampled estimates")
+    assert case_table(g, run_a, ids, [3], type(design)("pair", design.strata, design.stratum_of)) is None
