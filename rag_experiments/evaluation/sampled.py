@@ -255,6 +255,31 @@ def case_table(golden: GoldenSet, hits_of: Mapping[str, list], case_ids: Iterabl
                       for cid, (b, f) in values.items()}}
 
 
+def table_problem(table) -> str:
+    """Why ``table`` (a logged :func:`case_table`, read back) cannot be used, or "" when it can: an
+    artifact edited by hand or cut short must not end compare in a traceback."""
+    if not isinstance(table, Mapping):
+        return "not a JSON object"
+    missing = [key for key in ("sample", "stratum", "population", "sampled", "ks", "cases") if key not in table]
+    if missing:
+        return f"no {', '.join(missing)}"
+    ks, cases = table["ks"], table["cases"]
+    if not isinstance(ks, list) or not isinstance(cases, Mapping):
+        return "ks is not a list or cases is not an object"
+    n, big_n = table["sampled"], table["population"]
+    if not (isinstance(n, int) and isinstance(big_n, int) and 0 < n <= big_n):
+        return f"sampled {n!r} of population {big_n!r}"
+
+    def per_k(values) -> bool:
+        return isinstance(values, list) and len(values) == len(ks) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+    for cid, row in cases.items():
+        if not isinstance(row, Mapping) or not per_k(row.get("base")) or ("delta" in row and not per_k(row["delta"])):
+            return f"case {cid}: base / delta do not hold one number per k"
+    return ""
+
+
 def _design_of(table: Mapping) -> tuple:
     return table["sample"], table["stratum"], table["population"], table["sampled"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..evaluation.sampled import ARTIFACT, table_difference
+from ..evaluation.sampled import ARTIFACT, table_difference, table_problem
 from .mlflow_run import dict_json, log_batch, log_files
 from .runs import artifact_json
 
@@ -49,6 +49,12 @@ def sampled_lines(runs: Sequence, labels: Sequence[str]) -> list[str]:
             who = "the baseline" if base_table is None else label
             lines.append(f"sampled labels: {who} has no per-case estimate (no whole-case sample when it ran): "
                          "no paired estimate against the baseline")
+            continue
+        bad = [(who, why) for who, t in (("the baseline", base_table), (label, table)) if (why := table_problem(t))]
+        if bad:
+            who, why = bad[0]
+            lines.append(f"sampled labels: {who}'s {ARTIFACT} cannot be read ({why}): no paired estimate against "
+                         "the baseline")
             continue
         parts = []
         for k in table["ks"]:

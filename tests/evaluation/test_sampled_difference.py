@@ -10,7 +10,7 @@ import pytest
 import json
 
 from rag_experiments.evaluation.sampled import (case_table, estimate_recall, estimate_recall_difference, sampling_design,
-                                                table_difference, table_estimate)
+                                                table_difference, table_estimate, table_problem)
 from rag_experiments.golden import GoldenFile
 from rag_experiments.golden.label import judgement_record, new_id
 from rag_experiments.golden.resolve import load_golden
@@ -151,3 +151,16 @@ def test_a_table_pairs_only_the_cases_both_runs_scored_and_only_the_same_sample(
     assert table_difference(ta, {**tb, "golden": "another"}, 3)[0] is None
     assert table_difference(ta, tb, 5) == (None, "recall@5 is not in both runs' sampled estimates")
     assert case_table(g, run_a, ids, [3], type(design)("pair", design.strata, design.stratum_of)) is None
+
+
+def test_a_table_edited_by_hand_or_cut_short_is_named_not_a_traceback(tiny):
+    g, ids, run_a, _ = tiny
+    t = json.loads(json.dumps(case_table(g, run_a, ids, [3], sampling_design(g.records))))
+    assert table_problem(t) == ""
+    assert table_problem([1, 2]) == "not a JSON object"
+    assert table_problem({k: v for k, v in t.items() if k != "cases"}) == "no cases"
+    assert table_problem({**t, "sampled": 5}) == "sampled 5 of population 3"
+    assert table_problem({**t, "cases": {**t["cases"], ids[0]: {"base": [1.0], "delta": ["x"]}}}) == (
+        f"case {ids[0]}: base / delta do not hold one number per k")
+    assert table_problem({**t, "cases": {**t["cases"], ids[2]: {"base": []}}}) == (
+        f"case {ids[2]}: base / delta do not hold one number per k")

@@ -11,10 +11,11 @@ from __future__ import annotations
 import math
 
 import pytest
+from mlflow.tracking import MlflowClient
 
 from rag_experiments.evaluation.evaluate import EvalParams, evaluate
 from rag_experiments.evaluation.sampled import case_table, sampling_design, table_estimate
-from rag_experiments.tracking.mlflow_run import per_case_for_mlflow
+from rag_experiments.tracking.mlflow_run import log_files, per_case_for_mlflow
 from rag_experiments.tracking.runs import runs_by_ids
 from rag_experiments.tracking.sampled_log import log_sampled, sampled_lines
 from rag_experiments.types import RankedList
@@ -74,3 +75,13 @@ def test_no_sampled_labels_no_lines_and_a_run_without_the_table_is_said(store, m
     lines = sampled_lines(runs_by_ids([a, b]), ["baseline", "candidate"])
     assert lines[0] == ("sampled labels: the baseline has no per-case estimate (no whole-case sample when it ran): "
                         "no paired estimate against the baseline")
+
+
+def test_a_damaged_table_is_one_line_naming_the_file(store, make_run, tiny):
+    g, ids, run_a, run_b = tiny
+    a = _logged_run(make_run, g, ids, run_a, "baseline")
+    b = _logged_run(make_run, g, ids, run_b, "candidate", table=False)
+    log_files(MlflowClient(), b, {"sampled_labels.json": '{"sample": "s-hand", "cases": {}}'})
+    lines = sampled_lines(runs_by_ids([a, b]), ["baseline", "candidate"])
+    assert lines[0] == ("sampled labels: candidate's sampled_labels.json cannot be read (no stratum, population, "
+                        "sampled, ks): no paired estimate against the baseline")
