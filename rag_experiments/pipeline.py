@@ -240,13 +240,13 @@ def run_from_hydra(cfg: DictConfig) -> float:
         if run_id is not None:
             _mirror_champion_record()
     # labels drawn by `golden label --sample` / `--budget`: recall@k as IPW estimates with intervals
-    from .evaluation.sampled import sampled_metrics, sampled_table
+    from .evaluation.sampled import sampled_metrics
 
-    sampled, sampled_lines = sampled_metrics(result)
+    sampled, sampled_lines, sampled_cases = sampled_metrics(result)
     if sampled and run_id is not None:
         from .tracking.sampled_log import log_sampled
 
-        log_sampled(run_id, sampled, sampled_lines[0], sampled_table(result))
+        log_sampled(run_id, sampled, sampled_lines[0], sampled_cases)
     if sampled_lines and not multirun:
         print("\n".join(sampled_lines))
     from .embedding.cost import describe_usage

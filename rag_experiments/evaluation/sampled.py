@@ -200,20 +200,26 @@ def estimate_recall_difference(golden: GoldenSet, hits_a: Mapping[str, list], hi
     return out
 
 
-def sampled_metrics(result) -> tuple[dict[str, float], list[str]]:
-    """(MLflow metrics, summary lines) of a run (an ExperimentResult) scored on sampled labels;
-    ``({}, [])`` when no label carries a sampling design or the run is scored per document."""
+def sampled_metrics(result) -> tuple[dict[str, float], list[str], dict | None]:
+    """(MLflow metrics, summary lines, :func:`case_table`) of a run (an ExperimentResult) scored on
+    sampled labels; ``({}, [], None)`` when no label carries a sampling design or the run is scored per
+    document. A whole-case sample's estimates come from its case table, so the per-case values are
+    computed once for both (the base golden set is resolved once)."""
     design = sampling_design(result.golden.records)
     p = result.settings.eval
     per_case = result.eval.per_case
     if design is None or p.level != "chunk" or per_case.empty:
-        return {}, []
+        return {}, [], None
     if design.unit == "mixed" or (design.unit == "case" and len(design.strata) > 1):
         return {}, [f"sampled labels: {design.pairs} judgements drawn by several samples of different kinds; "
-                    "not estimated (one case sample, or pair samples only)"]
+                    "not estimated (one case sample, or pair samples only)"], None
     hits_of = {cid: ranked.hits for cid, ranked in result.results.items()}
-    ests = estimate_recall(result.golden, hits_of, list(per_case["case_id"]), p.ks, design, p.min_coverage,
-                           p.depth_needed)
+    case_ids = list(per_case["case_id"])
+    table = case_table(result.golden, hits_of, case_ids, p.ks, design, p.min_coverage, p.depth_needed)
+    if table is not None:
+        ests = {k: table_estimate(table, k) for k in p.ks}
+    else:
+        ests = estimate_recall(result.golden, hits_of, case_ids, p.ks, design, p.min_coverage, p.depth_needed)
     what = "cases" if design.unit == "case" else "pairs"
     lines = [f"sampled labels: {design.sampled_units} of {design.population} {what} drawn ({design.pairs} judgements); "
              "recall@k with the whole pool judged, estimated (95% label-sampling interval):"]
@@ -228,7 +234,7 @@ def sampled_metrics(result) -> tuple[dict[str, float], list[str]]:
                                                         if plain is not None else ""))
     metrics["ipw.sampled_units"] = float(design.sampled_units)
     metrics["ipw.population"] = float(design.population)
-    return metrics, lines
+    return metrics, lines, table
 
 
 # A run scored on a whole-case sample keeps each case's base and full recall@k in this artifact, so two
@@ -310,15 +316,3 @@ def table_difference(a: Mapping, b: Mapping, k: int) -> tuple[Estimate | None, s
               if "delta" in a["cases"][c] and "delta" in b["cases"][c]]
     return difference_mean(base, {"s": deltas}, {"s": Stratum(a["population"], a["sampled"])}), ""
 
-
-def sampled_table(result) -> dict | None:
-    """:func:`case_table` of a run (an ExperimentResult), or None (no whole-case sample, per-document
-    scoring, no cases)."""
-    design = sampling_design(result.golden.records)
-    p = result.settings.eval
-    per_case = result.eval.per_case
-    if design is None or p.level != "chunk" or per_case.empty:
-        return None
-    hits_of = {cid: ranked.hits for cid, ranked in result.results.items()}
-    return case_table(result.golden, hits_of, list(per_case["case_id"]), p.ks, design, p.min_coverage,
-                      p.depth_needed)
