@@ -649,13 +649,18 @@ def _label_by_hand(args: argparse.Namespace) -> int:
             hl.append_held(GoldenFile(args.golden), list(plan.applied))
             _say(console, f"{len(plan.applied)} pair(s) repeat a passage a person already judged: given that verdict")
         # the import needs the same corpus (the --set overrides) and records who labelled: a command that
-        # dropped them would fail on the corpus, or credit the verdicts to whoever runs it
-        again = [f"--golden {shlex.quote(str(args.golden))}"] + [f"--set {shlex.quote(o)}" for o in args.overrides]
+        # dropped them would fail on the corpus, or credit the verdicts to whoever runs it. A secret in an
+        # override (a db.url password, a key) is masked: terminal output ends up in CI logs
+        from ..redaction import redact_text
+
+        shown = [redact_text(o) for o in args.overrides]
+        again = [f"--golden {shlex.quote(str(args.golden))}"] + [f"--set {shlex.quote(o)}" for o in shown]
         again += [f"--labeller {shlex.quote(args.labeller)}"] * bool(args.labeller)
         again += ["--judge-kind agent"] * (args.judge_kind == "agent")
         _say(console, f"wrote {n} passage(s) to {args.export}: fill in the verdict column (YES / PART / NO, empty to "
-                      f"skip), then: rag-exp golden label {' '.join(again)} --import {shlex.quote(str(args.export))}",
-             soft_wrap=True)
+                      f"skip), then: rag-exp golden label {' '.join(again)} --import {shlex.quote(str(args.export))}"
+                      + (" (a --set with a secret is masked as ***: put the value back)" if shown != args.overrides
+                         else ""), soft_wrap=True)
         return 0
     report = hl.run_terminal(plan, labeller=labeller, doc_text=text, console=console, judge_kind=args.judge_kind)
     _say(console, report.summary())
