@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from rag_experiments.stats.power import (estimate, lattice_step, mde, mde_signflip, n_needed, n_needed_signflip,
-                                         predicted_power, simulated_power)
+from rag_experiments.stats.power import (estimate, lattice_step, mde, mde_signflip, n_needed,
+                                         n_needed_signflip, predicted_power, simulated_power, tilt_weights)
 
 # z_{0.975} = 1.959964, z_{0.8} = 0.841621: z_a + z_b = 2.801585
 Z_SUM = 1.959964 + 0.841621
@@ -96,3 +96,33 @@ def test_measured_power_matches_the_prediction_at_three_sizes(pool):
         n = n_needed(sd, mu, power=target, step=step)
         measured = simulated_power(pool, n, reps=400, seed=1, n_resamples=500)
         assert abs(measured - predicted_power(mu, sd, n, step=step)) <= 0.06, (target, n, measured)
+
+
+def test_power_at_no_difference_is_at_most_alpha_and_grows_with_the_difference_by_hand():
+    """The issue's case: sd 0.3, 24 cases, a sign test's step 1. c = 1 / (sqrt(24) 0.3) = 0.680414.
+    Δ 0: 2 Phi(-0.680414 - 1.959964) = 2 Phi(-2.640378) = 0.008281 (the old code: 0.1045, above alpha).
+    Δ 0.1: s = 0.1 sqrt(24) / 0.3 = 1.632993; Phi(1.632993 - 0.680414 - 1.959964) = Phi(-1.007385) = 0.156875,
+    plus Phi(-4.273371) = 0.0000096: 0.156885 (the old code: 0.158667)."""
+    assert predicted_power(0.0, 0.3, 24, step=1.0) == pytest.approx(0.008281, abs=1e-6)
+    assert predicted_power(0.1, 0.3, 24, step=1.0) == pytest.approx(0.156885, abs=1e-5)
+    assert predicted_power(-0.1, 0.3, 24, step=1.0) == predicted_power(0.1, 0.3, 24, step=1.0)
+    # no step: exactly alpha at Δ 0 (2 Phi(-1.959964))
+    assert predicted_power(0.0, 0.3, 24) == pytest.approx(0.05, abs=1e-6)
+    for step in (0.0, 0.5, 1.0):
+        powers = [predicted_power(mu, 0.3, 24, step=step) for mu in np.linspace(0, 0.4, 41)]
+        assert powers[0] <= 0.05 + 1e-12
+        assert all(later > earlier for earlier, later in zip(powers, powers[1:])), step
+
+
+def test_tilted_weights_have_the_mean_asked_for_and_keep_the_values():
+    d = np.array([1.0] * 3 + [-1.0] * 2 + [0.0] * 19)  # 24 cases, mostly tied, mean 1/24
+    assert tilt_weights(d, d.mean()) == pytest.approx(np.full(24, 1 / 24))  # theta 0: the plain draw
+    w = tilt_weights(d, 0.2)
+    assert w @ d == pytest.approx(0.2) and w.sum() == pytest.approx(1.0)
+    # by hand: w ∝ e^{theta d}; a win weighs e^theta, a tie 1, a loss e^-theta; mean 0.2 solves
+    # (3 e^t - 2 e^-t) / (3 e^t + 19 + 2 e^-t) = 0.2 -> 2.4 e^t - 2.4 e^-t = 3.8; with x = e^t:
+    # 2.4 x^2 - 3.8 x - 2.4 = 0, x = (3.8 + sqrt(14.44 + 23.04)) / 4.8 = 2.067102
+    x = (3.8 + math.sqrt(3.8 ** 2 + 4 * 2.4 * 2.4)) / 4.8
+    assert w[0] / w[-1] == pytest.approx(x, rel=1e-6) and w[3] / w[-1] == pytest.approx(1 / x, rel=1e-6)
+    assert tilt_weights(d, 1.0) is None and tilt_weights(d, -1.5) is None
+
