@@ -10,7 +10,7 @@ import importlib
 
 COMMAND_MODULES = [
     "db", "corpus", "benchmarks", "ingest", "golden", "compare", "promote", "gate", "history", "triage", "export",
-    "bench", "search", "serve", "import_run", "run", "init", "audit_cache",
+    "bench", "search", "serve", "import_run", "run", "init", "audit_cache", "explore",
 ]
 
 

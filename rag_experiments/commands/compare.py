@@ -60,6 +60,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--log-plots", action="store_true", help="log comparison plots to the sweep parent run, "
                    "else to a new run tagged comparison=true")
     p.add_argument("--plots-dir", metavar="DIR", help="also save the plots as PNG files in DIR")
+    p.add_argument("--no-explorer", action="store_true", help="do not log the case explorer (each run against the "
+                   "baseline, its cases side by side, lost first: explorer/cases_vs_<baseline>.html on that run)")
     p.set_defaults(func=cmd_compare)
 
 
@@ -117,6 +119,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     _say(args, line("these runs side by side", compare_route([r.experiment_id for r in runs], [r.id for r in runs]),
                     c.tracking_uri))
+    if not args.no_explorer:  # the cases behind each W/T/L, side by side (tracking.explorer)
+        from ..tracking.explorer import compare_lines
+
+        for text in compare_lines(cmp, c):
+            _say(args, text)
     if args.plots_dir:
         for path in save_plots(cmp, args.plots_dir):
             _say(args, f"saved {path}")
