@@ -112,8 +112,65 @@ def _mask_url(url: str) -> str:
             user, _, pw = userinfo.partition(":")
             if pw != MASK:
                 register_secret(pw)
+                _register_misread(scheme, user, pw, hostpart)
             rest = f"{user}:{MASK}@{hostpart}"
     return f"{scheme}://{rest}"
+
+
+# what libpq reads as the end of a URL's password or the start of the next part: a password
+# holding one of these unencoded is cut there, and the rest becomes the host, port or database
+# (which the driver then quotes in its error: ``failed to resolve host 'ssW0rd@127.0.0.1'``)
+_URL_SEPARATOR = re.compile(r"[@:/?#\s]|%(?![0-9A-Fa-f]{2})")
+
+
+def _encoded_password(pw: str) -> str:
+    """``pw`` as libpq needs it in a URL: separators percent-encoded, valid ``%XX`` escapes kept."""
+    return _URL_SEPARATOR.sub(lambda m: "".join(f"%{b:02X}" for b in m.group(0).encode()), pw)
+
+
+def _libpq_reading(url: str) -> dict | None:
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        return conninfo_to_dict(url)
+    except Exception:  # noqa: BLE001 - libpq cannot parse it
+        return None
+
+
+def _register_misread(scheme: str, user: str, pw: str, hostpart: str) -> None:
+    """A password libpq cuts short leaves its fragments in the host, port or database libpq
+    reads: remember each fragment and each of those values, so any text quoting them is masked."""
+    meant = f"{scheme}://{user}:{_encoded_password(pw)}@{hostpart}"
+    if meant == f"{scheme}://{user}:{pw}@{hostpart}":
+        return
+    fragments = [f for f in _URL_SEPARATOR.split(pw) if f]
+    for fragment in fragments:
+        register_secret(fragment)
+    meant_values = set((_libpq_reading(meant) or {}).values())
+    for value in (_libpq_reading(f"{scheme}://{user}:{pw}@{hostpart}") or {}).values():
+        if value not in meant_values and any(f in value for f in fragments):
+            register_secret(value)
+
+
+_QUERY_START = re.compile(r"\?[A-Za-z_]+=")
+
+
+def misread_password(url: str) -> str:
+    """The characters of a URL's password that libpq would read as separators (``@``, ``:``,
+    ``/``, ``?``, ``#``, a space, a ``%`` not starting an escape), in order, each once; "" when
+    libpq reads the password the URL's writer meant (the userinfo ends at the last ``@``)."""
+    scheme, sep, rest = url.strip().partition("://")
+    query = _QUERY_START.search(rest)  # an ``@`` in ``?application_name=a@b`` ends no userinfo
+    if not sep or "@" not in rest[: query.start() if query else None]:
+        return ""
+    userinfo = rest[: query.start() if query else None].rpartition("@")[0]
+    if ":" not in userinfo:
+        return ""
+    user, _, pw = userinfo.partition(":")
+    meant = f"{scheme}://{user}:{_encoded_password(pw)}{rest[len(userinfo):]}"
+    if _libpq_reading(meant) == _libpq_reading(url.strip()):
+        return ""  # libpq reads it as meant (a ``:`` inside a password is fine, for one)
+    return "".join(dict.fromkeys(m.group(0)[0] for m in _URL_SEPARATOR.finditer(pw)))
 
 
 def redact_dsn(dsn: str) -> str:

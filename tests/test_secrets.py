@@ -118,7 +118,7 @@ def _forms(url: str) -> list[tuple[str, str]]:
         (f"postgresql://{user}:{quote(enc, safe='')}@/{db}?host={host}&port={port}", enc),
         (f"postgresql://{user}@/{db}?host={host}&port={port}&password=E2e-Query-S3cret", "E2e-Query-S3cret"),
         (f"host={host} port={port} user={user} password=E2e-Kv-S3cret dbname={db}", "E2e-Kv-S3cret"),
-        (f"postgresql://{user}:raw@E2e-At-S3cret@/{db}?host={host}&port={port}", "raw@E2e-At-S3cret"),
+        (f"postgresql://{user}:raw@E2e-Ät-漢€-S3cret@/{db}?host={host}&port={port}", "raw@E2e-Ät-漢€-S3cret"),
     ]
 
 

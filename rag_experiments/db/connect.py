@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import quote
 
 import psycopg
 from pgvector.psycopg import register_vector
 
 from ..errors import DatabaseError
-from ..redaction import redact_dsn, redact_text
+from ..redaction import misread_password, redact_dsn, redact_text
 from .embedded import EmbeddedPostgres
 from . import native
 from .migrations import SCHEMA_LOCK_KEY, migrate
@@ -45,6 +46,14 @@ def connect(url: str, *, migrate_schema: bool = True, autocommit: bool = True) -
     try:
         conn = psycopg.connect(url, autocommit=autocommit, connect_timeout=10)
     except psycopg.Error as exc:  # OperationalError (unreachable), ProgrammingError (malformed string)
+        misread = misread_password(url)
+        if misread:  # the driver's message would quote a piece of the password as a host or port
+            raise DatabaseError(
+                f"cannot connect to PostgreSQL at {safe_url}: the password holds "
+                f"{' '.join(repr(c) for c in misread)} unencoded, and libpq reads the URL differently",
+                hint="percent-encode those characters in the password "
+                f"({', '.join(f'{c!r} as {quote(c, safe=str())}' for c in misread)})",
+            ) from None
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise DatabaseError(
             f"cannot connect to PostgreSQL at {safe_url}: {redact_text(first)}",
