@@ -192,6 +192,17 @@ def register(subparsers: Any) -> None:
     csv_io.add_argument("--import", dest="import_csv", type=Path, metavar="FILE.csv", default=None,
                         help="record the filled verdict column of an exported CSV (YES / PART / NO or y / p / n; "
                         "empty = skip); every row is checked first; importing twice labels nothing twice")
+    dec = sp.add_argument_group("deciding between two runs (rag_experiments.golden.decide)")
+    dec.add_argument("--decide", nargs=2, metavar=("A", "B"), default=None,
+                     help="label only the passages unjudged in either run's cut-off (run ids or names), the one "
+                     "whose verdict can move the paired Δ most first, and stop when the decision is settled "
+                     "whatever the rest turn out to be; prints labels done, left, Δ with its bounds and the "
+                     "decision at each step; with --by-hand, --export (in that order, with a why column) or the LLM")
+    dec.add_argument("--decide-metric", metavar="METRIC", default=None,
+                     help="the metric decided on (recall_at_K, mrr_at_K, ndcg_at_K, hit_at_K; default: run A's "
+                     "objective, else recall_at_5); its K is the labelling depth")
+    dec.add_argument("--max-labels", type=int, metavar="N", default=None,
+                     help="with --decide: stop after N labels (the budget), settled or not")
     llm_args(sp)
     overrides_arg(sp)
     sp.set_defaults(func=cmd_label)
@@ -701,6 +712,15 @@ def cmd_label(args: argparse.Namespace) -> int:
                         "--sample / --budget go with --export", hint="drop --sample / --budget")
     if args.per_run_depth and not (args.pool or args.sweep):
         raise UserError("--per-run-depth needs a pool", hint="add --pool RUN_ID ... or --sweep PARENT_ID")
+    if args.decide:  # the pool is the two runs' cut-offs; the order and the stop are golden.decide's
+        if args.pool or args.sweep or args.sample is not None or args.budget is not None or args.import_csv:
+            raise UserError("--decide picks its own passages: it goes without --pool, --sweep, --sample, --budget "
+                            "and --import", hint="import a --decide export with --import alone, then --decide again")
+        from ..golden.hand_label import default_labeller
+        from . import decide_labels
+
+        labeller = (args.labeller or "").strip() or default_labeller()
+        return decide_labels.label_decide(args, _console(), _say, labeller)
     if args.by_hand or args.export is not None or args.import_csv is not None:
         return _label_by_hand(args)
     if args.judge_kind != "human":

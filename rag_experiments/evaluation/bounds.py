@@ -270,3 +270,45 @@ def delta_bounds(metric: str, a: Mapping[str, CaseView], b: Mapping[str, CaseVie
 
 def _mean(xs: Sequence[float]) -> float:
     return math.fsum(xs) / len(xs) if xs else float("nan")
+
+
+# -- what each verdict can do to the paired Δ ---------------------------------------------------
+@dataclass(frozen=True)
+class Sway:
+    """One unjudged passage of a case and how far its verdict alone moves the paired Δ (mean over
+    the cases), every other unjudged passage taken as not relevant."""
+
+    case_id: str
+    key: str  # passage_key
+    weight: float  # |Δ(YES) - Δ(NO)| / cases
+    rank_a: int | None  # its rank in A's cut-off (None: not there)
+    rank_b: int | None
+
+
+def sways(metric: str, a: Mapping[str, CaseView], b: Mapping[str, CaseView]) -> list[Sway]:
+    """Every passage unjudged in either run's cut-off on the cases both have, with its weight: the
+    rank-discounted gain the metric gives it in A minus in B (recall: its share of the case's units;
+    RR: 1/rank where nothing relevant ranks above; nDCG: 2/log2(rank+1) over the ideal), exactly as
+    :func:`value` scores it, so a passage both runs rank alike weighs ~0."""
+    name, k = metric_parts(metric)
+    shared = [cid for cid in a if cid in b]
+    out: list[Sway] = []
+    for cid in shared:
+        va, vb = a[cid], b[cid]
+        ua, ub = va.unknown(k), vb.unknown(k)
+        base = value(name, k, va) - value(name, k, vb)
+        for key in dict.fromkeys([*ua, *ub]):
+            yes = (value(name, k, va, [key] if key in ua else (), 0 if key in ua else 1)
+                   - value(name, k, vb, [key] if key in ub else (), 0 if key in ub else 1))
+            ra = va.slots.index(key) + 1 if key in ua else None
+            rb = vb.slots.index(key) + 1 if key in ub else None
+            out.append(Sway(cid, key, abs(yes - base) / len(shared), ra, rb))
+    return out
+
+
+def with_verdict(view: CaseView, key: str, grade: int) -> CaseView:
+    """The view once ``key`` is judged ``grade`` (0 NO, 1 PART, 2 YES): its slots become that fixed
+    gain, and a relevant verdict adds a unit to the case (whether or not this list ranks it)."""
+    slots = tuple(grade if s == key else s for s in view.slots)
+    grades = view.grades + ((grade,) if grade > 0 else ())
+    return CaseView(slots, grades, view.group_recall)

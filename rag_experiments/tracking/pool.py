@@ -17,10 +17,15 @@ pooled runs were scored with (their tag; a run logged before the setting existed
 
 from __future__ import annotations
 
-from typing import Sequence
+import re
+from typing import Callable, Mapping, Sequence
 
 from ..errors import UserError
-from .runs import RunView, get_run, sweep_children
+from ..evaluation import bounds as B
+from ..evaluation.rescore import params_from_flat
+from ..golden.decide import ALPHA, Candidate, State, one_per_text, order, settle
+from ..golden.resolve import GoldenSet
+from .runs import RunView, get_run, search, sweep_children
 from .versioned import load_ranked_lists
 
 
@@ -110,3 +115,59 @@ def pooled_hits(runs: Sequence[RunView], k: int, docs: Sequence,
     if depths:
         definition["per_run_depth"] = {r.id: d for r, d in zip(runs, per_run)}
     return out, definition
+
+
+# -- a decision's pool (golden label --decide A B) ----------------------------------------------
+_HEX = re.compile(r"^[0-9a-fA-F]{32}$")
+
+
+def decide_run(ref: str) -> RunView:
+    """A run by id, or by name (the newest finished run of that name)."""
+    if _HEX.match(ref.strip()):
+        return get_run(ref, per_case=False)
+    named = [r for r in search(f"attributes.run_name = '{ref.replace(chr(39), '')}'", per_case=False, order="DESC")
+             if r.status == "FINISHED"]
+    if not named:
+        raise UserError(f"--decide {ref!r}: no finished run has that id or name",
+                        hint="give a run id (rag-exp history lists them) or a run name")
+    return named[0]
+
+
+def ranked_of(run: RunView) -> dict:
+    ranked = load_ranked_lists(run)
+    if ranked is None:
+        raise UserError(f"run {run.id} ({run.label}) has no stored ranked lists (run.trec): it cannot be rescored",
+                        hint="re-run its config (runs log run.trec since the golden-versions release)")
+    return ranked
+
+
+def decide_views(golden: GoldenSet, run: RunView, ranked: Mapping, metric: str) -> dict[str, B.CaseView]:
+    """The run's cases as the newest labels see them, to the metric's cut-off."""
+    _name, k = B.metric_parts(metric)
+    return B.views(golden, ranked, k, params_from_flat(run.params).min_coverage)
+
+
+def decide_state(metric: str, a: Mapping[str, B.CaseView], b: Mapping[str, B.CaseView],
+                 text_of: Callable[[str], str], names: tuple[str, str] = ("A", "B"), alpha: float = ALPHA) -> State:
+    """The decision between two runs now: the paired Δ's bounds, the stopping rule's reading, and the
+    unjudged passages in the order that settles it (one per text in a case)."""
+    d = B.delta_bounds(metric, a, b)
+    sways = B.sways(metric, a, b)
+    candidates = order(one_per_text(order(
+        Candidate(s.case_id, s.key, s.weight, s.rank_a, s.rank_b, text_of(s.key)) for s in sways)))
+    return State(settle(d.per_case, d.per_case_low, d.per_case_high, alpha), d.text(*names), tuple(candidates))
+
+
+def doc_text_of(docs: Sequence) -> Callable[[str], str]:
+    """passage key (doc_id:start-end) -> its text in the corpus ("" when it is not a span of it)."""
+    by_id = {d.doc_id: d.text for d in docs}
+
+    def text(key: str) -> str:
+        doc, _, span = key.rpartition(":")
+        start, _, end = span.partition("-")
+        body = by_id.get(doc)
+        if body is None or not (start.isdigit() and end.isdigit()):
+            return ""
+        return body[int(start):int(end)]
+
+    return text

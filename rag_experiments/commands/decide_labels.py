@@ -1,0 +1,184 @@
+"""`rag-exp golden label --decide A B`: label the passages that can change the decision between two
+runs, in the order that settles it, and stop when it is settled (rag_experiments.golden.decide).
+
+The verdicts go through the existing paths, with the provenance they record today: a person in the
+terminal (``--by-hand``), a blind CSV in that order with a ``why`` column (``--export``; ``--import``
+as always), or the LLM judge (the default). After each verdict the two runs' stored ranked lists
+are rescored on the golden file as it now is (no re-run), and the line prints labels done, labels
+left, the Δ with its bounds and the decision.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..corpus.loader import load_corpus
+from ..errors import UserError
+from ..evaluation import bounds as B
+from ..evaluation.metric_key import MetricKey
+from ..golden import hand_label as hl
+from ..golden.decide import QUIT, SKIP, Candidate, run_loop
+from ..golden.golden_file import GoldenFile
+from ..golden.resolve import load_golden
+from ..tracking.configured import objective
+from ..golden.label import plan_labelling, run_labelling
+from ..tracking.pool import decide_run, decide_state, decide_views, doc_text_of, ranked_of
+from .golden import _counter_line, _resolve_llm, _run_llm_job, configured_corpus
+
+DEFAULT_METRIC = "recall_at_5"
+
+
+def decide_metric(args: argparse.Namespace, run) -> str:
+    metric = args.decide_metric or (MetricKey.parse(objective(run)).column if objective(run) else DEFAULT_METRIC)
+    try:
+        B.metric_parts(metric)
+    except ValueError as exc:
+        raise UserError(f"--decide-metric {metric}: {exc}", hint="e.g. --decide-metric recall_at_5") from None
+    return metric
+
+
+class Decision:
+    """The two runs, their ranked lists, the corpus: the state read again after every verdict."""
+
+    def __init__(self, args: argparse.Namespace, docs) -> None:
+        self.args = args
+        self.a, self.b = decide_run(args.decide[0]), decide_run(args.decide[1])
+        if self.a.id == self.b.id:
+            raise UserError(f"--decide: {args.decide[0]} and {args.decide[1]} are the same run",
+                            hint="give two different runs")
+        self.metric = decide_metric(args, self.a)
+        self.k = B.metric_parts(self.metric)[1]
+        self.ranked = ranked_of(self.a), ranked_of(self.b)
+        self.docs = {d.doc_id: d for d in docs}
+        self.text_of = doc_text_of(docs)
+        self.names = (self.a.label, self.b.label)
+        self.pool = {"decide": [self.a.id, self.b.id], "metric": self.metric, "k": self.k}
+
+    def state(self):
+        golden = load_golden(self.args.golden)
+        va = decide_views(golden, self.a, self.ranked[0], self.metric)
+        vb = decide_views(golden, self.b, self.ranked[1], self.metric)
+        return decide_state(self.metric, va, vb, self.text_of, self.names)
+
+    def hits(self, c: Candidate) -> list[dict]:
+        """The passage and its copies as labelling's hit dicts (the copies become near-duplicates)."""
+        out = []
+        for key in (c.key, *c.copies):
+            doc_id, _, span = key.rpartition(":")
+            start, end = (int(x) for x in span.split("-"))
+            d = self.docs[doc_id]
+            out.append({"chunk_id": key, "doc_id": doc_id, "source_uri": d.source_uri, "start": start, "end": end,
+                        "text": d.text[start:end], "doc_hash": d.content_hash,
+                        "rank": min(r for r in (c.rank_a, c.rank_b) if r)})
+        return out
+
+    def retrieve_for(self, chosen: list[Candidate]):
+        queries = {c.case_id: c.query for c in load_golden(self.args.golden).cases}
+        by_query: dict[str, list[dict]] = {}
+        for c in chosen:
+            by_query.setdefault(queries.get(c.case_id, ""), []).extend(self.hits(c))
+        return lambda q: by_query.get(q, [])
+
+
+def label_decide(args: argparse.Namespace, console: Any, say, labeller: str) -> int:
+    docs = load_corpus(configured_corpus(args.overrides))
+    d = Decision(args, docs)
+    a, b = d.names
+    say(console, f"deciding {a} ({d.a.id[:12]}) vs {b} ({d.b.id[:12]}) on {MetricKey.parse(d.metric).title}: "
+                 f"the passages unjudged in either top {d.k}, the one whose verdict can move Δ most first")
+    if args.export is not None:
+        return _export(d, args, console, say)
+    if args.by_hand:
+        def label(c: Candidate) -> int:
+            plan = hl.plan_hand_labelling(args.golden, d.retrieve_for([c]), k=10**9, pool=d.pool)
+            if not plan.offers and not plan.applied:
+                return SKIP  # judged in the meantime under another span: read the state again
+            report = hl.run_terminal(plan, labeller=labeller, doc_text=lambda i: d.docs[i].text if i in d.docs
+                                     else None, console=console, judge_kind=args.judge_kind)
+            if report.interrupted:
+                return QUIT
+            if report.labels or report.applied_earlier:
+                return report.labels or 1
+            return SKIP if report.skipped else QUIT
+
+        report = run_loop(d.state, label, budget=args.max_labels, say=lambda t: say(console, t, soft_wrap=True),
+                          a=a, b=b)
+        return 0 if report.stopped != "quit" else 130
+    return _judge(d, args, console, say)
+
+
+def _export(d: Decision, args: argparse.Namespace, console: Any, say) -> int:
+    """The candidates in the order that settles the decision, with a ``why`` column (import as always)."""
+    state = d.state()
+    say(console, f"{state.bounds_line}; {state.settling.text(*d.names)}", soft_wrap=True)
+    if state.settling.settled:
+        say(console, "nothing to export: the decision is settled")
+        return 0
+    chosen = list(state.candidates[: args.max_labels] if args.max_labels else state.candidates)
+    plan = hl.plan_hand_labelling(args.golden, d.retrieve_for(chosen), k=10**9, pool=d.pool)
+    position = {(c.case_id, c.key): i for i, c in enumerate(chosen)}
+    title = MetricKey.parse(d.metric).title
+    why = {o.pair_id: chosen[position[(o.pair.case_id, _key(o))]].why(*d.names, title)
+           for o in plan.offers if (o.pair.case_id, _key(o)) in position}
+    ordered = sorted(plan.offers, key=lambda o: position.get((o.pair.case_id, _key(o)), 10**9))
+    plan = replace(plan, offers=tuple(ordered))
+    n = hl.export_csv(plan, args.export, {k: v.text for k, v in d.docs.items()}.get)
+    _add_why(Path(args.export), why)
+    if plan.applied:
+        hl.append_held(GoldenFile(args.golden), list(plan.applied))
+    say(console, f"wrote {n} passage(s) to {args.export} in the order that settles the decision (column why); "
+                 f"skipped: {_counter_line(plan.skipped)}; fill in the verdict column, import it with "
+                 f"rag-exp golden label --import {args.export}, then run --decide again to see whether it is settled",
+        soft_wrap=True)
+    return 0
+
+
+def _key(offer) -> str:
+    h = offer.pair.hit
+    return B.passage_key(h["doc_id"], h["start"], h["end"])
+
+
+def _add_why(path: Path, why: dict[str, str]) -> None:
+    """Insert the ``why`` column before ``verdict`` (import reads columns by name)."""
+    rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))
+    head = rows[0]
+    at = head.index("verdict")
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow([*head[:at], "why", *head[at:]])
+    for row in rows[1:]:
+        w.writerow([*row[:at], why.get(row[0], ""), *row[at:]])
+    path.write_text(out.getvalue(), encoding="utf-8")
+
+
+def _judge(d: Decision, args: argparse.Namespace, console: Any, say) -> int:
+    """The LLM judge, a round of ``--concurrency`` passages at a time (best first), until settled or
+    the budget; the first round's confirmation (the estimate of that round) covers the rounds after it."""
+    price = _resolve_llm(args)
+    size = max(1, args.concurrency)
+    done = {"labels": 0, "rounds": 0}
+
+    def label(_first: Candidate) -> int:
+        state = d.state()
+        room = size if args.max_labels is None else max(1, min(size, args.max_labels - done["labels"]))
+        plan = plan_labelling(args.golden, d.retrieve_for(list(state.candidates[:room])), k=10**9, model=args.model,
+                              price=price, pool=d.pool, provider=args.provider)
+        if not plan.pending:
+            return SKIP
+        report = _run_llm_job(args, console, plan, run_labelling, "judging", price)
+        if isinstance(report, int):  # a dry run, or the estimate declined
+            return QUIT
+        args.yes = True
+        done["rounds"] += 1
+        done["labels"] += report.judgements_appended
+        return report.judgements_appended or QUIT
+
+    report = run_loop(d.state, label, budget=args.max_labels, say=lambda t: say(console, t, soft_wrap=True),
+                      a=d.names[0], b=d.names[1])
+    say(console, f"LLM rounds: {done['rounds']}, judgements appended: {done['labels']}")
+    return 0 if report.stopped != "quit" else 1

@@ -1,0 +1,195 @@
+"""Labelling in the order that settles a decision, and the rule that says it is settled.
+
+``rag-exp golden label --decide A B`` compares two runs on one metric. Its pool is every passage
+unjudged in either run's cut-off (:mod:`rag_experiments.tracking.pool`); the numbers come from
+:mod:`rag_experiments.evaluation.bounds`. This module holds what does not depend on where they come
+from (after Carterette, Allan and Sitaraman's minimal test collections, SIGIR 2006: judge what
+discriminates between the systems, stop when the ordering is certain):
+
+* **the order** (:func:`order`): the passage whose verdict alone moves the paired Δ most first (its
+  rank-discounted weight in A minus in B: a passage one side ranks high and the other does not comes
+  first, one both rank alike comes last), then the better rank, then case and span for a stable order;
+  the copies of one text in a case are one offer (:func:`one_per_text`), their verdict written to each;
+* **the decision** (:func:`outcome`): A ahead / B ahead when the paired t-test on the per-case
+  differences is significant at ``alpha`` (two-sided), else a tie;
+* **the stopping rule** (:func:`settle`): the per-case Δ at its lowest over the unjudged passages'
+  verdicts and at its highest give the same outcome. Every assignment of verdicts gives per-case
+  differences between those two ends, so the mean Δ cannot leave the range between them; a tie at
+  both ends means neither end's Δ clears its interval (each end lies inside its own MDE, the smallest
+  Δ the cases could detect). This checks the two extreme assignments, not every one: the replay
+  (``tools/label_replay.py``) measures how often a declared decision differs from the full pool's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+from scipy import stats as sps
+
+from .normalise import normalised
+
+ALPHA = 0.05
+SKIP, QUIT = 0, -1  # what a labelling step returns besides the number of verdicts it recorded
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A passage to label for the decision: where each run ranks it and what its verdict can do."""
+
+    case_id: str
+    key: str  # doc_id:start-end
+    weight: float  # how far its verdict alone moves the mean Δ
+    rank_a: int | None
+    rank_b: int | None
+    text: str = ""
+    copies: tuple[str, ...] = ()  # keys of the same text in this case: one verdict for all
+
+    def why(self, a: str, b: str, metric: str) -> str:
+        """The CSV's ``why`` column: the ranks and the weight."""
+        ra = f"rank {self.rank_a} in {a}" if self.rank_a else f"not in {a}'s cut-off"
+        rb = f"rank {self.rank_b} in {b}" if self.rank_b else f"not in {b}'s cut-off"
+        copies = f"; {len(self.copies)} copy(ies) get the same verdict" if self.copies else ""
+        return f"{ra}, {rb}: its verdict moves {metric} Δ by up to {self.weight:.4f}{copies}"
+
+
+def order(candidates: Iterable[Candidate]) -> list[Candidate]:
+    def best(c: Candidate) -> int:
+        return min(r for r in (c.rank_a, c.rank_b) if r) if (c.rank_a or c.rank_b) else 10**9
+
+    return sorted(candidates, key=lambda c: (-round(c.weight, 12), best(c), c.case_id, c.key))
+
+
+def one_per_text(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Keep the first of each case's passages with the same normalised text (in the given order); the
+    others become its ``copies`` and their weights add to its own."""
+    kept: dict[tuple[str, str], Candidate] = {}
+    for c in candidates:
+        text = normalised(c.text)[0] if c.text else c.key
+        slot = (c.case_id, text)
+        if slot in kept:
+            first = kept[slot]
+            kept[slot] = Candidate(first.case_id, first.key, first.weight + c.weight, first.rank_a or c.rank_a,
+                                   first.rank_b or c.rank_b, first.text, (*first.copies, c.key))
+        else:
+            kept[slot] = c
+    return list(kept.values())
+
+
+@dataclass(frozen=True)
+class Outcome:
+    winner: str  # "A" | "B" | "tie"
+    delta: float
+    p: float
+
+    def text(self, a: str = "A", b: str = "B") -> str:
+        p = "p<0.001" if self.p < 0.001 else f"p={self.p:.3f}"
+        if self.winner == "tie":
+            return f"no significant difference (Δ{self.delta:+.3f}, {p})"
+        return f"{a if self.winner == 'A' else b} ahead (Δ{self.delta:+.3f}, {p})"
+
+
+def outcome(diffs: Sequence[float], alpha: float = ALPHA) -> Outcome:
+    """The decision the per-case differences a - b give: a paired t-test, two-sided."""
+    n = len(diffs)
+    if n == 0:
+        return Outcome("tie", 0.0, 1.0)
+    mean = math.fsum(diffs) / n
+    sd = math.sqrt(math.fsum((d - mean) ** 2 for d in diffs) / (n - 1)) if n > 1 else 0.0
+    if sd == 0.0:
+        p = 1.0 if mean == 0.0 else 0.0
+    else:
+        p = float(2 * sps.t.sf(abs(mean) / (sd / math.sqrt(n)), n - 1))
+    winner = "tie" if p >= alpha else ("A" if mean > 0 else "B")
+    return Outcome(winner, mean, p)
+
+
+@dataclass(frozen=True)
+class Settling:
+    now: Outcome  # unjudged passages as misses (what compare shows)
+    low: Outcome  # every per-case Δ at its lowest
+    high: Outcome  # at its highest
+
+    @property
+    def settled(self) -> bool:
+        return self.low.winner == self.high.winner
+
+    def text(self, a: str = "A", b: str = "B") -> str:
+        if self.settled:
+            return (f"settled: {self.low.text(a, b).split(' (')[0]} whatever the unjudged passages turn out to be "
+                    f"(lowest Δ{self.low.delta:+.3f}, {_p(self.low.p)}; highest Δ{self.high.delta:+.3f}, "
+                    f"{_p(self.high.p)})")
+        return (f"not settled: with every unjudged passage against {a} it would be {self.low.text(a, b)}, "
+                f"with every one for {a} {self.high.text(a, b)}")
+
+
+def _p(p: float) -> str:
+    return "p<0.001" if p < 0.001 else f"p={p:.3f}"
+
+
+def settle(now: Sequence[float], low: Sequence[float], high: Sequence[float], alpha: float = ALPHA) -> Settling:
+    return Settling(outcome(now, alpha), outcome(low, alpha), outcome(high, alpha))
+
+
+# -- the loop -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class State:
+    """What the decision looks like now: its outcomes, the bounds line, what is left to label."""
+
+    settling: Settling
+    bounds_line: str  # DeltaBounds.text
+    candidates: tuple[Candidate, ...]  # ordered, one per text
+
+
+@dataclass
+class LoopReport:
+    labels: int = 0
+    stopped: str = ""  # settled | budget | no passage left | quit
+    last: State | None = None
+
+
+def step_line(state: State, done: int, a: str = "A", b: str = "B") -> str:
+    left = len(state.candidates)
+    moving = sum(1 for c in state.candidates if c.weight > 0)
+    return (f"labels done {done}, left {left} ({moving} can move Δ); {state.bounds_line}; decision now: "
+            f"{state.settling.now.text(a, b)}; {state.settling.text(a, b)}")
+
+
+def run_loop(current: Callable[[], State], label: Callable[[Candidate], int], *, budget: int | None,
+             say: Callable[[str], None], a: str = "A", b: str = "B") -> LoopReport:
+    """Offer the best candidate, re-read the state, until settled, the budget is spent, nothing is
+    left, or ``label`` says quit. ``label`` records verdicts from the first candidate on (a person: that
+    one and its copies; a judge: a round of several) and returns how many (:data:`SKIP`: the first is
+    not offered again this session; :data:`QUIT`)."""
+    report = LoopReport()
+    skipped: set[tuple[str, str]] = set()
+    while True:
+        state = current()
+        if skipped:
+            state = State(state.settling, state.bounds_line,
+                          tuple(c for c in state.candidates if (c.case_id, c.key) not in skipped))
+        report.last = state
+        say(step_line(state, report.labels, a, b))
+        if state.settling.settled:
+            report.stopped = "settled"
+            say(f"stop: the decision is settled after {report.labels} label(s); {len(state.candidates)} passage(s) "
+                "left unlabelled cannot change it")
+            return report
+        if not state.candidates:
+            report.stopped = "no passage left"
+            say("stop: no passage left to offer (the rest were skipped), and the decision is not settled")
+            return report
+        if budget is not None and report.labels >= budget:
+            report.stopped = "budget"
+            say(f"stop: the budget of {budget} label(s) is spent; not settled")
+            return report
+        first = state.candidates[0]
+        answer = label(first)
+        if answer == QUIT:
+            report.stopped = "quit"
+            return report
+        if answer == SKIP:
+            skipped.add((first.case_id, first.key))
+            continue
+        report.labels += answer

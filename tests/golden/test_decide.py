@@ -1,0 +1,146 @@
+"""The labelling order and the stopping rule of `golden label --decide` (rag_experiments.golden.decide),
+on hand-made lists: a decision a remaining passage can still flip is not declared settled, one no
+passage can flip is, and the order offers first the passage that moves the paired Δ most. Then the
+command end to end: two logged runs, a person's verdicts piped in, the loop stops when settled.
+
+Before this change there was no decide module and no --decide option: every test here fails."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+from rag_experiments.evaluation.bounds import CaseView, with_verdict
+from rag_experiments.golden.decide import QUIT, outcome, run_loop
+from rag_experiments.tracking.pool import decide_state
+
+from ..tracking.conftest import _template_db, cli, store  # noqa: F401 - fixtures
+from ..tracking.golden_runs import log_golden_run
+
+
+def lists(n_win: int, n_open: int, open_rank: int = 1):
+    """``n_win`` cases: A ranks the case's evidence first, B ranks only misses (Δ +1 on recall@5).
+    ``n_open`` cases: neither finds the evidence; B ranks an unjudged passage at ``open_rank`` that
+    A does not rank (Δ 0 if it is not relevant, -0.5 if it is: it becomes the case's second unit)."""
+    a, b = {}, {}
+    for i in range(n_win):
+        a[f"w{i}"] = CaseView((2, 0, 0, 0, 0), (2,))
+        b[f"w{i}"] = CaseView((0, 0, 0, 0, 0), (2,))
+    for i in range(n_open):
+        slots = [0] * 5
+        slots[open_rank - 1] = f"d:{i}-{i + 1}"
+        a[f"o{i}"] = CaseView((0, 0, 0, 0, 0), (2,))
+        b[f"o{i}"] = CaseView(tuple(slots), (2,))
+    return a, b
+
+
+def replay(a, b, truth: dict[str, int], metric="recall_at_5", budget=None):
+    """Label in the decide order against ``truth`` (key -> grade), in memory; return the report."""
+    lines: list[str] = []
+    views = {"a": dict(a), "b": dict(b)}
+
+    def state():
+        return decide_state(metric, views["a"], views["b"], lambda key: key)
+
+    def label(c):
+        for side in views.values():
+            side[c.case_id] = with_verdict(side[c.case_id], c.key, truth[c.key])
+        return 1
+
+    return run_loop(state, label, budget=budget, say=lines.append), lines
+
+
+def test_a_passage_that_can_flip_the_decision_keeps_it_open():
+    a, b = lists(10, 10)
+    st = decide_state("recall_at_5", a, b, lambda key: key)
+    # as compare shows it (unjudged = miss): A ahead, Δ +0.5
+    assert st.settling.now.winner == "A" and abs(st.settling.now.delta - 0.5) < 1e-12
+    # every open passage relevant for B: Δ +0.25, not significant: a tie is still possible
+    assert st.settling.low.winner == "tie" and not st.settling.settled
+    assert len(st.candidates) == 10 and st.candidates[0].rank_b == 1 and st.candidates[0].rank_a is None
+
+    # the truth: none of them relevant. Labelling stops as soon as the low end is significant too
+    report, lines = replay(a, b, {f"d:{i}-{i + 1}": 0 for i in range(10)})
+    assert report.stopped == "settled" and 0 < report.labels < 10
+    assert report.last.settling.low.winner == report.last.settling.high.winner == "A"
+    assert lines[0].startswith("labels done 0, left 10 (10 can move Δ); recall@5 Δ(A - B) +0.500, could be "
+                               "+0.250 to +0.500 with 10 passages unjudged")
+    assert "not settled" in lines[0] and "settled: A ahead" in lines[-2]
+    assert lines[-1].startswith(f"stop: the decision is settled after {report.labels} label(s)")
+
+    # the truth: every one relevant. The decision the full pool gives is a tie, and it is not
+    # declared before the passages that make it are labelled
+    report, _ = replay(a, b, {f"d:{i}-{i + 1}": 2 for i in range(10)})
+    full = outcome([1.0] * 10 + [-0.5] * 10)
+    assert report.stopped == "settled" and report.last.settling.now.winner == full.winner == "tie"
+
+
+def test_a_decision_no_passage_can_flip_stops_at_once():
+    a, b = lists(20, 0)
+    for i in range(20):  # an unjudged passage at B's rank 5 in every case: B's RR could reach 1/5, A's is 1
+        b[f"w{i}"] = CaseView((0, 0, 0, 0, f"d:{i}-{i + 1}"), (2,))
+    report, lines = replay(a, b, {}, metric="mrr_at_10")
+    assert report.stopped == "settled" and report.labels == 0
+    assert len(report.last.candidates) == 20
+    assert "A ahead whatever they turn out to be (the sign cannot flip)" in lines[0]
+
+
+def test_order_puts_the_passage_one_side_ranks_high_first_and_a_budget_stops():
+    a = {"c": CaseView(("same", 0, "a3", 0, 0), (2,))}
+    b = {"c": CaseView(("same", "b2", 0, 0, 0), (2,))}
+    st = decide_state("mrr_at_10", a, b, lambda key: key)
+    assert [c.key for c in st.candidates] == ["b2", "a3", "same"]  # weights 1/2, 1/3, 0
+    assert st.candidates[-1].weight == 0.0
+    report, lines = replay(a, b, {"same": 0, "b2": 0, "a3": 0}, metric="mrr_at_10", budget=1)
+    assert report.stopped in ("budget", "settled") and report.labels <= 1
+    quit_report = run_loop(lambda: st, lambda c: QUIT, budget=None, say=lambda _t: None)
+    assert quit_report.stopped == "quit" and quit_report.labels == 0
+
+
+def test_decide_by_hand_end_to_end(store, mini_golden, tmp_path, capsys, monkeypatch):
+    """Two logged runs on the mini golden set: A ranks each case's evidence first; B ranks a
+    passage nobody judged first and the evidence second. --decide --by-hand on MRR@10 offers B's
+    unjudged passages first; NO verdicts piped in settle it (A ahead) before the pool is exhausted;
+    the verdicts are a person's with the decision in their provenance."""
+    from rag_experiments.golden.golden_file import GoldenFile
+    from rag_experiments.golden.resolve import load_golden
+    from rag_experiments.types import Hit
+
+    from ..conftest import FIXTURES
+
+    cases = load_golden(mini_golden).scorable
+    assert len(cases) >= 4
+    docs = {}
+    from rag_experiments.corpus.loader import load_corpus
+
+    for d in load_corpus(FIXTURES / "mini_corpus", "mini"):
+        docs[d.doc_id] = d
+    cited = {e.span.doc_id for c in cases for e in c.relevant}
+    spare = [d for d in docs.values() if d.doc_id not in cited] or list(docs.values())
+
+    def first(case):
+        s = case.relevant[0].span
+        return (Hit("e", s.doc_id, s.source_uri, case.doc_type, s.start, s.end, 2.0, 1),)
+
+    def second(case):
+        s = case.relevant[0].span
+        i = [c.case_id for c in cases].index(case.case_id)
+        d = spare[i % len(spare)]
+        lo = 40 * (i // len(spare))
+        other = Hit("x", d.doc_id, d.source_uri, d.doc_type, lo, lo + 30, 3.0, 1)
+        return (other, Hit("e", s.doc_id, s.source_uri, case.doc_type, s.start, s.end, 2.0, 2))
+
+    run_a = log_golden_run(mini_golden, first, name="alpha")
+    run_b = log_golden_run(mini_golden, second, name="beta")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("n\n" * len(cases)))
+    sets = ["--set", f"corpus.path={FIXTURES / 'mini_corpus'}", "--set", "corpus.name=mini"]
+    code = cli("golden", "label", "--golden", str(mini_golden), "--decide", "alpha", run_b, "--decide-metric",
+               "mrr_at_10", "--by-hand", "--labeller", "ann", *sets)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "deciding alpha" in out and "labels done 0, left" in out
+    assert "stop: the decision is settled after" in out
+    got = [r for r in GoldenFile(mini_golden).read() if r["type"] == "judgement"]
+    assert got and {j["verdict"] for j in got} == {"NO"} and {j["judge"]["name"] for j in got} == {"ann"}
+    assert got[0]["provenance"]["pool"]["decide"] == [run_a, run_b]
+    assert len(got) < len(cases)  # settled before every passage was labelled
