@@ -24,7 +24,7 @@ def register(subparsers: Any) -> None:
         description="One row per run: every metric with its 95% bootstrap interval, the primary "
         "metric per segment, and against the baseline the paired delta over cases (aligned by "
         "case_id), the p-value of a two-sided paired randomization test (Holm-corrected across the "
-        "runs compared, per column) and win/tie/loss counts on the primary metric; a delta that is not "
+        "runs compared, per column; --family all: across every test of the table) and win/tie/loss counts on the primary metric; a delta that is not "
         "significant also shows MDE, the smallest difference those paired cases could detect (α, power 0.8), "
         "and n≈, the cases that would detect the delta observed. The baseline is "
         "--baseline, else the first run given (with --sweep/--last-sweep: the first sweep point to "
@@ -52,6 +52,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--primary", default=None, help="metric for segments and W/T/L (default: the baseline "
                    "run's configured objective)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level for the * marks (default: 0.05)")
+    p.add_argument("--family", choices=("runs", "all"), default="runs",
+                   help="what one star's Holm correction covers: runs = the runs compared with the baseline, "
+                   "separately in each column (default; with two runs nothing is corrected); all = every paired "
+                   "test of the table at once (runs x metrics x segments x judged@k)")
     p.add_argument("--resamples", type=int, default=None,
                    help="random sign flips per test when cases are too many to enumerate (default: $RAG_EXP_RESAMPLES, else 10000)")
     p.add_argument("--seed", type=int, default=None,
@@ -103,7 +107,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         metrics = [m for m in metrics if m != primary]
         primary = args.primary
     cmp = build_comparison(runs, args.metrics or metrics, args.segments, primary, args.alpha, args.resamples,
-                           args.seed, labels=run_labels(runs))
+                           args.seed, labels=run_labels(runs), family=args.family)
     if alignment.reason:
         cmp.warnings.append(alignment.reason)
     print_comparison(cmp, markdown=args.markdown)

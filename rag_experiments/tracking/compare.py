@@ -45,6 +45,13 @@ from .runs import RunView
 IGNORED_PARAM_PREFIXES = ("run_name", "progress", "tracking.", "db.", "hydra.")
 
 
+#: the family one star's Holm correction covers. "runs" (the default): the runs compared with the
+#: baseline, separately in each column (metric, segment, judged@k), so with two runs nothing is corrected
+#: and each column's star is its own test. "all": every paired test of the table at once (runs x metrics x
+#: segments x judged@k), a family-wise error rate for the whole table.
+FAMILIES = ("runs", "all")
+
+
 @dataclass(frozen=True)
 class Column:
     """A table column: the metric (and segment) it shows, under its header."""
@@ -90,6 +97,7 @@ class Comparison:
     alpha: float
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    family: str = "runs"  # what one Holm correction covers: FAMILIES
 
     @property
     def baseline(self) -> Row:
@@ -327,9 +335,13 @@ def _digest_warnings(runs: Sequence[RunView], labels: Sequence[str]) -> list[str
 def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = None,
                      segments: Sequence[str] | None = None, primary: str | None = None,
                      alpha: float = 0.05, n_resamples: int | None = None, seed: int | None = None,
-                     labels: Sequence[str] | None = None) -> Comparison:
+                     labels: Sequence[str] | None = None, family: str = "runs") -> Comparison:
     """Compare ``runs`` with ``runs[0]`` (the baseline). ``labels``: row names (default: short run names).
-    ``n_resamples`` / ``seed`` of the paired tests: default :func:`rag_experiments.stats.paired.test_settings`."""
+    ``n_resamples`` / ``seed`` of the paired tests: default :func:`rag_experiments.stats.paired.test_settings`.
+    ``family``: what Holm corrects together (:data:`FAMILIES`)."""
+    if family not in FAMILIES:
+        raise UserError(f"--family: {family!r} is not one of {', '.join(FAMILIES)}",
+                        hint="runs (Holm across the runs, per column) or all (every test of the table)")
     n_resamples, seed = test_settings(n_resamples, seed)
     if not runs:
         raise UserError("no runs to compare", hint="give run ids, --sweep PARENT_ID, --last-sweep or --tag KEY=VALUE")
@@ -386,10 +398,7 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
                         p = paired_permutation_test(a, b, n_resamples=n_resamples, seed=seed)
                         power = estimate(a, b, alpha)
             raw[c.key.mlflow_name].append(Cell(value, interval, delta, p, None, n, power))
-    # Holm across the runs compared with the baseline, separately for each column
-    for name, cells in raw.items():
-        adj = holm([math.nan if cell.p is None else cell.p for cell in cells[1:]])
-        raw[name] = cells[:1] + [replace(cell, p_adj=None if math.isnan(q) else q) for cell, q in zip(cells[1:], adj)]
+    raw = holm_cells(raw, family)
 
     rows = []
     for i, (r, label) in enumerate(zip(runs, labels)):
@@ -420,7 +429,21 @@ def build_comparison(runs: Sequence[RunView], metrics: Sequence[str] | None = No
     notes += judge_corrected_lines(runs, labels, [c.key.mlflow_name for c in columns if c.key.segment is None])
     # labels judged on a random sample of cases (golden label --sample): the paired IPW difference
     notes += sampled_lines(runs, labels)
-    return Comparison(rows, columns, primary, alpha, warnings, notes)
+    return Comparison(rows, columns, primary, alpha, warnings, notes, family)
+
+
+def holm_cells(raw: dict[str, list[Cell]], family: str) -> dict[str, list[Cell]]:
+    """Each non-baseline cell's ``p_adj``: Holm across the runs compared with the baseline, separately
+    for each column (``family="runs"``), or across every cell of the table at once (``"all"``)."""
+    groups = [[(name, i) for i in range(1, len(cells))] for name, cells in raw.items()]
+    if family == "all":
+        groups = [[key for group in groups for key in group]]
+    out = {name: list(cells) for name, cells in raw.items()}
+    for group in groups:
+        adj = holm([math.nan if raw[name][i].p is None else raw[name][i].p for name, i in group])
+        for (name, i), q in zip(group, adj):
+            out[name][i] = replace(raw[name][i], p_adj=None if math.isnan(q) else q)
+    return out
 
 
 def coverage_gaps(rows: Sequence[Row], columns: Sequence[Column], alpha: float) -> list:

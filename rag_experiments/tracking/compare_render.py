@@ -80,13 +80,27 @@ def best_cells(cmp) -> set[tuple[int, str]]:
     return out
 
 
+def family_text(cmp) -> str:
+    """Exactly which tests one star's Holm correction covers (compare's --family)."""
+    k = len(cmp.rows) - 1
+    tests = sum(1 for row in cmp.rows[1:] for cell in row.cells.values() if cell.p is not None)
+    columns = len(cmp.columns)
+    if getattr(cmp, "family", "runs") == "all":
+        return (f"Holm-corrected across all {tests} paired tests of this table ({k} run(s) x {columns} columns: "
+                f"metrics, segments, judged@k) at once")
+    if k == 1:
+        return (f"not corrected: Holm runs across the runs compared, per column, and with one run compared each of "
+                f"the table's {tests} tests stands alone (--family all corrects them together)")
+    return (f"Holm-corrected across the {k} runs compared, separately in each column: one star covers its "
+            f"column's {k} tests, not the table's {tests} (--family all corrects them together)")
+
+
 def legend(cmp) -> str:
     base = cmp.baseline
-    k = len(cmp.rows) - 1
-    return (f"bold value: the column's best; value [95% bootstrap interval]; "
+    return (f"bold value: the column's best; value [95% interval: bootstrap; exact when every case scores 1, or every case 0]; "
             f"Δ = run − baseline ({base.label}) over cases paired by case_id; "
-            f"p = two-sided paired randomization test, Holm-corrected across the {k} run(s) compared in each "
-            f"column; * p < {cmp.alpha:g}; a Δ that is not significant shows MDE, the smallest |Δ| these "
+            f"p = two-sided paired randomization test, {family_text(cmp)}; "
+            f"* p < {cmp.alpha:g}; a Δ that is not significant shows MDE, the smallest |Δ| these "
             f"paired cases could detect (α {cmp.alpha:g}, power 0.8), and n≈, the cases that would detect the "
             f"Δ observed; W/T/L = cases won/tied/lost on {metric_title(cmp.primary)}; "
             f"segment columns show {metric_title(cmp.primary)}.")
@@ -225,7 +239,7 @@ def champion_notes(cmp) -> list[str]:
 
 def compact_legend(cmp) -> str:
     return (f"bold: the column's best; Δ = run − baseline ({cmp.baseline.label}), paired over cases; "
-            f"* significant (two-sided paired randomization test, Holm-corrected, α {cmp.alpha:g}); "
+            f"* significant (two-sided paired randomization test, {family_text(cmp)}, α {cmp.alpha:g}); "
             f"W/T/L = cases won/tied/lost on {metric_title(cmp.primary)}; segment columns show "
             f"{metric_title(cmp.primary)}. Intervals, p-values and MDE: artifact comparison/table.md "
             f"or `rag-exp compare --sweep`.")
