@@ -199,9 +199,14 @@ def promote(metric: str, sweep: str | None = None, name: str = "default", force:
         sync_with_record(name, c)
         refresh_champion_row(name, c)
     champion = current_champion(name, c)
-    best = pick_best(same_level(runs, champion), metric)
+    pool = same_level(runs, champion)
+    best = pick_best(pool, metric)
     best = get_run(best.id, c=c)  # now with its per-case table
-    decision = refuse_dirty_tree(decide(champion, best, metric, alpha, "beat", GUARD_SEGMENT, n_resamples, seed))
+    # a sweep's best was chosen among its points: the test counts every one (tracking.promote.Selection)
+    family = ([best if r.id == best.id else get_run(r.id, c=c) for r in pool]
+              if sweep and champion is not None and len(pool) > 1 else [])
+    decision = refuse_dirty_tree(decide(champion, best, metric, alpha, "beat", GUARD_SEGMENT, n_resamples, seed,
+                                        family))
     if champion is not None and champion.run.id == best.id:
         return Promotion(decision, False, False, champion.version, already_champion=True)
     if dry_run or not (decision.ok or force):

@@ -38,6 +38,7 @@ from .compare_render import markdown_table, rich_tables
 from .coverage import JUDGED_PREFIX, CoverageGap, fix_command, judged_columns
 from .judge_corrected_log import judge_corrected_lines
 from .sampled_log import MARK as SAMPLED_MARK
+from .sweep_parent import order_key
 from .sampled_log import sampled_lines
 from .runs import RunView
 
@@ -158,20 +159,22 @@ def run_labels(runs: Sequence[RunView]) -> list[str]:
 def sweep_order(runs: Sequence[RunView], objective: str | None, maximize: bool = True) -> list[RunView]:
     """A sweep's points as every table of it lists them (the parent's description, ``rag-exp
     compare --sweep``): the first point to start (the baseline), then the others best-first on
-    the objective (a point without it last; ties in start order). Best-first, so a description
-    cut to MLflow's tag limit keeps the best rows."""
+    the objective (a point without it last; ties: the earlier point, :func:`.sweep_parent.order_key`).
+    Best-first, so a description cut to MLflow's tag limit keeps the best rows."""
     if not runs:
         return []
     first, rest = runs[0], list(runs[1:])
     if not objective:
         return [first, *rest]
 
+    order = order_key(rest)  # ties: the tie rule of the sweep parent and promote (sweep_parent.best_of)
+
     def key(r: RunView):
         v = r.metrics.get(objective)
         missing = v is None or (isinstance(v, float) and math.isnan(v))
-        return (missing, 0.0 if missing else (-v if maximize else v))
+        return (missing, 0.0 if missing else round(-v if maximize else v, 12), order(r))
 
-    return [first, *sorted(rest, key=key)]  # sorted is stable: ties keep the start order
+    return [first, *sorted(rest, key=key)]
 
 
 def parent_test_settings(parent: RunView | None, resamples: int | None, seed: int | None) -> tuple[int, int]:

@@ -24,24 +24,26 @@ The act (the committed files and the registry version) is :mod:`rag_experiments.
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from ..errors import UserError
 from ..evaluation.metric_key import MetricKey, Segment
+from ..stats.maxt import against_control
 from ..stats.paired import WinTieLoss, paired_permutation_test, win_tie_loss
 from ..stats.power import PowerEstimate, estimate
 from .champion import Champion
 from .champion_newest import on_newest
-from .compare import paired_values
+from .compare import Pairing, paired_values
 from .coverage import JUDGED_PREFIX, CoverageGap, fix_command, judged_columns
 from .judge_corrected_log import judge_corrected_lines
 from .sampled_log import sampled_lines
 from .noise_floor import floor_for, within_line
 from .ownership import KILLED_REASON
 from .runs import RunView, client, get_run, search, sweep_children
+from .sweep_parent import best_of
+from .verdict import common_values
 from .versioned import eval_level, not_comparable
 
 GUARD_SEGMENT = "exact"
@@ -69,6 +71,30 @@ class Check:
 
 
 @dataclass(frozen=True)
+class Selection:
+    """The primary metric's test of "the best of N points beats the champion", knowing that N were
+    tried: the best point's max-T adjusted p-value over all N points' differences from the champion
+    (:func:`rag_experiments.stats.maxt.against_control`, Westfall & Young 1993), beside the
+    uncorrected p of the best alone."""
+
+    points: int  # N: the sweep's points that paired with the champion
+    cases: int  # the cases every one of them shares with the champion
+    p_adjusted: float
+    p_uncorrected: float
+    delta: float  # the best point's difference from the champion on those cases
+
+    def passed(self, alpha: float) -> bool:
+        return self.delta > 0 and self.p_adjusted < alpha
+
+    def line(self, metric: str, alpha: float) -> str:
+        verdict = "significant" if self.passed(alpha) else "NOT significant"
+        return (f"{metric}: the best of {self.points} sweep points vs the champion, every point counted "
+                f"(max-T, Westfall-Young): Δ{self.delta:+.3f}, adjusted p={self.p_adjusted:.3f} "
+                f"(uncorrected p={self.p_uncorrected:.3f}, as if it were the only point tried), {verdict} at "
+                f"alpha {alpha:g}, {self.cases} cases")
+
+
+@dataclass(frozen=True)
 class Decision:
     candidate: RunView
     champion: Champion | None
@@ -89,6 +115,9 @@ class Decision:
     # the champion on the newest golden version (tracking.champion_newest.OnNewest), None when it was
     # measured on the newest one
     newest: Any = None
+    # the best of a sweep's points against the champion with every point counted (stats.maxt), None
+    # when the candidate was not chosen among several points (promote without --sweep, the gate)
+    selection: Selection | None = None
 
 
 # -- candidates -----------------------------------------------------------------------------------
@@ -148,12 +177,12 @@ def say_killed_skipped(runs: Sequence[RunView]) -> int:
 
 
 def pick_best(runs: Sequence[RunView], metric: str) -> RunView:
-    """Highest mean on ``metric``; ties go to the higher interval lower bound, then the newer run."""
-    def key(r: RunView):
-        lo = (r.interval(metric) or (-math.inf, 0))[0]
-        return (r.metrics[metric], lo, r.start_time)
-
-    return max(runs, key=key)
+    """Highest mean on ``metric``; a tie goes to the earliest point (:func:`.sweep_parent.best_of`,
+    the rule the sweep parent, compare and the gate use)."""
+    best = best_of(runs, lambda r: r.metrics[metric])
+    if best is None:
+        raise UserError(f"no run to choose from on {metric!r}")
+    return best
 
 
 # -- checks ---------------------------------------------------------------------------------------
@@ -221,9 +250,13 @@ def _has_kind(run: RunView, kind: str) -> bool:
 
 
 def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: float = 0.05, mode: str = "beat",
-           guard_segment: str = GUARD_SEGMENT, n_resamples: int = 10000, seed: int = 13) -> Decision:
+           guard_segment: str = GUARD_SEGMENT, n_resamples: int = 10000, seed: int = 13,
+           family: Sequence[RunView] = ()) -> Decision:
     """The gate. ``mode='beat'`` (promote): the candidate must beat the champion on ``metric`` and
-    not lose on ``guard_segment``. ``mode='no_loss'`` (nightly gate): it must lose on neither."""
+    not lose on ``guard_segment``. ``mode='no_loss'`` (nightly gate): it must lose on neither.
+    ``family``: every point the candidate was chosen from (``promote --sweep``, with per-case tables);
+    with two or more, the candidate must also beat the champion once all of them are counted
+    (:class:`Selection`), else it is refused."""
     if champion is None:
         return Decision(candidate, None, metric, alpha, [], True, ["no champion yet"])
     champ_run, cand_run, gap = champion.run, candidate, None
@@ -274,11 +307,52 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
         else:
             reasons.append(f"{chk.title}: significantly worse than the champion (Δ{chk.delta:+.3f}, p={chk.p:.3f})"
                            + (f"; but {chk.noise}" if chk.noise else ""))
+    selection = None
+    if mode == "beat" and len(family) > 1:
+        selection = selection_check(champion.run, family, candidate.id, metric, n_resamples, seed)
+        if selection is None:
+            notes.append(f"the {len(family)} points could not be paired with the champion on shared cases: "
+                         "no test counting every point tried; the uncorrected p-value above is optimistic")
+        else:
+            notes.insert(0, selection.line(MetricKey.parse(metric).title, alpha))
+            if checks[0].passed and not selection.passed(alpha):
+                reasons.append(f"{checks[0].title}: the best of {selection.points} points is not significantly "
+                               f"better than the champion once every point tried is counted (max-T adjusted "
+                               f"p={selection.p_adjusted:.3f}, uncorrected p={selection.p_uncorrected:.3f}, "
+                               f"alpha {alpha:g}): the best of many equal points often looks better by chance")
     checks, newest = with_newest(checks, champion, metric)
     if newest is not None:
         notes.insert(0, newest.line(metric, champion.run.metric(metric)))
     return Decision(candidate, champion, metric, alpha, checks, not reasons, reasons, warnings, gap,
-                    (champ_run, cand_run) if gap is not None else None, notes=notes, newest=newest)
+                    (champ_run, cand_run) if gap is not None else None, notes=notes, newest=newest,
+                    selection=selection)
+
+
+def selection_check(champion: RunView, family: Sequence[RunView], best_id: str, metric: str,
+                    n_resamples: int = 10000, seed: int = 13) -> Selection | None:
+    """The best point (``best_id``) against the champion within the family of all ``family`` points
+    (max-T over their differences from the champion, on the cases all of them share with it; runs on
+    another version of the golden set are rebased as :func:`decide` rebases one). None when fewer
+    than two points pair with the champion or the best does not."""
+    runs = [champion, *family]
+    if len({r.golden for r in runs}) > 1:
+        from .versioned import align  # as in decide: only when golden versions differ
+
+        alignment = align(runs)
+        if alignment.gap is None:
+            return None
+        runs = list(alignment.runs)
+    champ, points = runs[0], [r for r in runs[1:] if r.per_case is not None]
+    if champ.per_case is None:
+        return None
+    key = MetricKey.parse(metric)
+    base, matrix, names = common_values({r.id: Pairing(champ.per_case, r.per_case) for r in points}, key)
+    if best_id not in names or len(names) < 2:
+        return None
+    j = names.index(best_id)
+    adjusted = against_control(base, matrix, n_resamples=n_resamples, seed=seed)
+    raw = paired_permutation_test(base, matrix[:, j], n_resamples=n_resamples, seed=seed)
+    return Selection(len(names), len(base), float(adjusted[j]), float(raw), float(matrix[:, j].mean() - base.mean()))
 
 
 def with_newest(checks: list[Check], champion: Champion, metric: str) -> tuple[list[Check], Any]:

@@ -14,7 +14,7 @@ Pure functions over plain values (override strings, child RunViews); the Hydra c
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..evaluation.metric_key import MetricKey
 from .runs import RunView
@@ -69,9 +69,42 @@ def shared_params(children: Sequence[RunView], exclude: Sequence[str] = ()) -> d
 
 def best_child(children: Sequence[RunView], objective: str, maximize: bool = True) -> RunView | None:
     scored = [c for c in children if c.status == "FINISHED" and _finite(c.metrics.get(objective))]
-    if not scored:
+    return best_of(scored, lambda c: c.metrics[objective], maximize)
+
+
+#: values closer than this are equal for the tie rule (two means of the same per-case values summed
+#: in another order differ by ~1e-16)
+TIE_TOLERANCE = 1e-12
+
+
+def best_of(runs: Sequence[RunView], value: Callable[[RunView], float], maximize: bool = True) -> RunView | None:
+    """The one tie rule of the sweep parent, ``compare``, ``promote`` and the gate: the run with the
+    best ``value`` (highest, or lowest when not ``maximize``); runs within :data:`TIE_TOLERANCE` of it
+    are tied, and the tie goes to the **earliest point** (:func:`order_key`). With ``rrf_k=60`` and
+    ``90`` equal, every command names 60. None when ``runs`` is empty."""
+    runs = list(runs)
+    if not runs:
         return None
-    return (max if maximize else min)(scored, key=lambda c: c.metrics[objective])
+    values = [float(value(r)) for r in runs]
+    top = max(values) if maximize else min(values)
+    tied = [r for r, v in zip(runs, values) if abs(v - top) <= TIE_TOLERANCE]
+    return min(tied, key=order_key(tied))
+
+
+def order_key(runs: Sequence[RunView]) -> Callable[[RunView], tuple]:
+    """Which of ``runs`` comes first: when all are points of one sweep (one ``mlflow.parentRunId``,
+    each with ``sweep.job_num``), the point Hydra listed first; otherwise the run that started first;
+    then the run id (two runs started in the same millisecond)."""
+    parents = {r.tags.get("mlflow.parentRunId") for r in runs}
+    one_sweep = len(parents) == 1 and None not in parents and all(
+        str(r.tags.get(JOB_NUM_TAG, "")).isdigit() for r in runs)
+    if one_sweep:
+        return lambda r: (int(r.tags[JOB_NUM_TAG]), r.start_time, r.id)
+    return lambda r: (0, r.start_time, r.id)
+
+
+#: the tag a sweep's point carries with its place in Hydra's list of jobs (tracking.execution)
+JOB_NUM_TAG = "sweep.job_num"
 
 
 def _finite(v: float | None) -> bool:
@@ -94,7 +127,7 @@ def best_per_segment(children: Sequence[RunView], objective: str, maximize: bool
         scored = [c for c in children if c.status == "FINISHED" and _finite(c.metrics.get(name))]
         if not scored:
             continue
-        top = (max if maximize else min)(scored, key=lambda c: c.metrics[name])
+        top = best_of(scored, lambda c, name=name: c.metrics[name], maximize)
         metrics[name] = top.metrics[name]
         if name != objective:
             tags[f"best_run.{name}"] = f"{child_overrides(top, spec or {}) or top.name} ({top.id})"[:5000]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 from mlflow.tracking import MlflowClient
 
@@ -98,10 +99,18 @@ def test_the_verdict_names_the_best_and_the_tied_points_and_bolds_the_best_cells
     parent_id, children, _ = small_sweep
     run = MlflowClient().get_run(parent_id)
     description = run.data.tags["mlflow.note.content"]
-    # rrf_k=10 differs from the best (rrf_k=30) on 5 of 40 cases, all lost: exact p = 2/32. MDE by
-    # hand: d = -1 on 5 cases, 0 on 35; sd = sqrt((5·0.875² + 35·0.125²) / 39) = 0.33493;
+    # rrf_k=10 differs from the best (rrf_k=30) on 5 of 40 cases, all lost: alone, exact p = 2/32. But the
+    # best was chosen among 3 points: the pair is judged within all 3 pairs (max-T, stats.maxt). By hand:
+    # group A (5 cases, i%8=4: 30 wins over 10 and 60), group B (10 cases, i%4=2: 10 and 30 win over 60);
+    # with sA, sB the sums of the sign flips in each group, the pairs' statistics are |sA|/√5 (30-10),
+    # |sA+sB|/√15 (30-60), |sB|/√10 (10-60); p = P(max >= √5) over the 2**15 flips = 0.0964.
+    # MDE by hand: d = -1 on 5 cases, 0 on 35; sd = sqrt((5·0.875² + 35·0.125²) / 39) = 0.33493;
     # (1.95996 + 0.84162)·0.33493/√40 = 0.14837, plus the sign-test step 1/40 (every difference ±1): 0.173
-    assert ("- recall@5: **`rrf_k=30`** 0.8750; tied: `rrf_k=10` (p=0.062, MDE 0.173); 1 significantly worse"
+    hits = sum(math.comb(5, ka) * math.comb(10, kb) for ka in range(6) for kb in range(11)
+               if max(abs(2 * ka - 5) / math.sqrt(5), abs(2 * ka - 5 + 2 * kb - 10) / math.sqrt(15),
+                      abs(2 * kb - 10) / math.sqrt(10)) >= math.sqrt(5) - 1e-9)
+    assert f"{hits / 2 ** 15:.3f}" == "0.096"
+    assert ("- recall@5: **`rrf_k=30`** 0.8750; tied: `rrf_k=10` (p=0.096, MDE 0.173); 1 significantly worse"
             in description), description
     verdict_at = description.index("Best per metric")
     assert verdict_at < description.index("| run | n |")  # above the table

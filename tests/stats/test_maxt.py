@@ -1,0 +1,104 @@
+"""Max-T (Westfall-Young single-step): hand-worked values and a reference that enumerates every
+sign vector written here, independently of rag_experiments.stats.maxt."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from rag_experiments.stats.maxt import against_control, all_pairs, max_t_adjusted
+from rag_experiments.stats.paired import paired_permutation_test
+
+
+def reference(diffs: np.ndarray) -> list[float]:
+    """Adjusted p of each column by brute force: for every sign vector s over all cases (zero rows
+    included), the largest |sum_i s_i d_ik| / sqrt(sum_i d_ik^2) over the columns; p_k is the share
+    of vectors where that largest value reaches column k's observed one."""
+    d = np.asarray(diffs, float)
+    n, k = d.shape
+    scale = [math.sqrt(sum(d[i, j] ** 2 for i in range(n))) for j in range(k)]
+    observed = [abs(sum(d[:, j])) / scale[j] if scale[j] else 0.0 for j in range(k)]
+    maxima = []
+    for signs in itertools.product((1, -1), repeat=n):
+        maxima.append(max(abs(sum(s * d[i, j] for i, s in enumerate(signs))) / scale[j]
+                          for j in range(k) if scale[j]))
+    return [sum(m >= observed[j] - 1e-9 for m in maxima) / len(maxima) if scale[j] else 1.0 for j in range(k)]
+
+
+def test_hand_worked_two_points_against_a_control():
+    # differences from the control: A = (1, 1, 1, 0), B = (0, 1, 0, 1); z_A = 3/√3 = √3, z_B = 2/√2 = √2.
+    # Over the 16 sign vectors: |s1+s2+s3|/√3 reaches √3 when s1 = s2 = s3 (4 of 16); |s2+s4|/√2 is at
+    # most √2 < √3, so p_A = 4/16 (A's own exact p, 2/8). The max reaches √2 when s2 = s4 (8) or
+    # s1 = s2 = s3 (4), both together 2 times: 10/16 for B (alone: 2/4).
+    control = np.zeros(4)
+    points = np.array([[1, 0], [1, 1], [1, 0], [0, 1]], float)
+    assert against_control(control, points).tolist() == pytest.approx([4 / 16, 10 / 16], abs=1e-15)
+    assert reference(points) == pytest.approx([4 / 16, 10 / 16], abs=1e-15)
+    # one point alone is the single paired test
+    assert against_control(control, points[:, :1])[0] == paired_permutation_test(control, points[:, 0])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_exact_path_equals_the_enumeration_reference(seed):
+    rng = np.random.default_rng(seed)
+    n, k = 9, 1 + seed % 4
+    # recall-like per-case values: 0, 1/2, 1, with many ties and some all-zero rows
+    control = rng.choice([0.0, 0.5, 1.0], n)
+    points = np.where(rng.random((n, k)) < 0.5, control[:, None], rng.choice([0.0, 0.5, 1.0], (n, k)))
+    assert against_control(control, points).tolist() == pytest.approx(reference(points - control[:, None]),
+                                                                      abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_all_pairs_equals_the_enumeration_reference(seed):
+    rng = np.random.default_rng(100 + seed)
+    points = rng.choice([0.0, 1.0], (8, 3 + seed % 2))
+    got = all_pairs(points)
+    pairs = list(itertools.combinations(range(points.shape[1]), 2))
+    want = reference(np.column_stack([points[:, a] - points[:, b] for a, b in pairs]))
+    assert [got[a, b] for a, b in pairs] == pytest.approx(want, abs=1e-12)
+    assert np.allclose(got, got.T) and (np.diag(got) == 1.0).all()
+
+
+def test_sampled_path_agrees_with_exact_within_monte_carlo_error():
+    rng = np.random.default_rng(7)
+    control = (rng.random(14) < 0.6).astype(float)
+    points = np.where(rng.random((14, 5)) < 0.6, control[:, None], (rng.random((14, 5)) < 0.6).astype(float))
+    exact = against_control(control, points)
+    sampled = against_control(control, points, n_resamples=20000, exact_max=0)
+    se = np.sqrt(exact * (1 - exact) / 20000)
+    assert (np.abs(sampled - exact) <= 4 * se + 1e-4).all(), (sampled, exact)
+
+
+def test_one_point_equals_the_single_test_on_the_sampled_path():
+    rng = np.random.default_rng(3)
+    control = (rng.random(230) < 0.8).astype(float)
+    point = np.where(rng.random(230) < 0.3, (rng.random(230) < 0.8).astype(float), control)
+    assert against_control(control, point[:, None])[0] == paired_permutation_test(control, point)
+
+
+def test_more_points_never_lower_the_best_points_adjusted_p():
+    rng = np.random.default_rng(11)
+    control = (rng.random(60) < 0.7).astype(float)
+    points = np.where(rng.random((60, 12)) < 0.7, control[:, None], (rng.random((60, 12)) < 0.7).astype(float))
+    best = int(points.mean(axis=0).argmax())
+    alone = against_control(control, points[:, [best]], n_resamples=4000)[0]
+    previous = alone
+    for n in (3, 6, 12):
+        cols = sorted(set(range(n)) | {best})
+        p = against_control(control, points[:, cols], n_resamples=4000)[cols.index(best)]
+        assert p >= previous - 1e-12
+        previous = p
+    assert previous > alone
+
+
+def test_identical_points_and_bad_input():
+    control = np.array([0.0, 1.0, 1.0])
+    assert against_control(control, np.column_stack([control, control])).tolist() == [1.0, 1.0]
+    with pytest.raises(ValueError, match="align them by case id"):
+        against_control(control, np.ones((4, 2)))
+    with pytest.raises(ValueError, match="finite"):
+        max_t_adjusted(np.array([[np.nan, 1.0]]))
