@@ -14,9 +14,14 @@ def test_power_table_for_two_runs(store, make_run, capsys):
     out = capsys.readouterr().out
     # all 60 cases: d = three +1, 57 zeros: mean 0.05, sd = sqrt((3 (0.95)^2 + 57 (0.05)^2) / 59) = 0.219784;
     # a sign test (step 1): MDE = 2.801585 * 0.219784 / sqrt(60) + 1 / 60 = 0.079492 + 0.016667 = 0.096159
-    assert "| recall_at_5 | all | 60 | +0.050 | 0.220 | 3 | 0.096 |" in out
+    # 3 cases differ, fewer than 30: flagged (!), and the simulated power shown beside the normal one: at Δ 0.02,
+    # s = 0.02 sqrt(60) / 0.219784 = 0.704835, c = 1 / (sqrt(60) 0.219784) = 0.587362:
+    # Phi(0.704835 - 0.587362 - 1.959964) = Phi(-1.842491) = 0.0327 (+ Phi(-3.25) = 0.0006): 0.03; simulated: the
+    # tilted draw has 2% wins, and the test needs 6 of 6 differing cases to win to reach p < 0.05: 0.00
+    assert "| recall_at_5 | all | 60 | +0.050 | 0.220 | 3 ! | 0.096 ! | 0.03 | 0.00 |" in out
+    assert "! = fewer than 30 cases differ: the normal approximation behind MDE, power and n is unreliable" in out
     # exact: nothing differs, nothing to estimate
-    assert "| recall_at_5 | exact | 20 | +0.000 | 0.000 | 0 | — | — | — | — |" in out
+    assert "| recall_at_5 | exact | 20 | +0.000 | 0.000 | 0 | — | — | — | — | — |" in out
     assert "| recall_at_5 | paraphrase | 40 |" in out
 
 
