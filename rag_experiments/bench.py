@@ -19,6 +19,10 @@ Sections (one table, with the machine described):
   queries, and requests/s of ``mlflow models serve`` with 1 worker;
 * evaluation wall time on the demo golden set per variant: cold (caches empty), warm (same
   config again), and a marginal sweep point (only ``rrf_k`` changed);
+* a second chunking strategy ingested into a database holding (and having analysed) another one,
+  beside the same strategy in a fresh database (``shared``, :mod:`.bench_shared_db`; issue 58:
+  the BM25 pack build went from a hash join to a nested loop there); ``--shared-chunks`` sizes it;
+  run only when asked for: ``rag-exp bench --only shared``;
 * the HNSW noise floor (``noise``): the default strategy's HNSW index built ``--noise-builds`` times,
   the golden set run on each build with ``retrieval.vector.search=hnsw`` (``--noise-variant``), every
   pair of builds compared case by case; the floor (largest |Δ of the mean| per metric and query kind)
@@ -51,6 +55,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import psycopg
+
+from .bench_shared_db import bench_shared_db
 
 if TYPE_CHECKING:
     from .retrieval.retriever import RetrievalParams
@@ -638,18 +644,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strategies", default="heading,fixed,paragraph", help="chunkings to ingest cold")
     ap.add_argument("--queries", type=int, default=100, help="queries for the latency section")
     ap.add_argument("--skip", default="",
-                    help="sections to skip: ingest,bm25,latency,serving,eval,noise,metrics,external,memory,sweep,startup")
+                    help="sections to skip: ingest,shared,bm25,latency,serving,eval,noise,metrics,external,memory,sweep,"
+                    "startup")
     ap.add_argument("--only", default="", help="run only these sections (comma-separated), e.g. noise")
     ap.add_argument("--noise-builds", type=int, default=4,
                     help="HNSW builds for the noise floor (every pair compared; default 4: 6 pairs)")
     ap.add_argument("--noise-variant", default="hybrid", help="variant whose noise floor is measured (default: hybrid)")
     ap.add_argument("--sweep-repeats", type=int, default=3, help="runs of the 100-point sweep (median reported)")
     ap.add_argument("--serving-queries", type=int, default=30, help="queries for the serving section")
+    ap.add_argument("--shared-chunks", type=int, default=5000,
+                    help="sections of the synthetic corpus of the shared-database case (--only shared: not run by default)")
     ap.add_argument("--corpus", default="demo", help="corpus folder of .md files (default: the shipped demo)")
     ap.add_argument("--corpus-name", default=None, help="its corpus name (default: the folder name)")
     args = ap.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
-    sections = {"ingest", "bm25", "latency", "serving", "eval", "noise", "metrics", "external", "memory", "sweep", "startup"}
+    sections = {"ingest", "shared", "bm25", "latency", "serving", "eval", "noise", "metrics", "external", "memory", "sweep", "startup"}
     only = set(filter(None, args.only.split(",")))
     if only - sections:
         from .errors import UserError
@@ -658,6 +667,8 @@ def main(argv: list[str] | None = None) -> int:
                         hint="sections: " + ",".join(sorted(sections)))
     if only:
         skip |= sections - only
+    else:  # minutes of a synthetic corpus of its own: run when asked for (--only shared,...)
+        skip.add("shared")
 
     from .session import compose_settings
     from .corpus.loader import load_corpus
@@ -691,6 +702,11 @@ def main(argv: list[str] | None = None) -> int:
         embedder = load_embedder()
         if "ingest" not in skip:
             bench_ingest(conn, docs, embedder, [s for s in args.strategies.split(",") if s], table)
+        if "shared" not in skip:  # a second strategy into an analysed database vs a fresh one (issue 58)
+            bench_shared_db(table.add, admin, args.shared_chunks)
+        if only == {"shared"}:
+            conn.close()
+            return _finish(table)
         if only == {"noise"}:  # the noise floor alone: its runs ingest the default strategy themselves
             conn.close()
             bench_noise(url, settings, table, args.noise_builds, args.noise_variant)
