@@ -1,0 +1,144 @@
+"""Issue 59 in the MLflow UI as a user sees it: one ``mlflow server`` for the module over a store
+with two runs that ``rag-exp compare`` paired (so the candidate carries its case explorer), driven
+by Playwright in Debian's Chromium (never ``playwright install``).
+
+* the case explorer renders inside MLflow's artifact view (an ``<iframe sandbox="allow-scripts">``
+  on a blob URL), lost case first, its filters and pages work;
+* a page whose question and passage carry ``<script>`` / ``</script>`` runs none of it;
+* the runs-list URL docs/tutorials/demo.md gives opens with the headline metric columns.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .conftest import cli
+from .test_explorer import hostile_page, pair_of_runs
+from .test_ui_browser import CHROMIUM, CHROMIUM_ARGS, SHOTS, TIMEOUT_MS, _serve, sync_playwright  # noqa: F401
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def module_store(tmp_path_factory, _template_db, mini_docs):
+    """A store of the module's own (the shared ``store`` fixture is per test): two mini runs,
+    compared, and a hostile page logged beside them. (root, experiment id, a, b, lost case)."""
+    import mlflow
+
+    from rag_experiments.tracking.explorer import log_page
+
+    root = tmp_path_factory.mktemp("explorer-ui")
+    (root / "mlruns").mkdir()
+    shutil.copy(_template_db, root / "mlruns" / "mlflow.db")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        mp.setenv("RAG_EXP_HOME", str(root))
+        mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlruns' / 'mlflow.db'}")
+        mp.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+        mp.delenv("RAG_EXP_PARENT_RUN_ID", raising=False)
+        from rag_experiments.paths import artifact_root
+        from rag_experiments.tracking.mlflow_run import EXPERIMENT_TAGS
+
+        mlflow.set_tracking_uri(f"sqlite:///{root / 'mlruns' / 'mlflow.db'}")
+        exp_id = mlflow.create_experiment("rag-experiments", artifact_location=artifact_root(), tags=EXPERIMENT_TAGS)
+        mlflow.set_experiment(experiment_id=exp_id)
+        a, b, lost, _ = pair_of_runs(root, mini_docs)
+        assert cli("compare", a, b) == 0
+        page, _ = hostile_page()
+        log_page(mlflow.tracking.MlflowClient(), a, "explorer/hostile.html", page)
+        yield root, exp_id, a, b, lost
+        mlflow.set_tracking_uri("")
+
+
+@pytest.fixture(scope="module")
+def server(module_store):
+    gen = _serve((module_store[0], None))
+    yield next(gen)
+    gen.close()
+
+
+@pytest.fixture(scope="module")
+def browser(sync_playwright):
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def _page(browser):
+    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    return context, page
+
+
+def test_the_case_explorer_renders_in_mlflows_artifact_view(browser, server, module_store):
+    root, exp_id, a, b, lost = module_store
+    context, page = _page(browser)
+    try:
+        page.goto(f"{server}/#/experiments/{exp_id}/runs/{b}/artifacts/explorer/cases_vs_{a[:8]}.html"
+                  "?workflowType=machine_learning")
+        frame = page.frame_locator("iframe.mlflow-html-iframe")
+        first = frame.locator("section.case").first
+        first.wait_for()
+        assert lost in first.inner_text() and "lost -1.000" in first.inner_text()
+        from rag_experiments.golden.resolve import load_golden
+
+        n = len(load_golden(root / "mini.jsonl").scorable)
+        assert frame.locator("section.case").count() == n  # every case on the first page (25 a page)
+        frame.locator("text=relevant").first.wait_for()
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "explorer-in-mlflow.png"))
+        # the outcome filter: only the won case
+        frame.locator("#f-outcome").select_option("won")
+        frame.locator("#status").filter(has_text=f"1 of {n} cases").wait_for()
+        assert frame.locator("section.case.won").count() == 1 and frame.locator("section.case.lost").count() == 0
+    finally:
+        context.close()
+
+
+def test_a_hostile_question_and_passage_run_no_script_in_the_explorer(browser, server, module_store):
+    root, exp_id, a, b, lost = module_store
+    context, page = _page(browser)
+    try:
+        page.goto(f"{server}/#/experiments/{exp_id}/runs/{a}/artifacts/explorer/hostile.html"
+                  "?workflowType=machine_learning")
+        frame_el = page.locator("iframe.mlflow-html-iframe")
+        frame_el.wait_for()
+        frame = page.frame_locator("iframe.mlflow-html-iframe")
+        q = frame.locator(".q").first
+        q.wait_for()
+        # the markup shows as text, and nothing in it ran (not in the frame, not in MLflow's page)
+        assert "</script><script>window.__pwned=1</script>" in q.inner_text()
+        assert "window.__pwned=2" in frame.locator(".txt").first.inner_text()
+        assert frame.locator("img").count() == 0
+        inner = next(f for f in page.frames if f != page.main_frame and f.url.startswith("blob:"))
+        assert inner.evaluate("() => window.__pwned === undefined")
+        assert page.evaluate("() => window.__pwned === undefined")
+    finally:
+        context.close()
+
+
+def test_the_runs_list_url_in_the_demo_tutorial_opens_with_the_headline_columns(browser, server, module_store):
+    """docs/tutorials/demo.md's runs-list URL, as a reader copies it (issue 59: it opened with no
+    metric columns, the link `make ui` prints had them)."""
+    root, exp_id, a, b, lost = module_store
+    text = (ROOT / "docs" / "tutorials" / "demo.md").read_text(encoding="utf-8")
+    url = re.search(r"open (http://127\.0\.0\.1:5000/#/experiments/1/runs\S*)", text).group(1)
+    url = url.replace("http://127.0.0.1:5000", server).replace("/experiments/1/", f"/experiments/{exp_id}/")
+    context, page = _page(browser)
+    try:
+        page.goto(url)
+        page.get_by_role("link", name="vector").first.wait_for()
+        page.get_by_text("Model registry", exact=True).first.wait_for()  # Model training mode
+        for column in ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10"):
+            page.get_by_role("columnheader", name=column).first.wait_for(timeout=15_000)
+        page.screenshot(path=str(SHOTS / "docs-runs-url.png"))
+    finally:
+        context.close()
