@@ -35,8 +35,11 @@ from .chunking import ChunkingParams, chunk_corpus, strategy_key
 from .corpus.loader import corpus_manifest
 from .embedding.base import Embedder
 from .embedding.cost import EmbeddingEstimate, estimate
+from .embedding.executor import LocalEmbedding
+from .embedding.shipped import load as load_shipped
 from .errors import DatabaseError
 from .identifiers import extract_identifiers
+from .ingest_progress import IngestEstimate, IngestInterrupted, IngestProgress
 # The store's names, read here and re-exported: ``from rag_experiments.chunk_index import
 # strategy_info`` (and the rest) keeps working for callers and projects written before the split.
 # _build calls embed_with_cache and ensure_hnsw_index through this module's names (a test or
@@ -210,6 +213,44 @@ def ingest(conn: psycopg.Connection, docs: list[Document], params: ChunkingParam
 def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress,
            model_batch_size, before_paying=None, executor=None, shipped_vectors=True,
            language: str = "english") -> IngestReport:
+    show = IngestProgress(key, enabled=progress, started=t0)
+    try:
+        return _build_steps(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress,
+                            model_batch_size, before_paying, executor, shipped_vectors, language, show)
+    except IngestInterrupted:
+        raise
+    except KeyboardInterrupt:
+        # one line saying what is kept (the embeddings, committed batch by batch) and that a re-run resumes
+        raise IngestInterrupted(show.interrupted_line()) from None
+
+
+def _estimate(conn: psycopg.Connection, embedder: Embedder, groups: list[list[Document]], first: list[Chunk],
+              space: str, shipped_vectors: bool, executor, model_batch_size: int) -> IngestEstimate:
+    """The whole ingest's time before it starts: chunks and cache misses counted on the first group
+    (scaled by characters to the others), the model's rate measured by one call on this machine now,
+    the index phases at their measured seconds per chunk (:mod:`.ingest_progress`)."""
+    scale = sum(len(d.text) for g in groups for d in g) / max(1, sum(len(d.text) for d in groups[0]))
+    texts = {sha256_text(c.indexed_text): c.indexed_text for c in first}
+    cached = {h for (h,) in cache_rows(conn, space, list(texts))}
+    missing = [h for h in texts if h not in cached]
+    if shipped_vectors and missing:
+        pack = load_shipped()
+        if pack is not None:
+            missing = [h for h in missing if h not in pack.lookup(space, missing)]
+    local = (executor is None or type(executor) is LocalEmbedding) and getattr(embedder, "plan_requests", None) is None
+    rate = None
+    if local and len(missing) >= 4 * model_batch_size:  # fewer: seconds of work, not worth a probe call
+        probe = [texts[h] for h in missing[:model_batch_size]]
+        t = time.perf_counter()
+        embedder.embed(probe, batch_size=model_batch_size)  # thrown away: the batches below stay an ingest's own
+        rate = len(probe) / max(time.perf_counter() - t, 1e-6)
+    n_missing = round(len(missing) * scale * len(first) / max(1, len(texts)))
+    return IngestEstimate(round(len(first) * scale), n_missing, rate, local)
+
+
+def _build_steps(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, progress,
+                 model_batch_size, before_paying, executor, shipped_vectors, language: str,
+                 show: IngestProgress) -> IngestReport:
     existing = dict(conn.execute(
         "SELECT doc_id, min(doc_hash) FROM chunks WHERE strategy_id = %s GROUP BY doc_id", (key,)
     ).fetchall()) if row else {}
@@ -223,6 +264,16 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
         priced = _price(conn, embedder, groups, params, key, space)
         if priced is not None and priced.texts:
             before_paying(priced)
+    first: list[Chunk] | None = None
+    rate = None
+    if progress and groups:
+        show.begin("chunking", f"{len(changed):,} documents" + (f" in {len(groups)} groups" if len(groups) > 1 else ""))
+        first = chunk_corpus(groups[0], params, embedder, key, progress=len(groups) == 1)
+        show.estimate = _estimate(conn, embedder, groups, first, space, shipped_vectors, executor, model_batch_size)
+        rate = show.estimate.embed_rate
+        if len(groups) == 1:
+            show.end()
+        show.say(show.estimate.line(key, len(groups)))
 
     # Group by group: chunk, embed into the cache (committed batch by batch), COPY the rows into a
     # session-local staging table; the chunks' rows take their vectors from the cache inside
@@ -235,11 +286,18 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
         dim = None
         chunked_docs: set[str] = set()
         for i, group in enumerate(groups):
-            chunks = chunk_corpus(group, params, embedder, key, progress=progress and len(groups) == 1)
+            label = f" group {i + 1}/{len(groups)}" if len(groups) > 1 else ""
+            if first is not None and i == 0:
+                chunks, first = first, None
+            else:
+                if len(groups) > 1:
+                    show.phase = f"chunking{label}"
+                chunks = chunk_corpus(group, params, embedder, key, progress=progress and len(groups) == 1)
+            show.phase = f"embedding{label}"
             embedded = embed_with_cache(conn, embedder, [c.indexed_text for c in chunks], progress=progress,
                                         model_batch_size=model_batch_size, executor=executor,
-                                        shipped=shipped_vectors, keep_vectors=False,
-                                        progress_label=f" group {i + 1}/{len(groups)}" if len(groups) > 1 else "")
+                                        shipped=shipped_vectors, keep_vectors=False, progress_label=label,
+                                        rate=rate, on_batch=show.count_embedded)
             _stage_chunks(conn, key, chunks, by_id, staged, language)
             staged += len(chunks)
             cache_hits += embedded.cache_hits
@@ -253,6 +311,7 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
 
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHUNKS_WRITER_LOCK,))
+            show.begin("writing chunks", f"{staged:,} rows with their vectors, tsvector and identifier indexes")
             _upsert_documents(conn, docs, corpus)
             conn.execute(
                 "INSERT INTO strategies (strategy_id, corpus, chunker, params, embedding_model, dim, content_digest,"
@@ -266,18 +325,28 @@ def _build(conn, docs, params, embedder, hnsw, key, corpus, manifest, row, t0, p
                 conn.execute("DELETE FROM chunks WHERE strategy_id = %s AND doc_id = ANY(%s)", (key, stale))
             _write_chunks(conn, key, space, staged)
             n_chunks = conn.execute("SELECT count(*) FROM chunks WHERE strategy_id = %s", (key,)).fetchone()[0]
+            show.end()
+            show.begin("keyword index", f"BM25 postings and packs of {staged:,} chunks")
             added_dl = bm25_stats.add_documents(conn, key, sorted(chunked_docs))
             bm25_stats.refresh_packs(conn, key)
             bm25_stats.update_totals(conn, key, n_chunks, removed_dl, added_dl)
             conn.execute("UPDATE strategies SET content_digest = %s, n_chunks = %s, built_at = now() WHERE strategy_id = %s",
                          (manifest["digest"], n_chunks, key))
+            show.end()
+            show.begin("vector index", f"HNSW (m {hnsw.m}, ef_construction {hnsw.ef_construction}) over "
+                       f"{n_chunks:,} chunks")
             ensure_hnsw_index(conn, key, dim, hnsw)
+        show.committed = True
+        show.end()
     finally:
         if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
             conn.execute("DROP TABLE IF EXISTS pg_temp.chunk_stage")
     t_settle = time.perf_counter()
+    show.begin("settle", "GIN pending lists merged, BM25 tables vacuumed, ANALYZE")
     settle(conn)
+    show.end()
     done = time.perf_counter()
+    show.finish()
     return IngestReport(key, corpus, len(docs), n_chunks, len(changed), staged, embedded_n, cache_hits,
                         done - t0, False, done - t_settle, shipped)
 

@@ -87,8 +87,8 @@ def _main(argv: list[str] | None) -> int:
             raise
         print(f"error: {redact_text(str(exc))}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # an ingest's carries the line saying what is kept (ingest_progress)
+        print(str(exc) or "interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - only environment failures become one line; bugs re-raise
         message = environment_error(exc)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 import psycopg
@@ -192,7 +192,8 @@ def cache_rows(conn: psycopg.Connection, space: str, hashes: list[str], columns:
 def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[str], *, input_type: str = "document",
                      progress: bool = False, batch_size: int = EMBED_BATCH_TEXTS, model_batch_size: int = 16,
                      executor=None, shipped: bool = False,
-                     keep_vectors: bool = True, progress_label: str = "") -> Embedded:
+                     keep_vectors: bool = True, progress_label: str = "", rate: float | None = None,
+                     on_batch: Callable[[int], None] | None = None) -> Embedded:
     """Vectors for ``texts`` via the (embedding space, text hash) cache.
 
     Misses are embedded in batches (an API embedder: one request per batch, planned within the
@@ -204,6 +205,8 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
     ``keep_vectors=False``: every text's vector ends in the cache and none is returned or read
     back (an ingest copies them from the cache inside PostgreSQL), so the process never holds
     the corpus's vectors: at 100k chunks of 384 floats, 154 MB and a stacked copy of it.
+    ``rate``: the model's texts/s measured by the caller (the ingest's estimate), so no second probe;
+    ``on_batch(n)``: called after each batch of ``n`` texts is committed to the cache.
     """
     parts = embedder.space_parts(input_type)
     space = digest(parts)
@@ -244,9 +247,8 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
     else:
         batches = [missing[lo : lo + batch_size] for lo in range(0, len(missing), batch_size)]
     bar = None
-    rate = None
     local = executor is None or type(executor) is LocalEmbedding  # this process embeds (not Ray, not a test's)
-    if progress and local and plan is None and len(missing) >= 4 * model_batch_size:
+    if rate is None and progress and local and plan is None and len(missing) >= 4 * model_batch_size:
         # the rate on this machine now, from one model call on the first texts; its vectors are
         # thrown away (a text's int8 vector depends on its batch-mates, and the batches below
         # must stay those of an ingest without progress): 1/4 of a batch of 256 extra work at most
@@ -262,18 +264,22 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
         bar = tqdm(total=len(missing), desc=f"embedding ({embedder.model_id}){progress_label}", unit="text")
     if executor is None:
         executor = LocalEmbedding(embedder, model_batch_size)
-    for i, vecs in executor.map([[by_hash[h] for h in b] for b in batches], input_type):
-        batch = batches[i]
-        with conn.transaction():
-            _cache_vectors(conn, space, batch, vecs)
-        if keep_vectors:
-            found.update(zip(batch, vecs))
-        if len(vecs):
-            dim = dim or int(np.asarray(vecs[0]).shape[-1])
+    try:
+        for i, vecs in executor.map([[by_hash[h] for h in b] for b in batches], input_type):
+            batch = batches[i]
+            with conn.transaction():
+                _cache_vectors(conn, space, batch, vecs)
+            if keep_vectors:
+                found.update(zip(batch, vecs))
+            if len(vecs):
+                dim = dim or int(np.asarray(vecs[0]).shape[-1])
+            if on_batch is not None:
+                on_batch(len(batch))
+            if bar is not None:
+                bar.update(len(batch))
+    finally:  # on Ctrl-C too: the bar ends its line before the line saying what is kept
         if bar is not None:
-            bar.update(len(batch))
-    if bar is not None:
-        bar.close()
+            bar.close()
     hits = len(unique) - len(missing) - n_shipped  # missing: the texts the model embedded
     if not keep_vectors:
         return Embedded(None, hits, n_shipped, dim)
