@@ -28,7 +28,9 @@ def script_json(data) -> str:
     """``data`` as JSON that is safe inside a ``<script>`` element: no character sequence of a
     string in it can close the element or start a comment (``</script>``, ``<!--``)."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return "".join(_JSON_ESCAPES.get(ch, ch) for ch in text) if any(c in text for c in _JSON_ESCAPES) else text
+    for ch, escaped in _JSON_ESCAPES.items():  # str.replace: a 40 MB page in well under a second
+        text = text.replace(ch, escaped)
+    return text
 
 
 CSS = """
