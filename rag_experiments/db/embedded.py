@@ -99,9 +99,18 @@ def is_our_postmaster(pgdata: Path, info: LockInfo) -> bool:
         return False
     if name != "postgres" or proc.status() == psutil.STATUS_ZOMBIE:
         return False
-    if str(pgdata) not in cmdline and str(pgdata.resolve()) not in cmdline:
+    if str(pgdata) not in cmdline and str(pgdata.resolve()) not in cmdline and not _serves(proc, pgdata):
         return False
     return abs(created - info.start_time) <= _START_TIME_SLACK_S
+
+
+def _serves(proc: psutil.Process, pgdata: Path) -> bool:
+    """A postmaster works in its data folder: its cwd names the folder even when it was started
+    with a relative ``-D`` (by pg_ctl from elsewhere, or another tool) that its command line shows."""
+    try:
+        return Path(proc.cwd()).resolve() == pgdata.resolve()
+    except (psutil.Error, OSError):
+        return False
 
 
 class EmbeddedPostgres:
