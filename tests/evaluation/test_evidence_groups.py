@@ -95,20 +95,23 @@ def _random_case(rng: random.Random, qi: int, groups: int, per_group: tuple[int,
     return case, hits
 
 
-def test_one_group_cases_score_exactly_as_before():
-    """A case without groups (every case written before them) keeps trec_eval's recall_k over all
-    its relevant passages, bit for bit; complete@k is then hit@k."""
-    rng = random.Random(5)
-    for qi in range(80):
-        case, hits = _random_case(rng, qi, 1, (1, 4))
-        cr = credit(case, hits)
-        grades = [e.grade for e in case.relevant]
-        row = score_case(case, RankedList("q", tuple(hits)), EvalParams())
-        for k in (5, 20):
-            assert row[f"recall_at_{k}"] == M.recall_at_k(cr.gains, grades, k)  # exact, not approx
-            assert row[f"complete_at_{k}"] == M.hit_at_k(cr.gains, grades, k)
-        assert row["recall_curve"] == [M.recall_at_k(cr.gains, grades, k) for k in range(1, 21)]
-        assert row["n_groups"] == 1 and row["group_ranks"] == [M.first_relevant_rank(cr.gains[:20])]  # scored depth
+def test_one_group_case_by_hand():
+    """A case without groups (every case written before them): three relevant passages, one group. The
+    ranking finds the first at rank 2 and the third at rank 7, never the second. By hand: recall@k = share of
+    the three passages in the top k (trec_eval's recall), 0 at k 1, 1/3 from k 2, 2/3 from k 7; complete@k is
+    hit@k: 1 from rank 2; the group's first rank is 2. (Random one-group cases against ir_measures: below.)"""
+    case = EvalCase("c", "q", "paraphrase", "t", (_ev("a", 0, 40, "c#0"), _ev("a", 500, 540, "j1"),
+                                                  _ev("b", 0, 40, "j2")))
+    filler = [("z", 100 * i, 100 * i + 50) for i in range(20)]
+    ranking = [filler[0], ("a", 0, 40), *filler[1:5], ("b", 0, 40), *filler[5:18]]
+    assert len(ranking) == 20
+    row = score_case(case, RankedList("q", tuple(_hits(*ranking))), EvalParams())
+    assert row["recall_at_5"] == pytest.approx(1 / 3) and row["recall_at_20"] == pytest.approx(2 / 3)
+    assert row["complete_at_5"] == 1.0 and row["complete_at_20"] == 1.0 and row["hit_at_5"] == 1.0
+    assert row["recall_curve"] == pytest.approx([0.0] + [1 / 3] * 5 + [2 / 3] * 14)
+    assert row["n_groups"] == 1 and row["group_ranks"] == [2]
+    missed = score_case(case, RankedList("q", tuple(_hits(*filler))), EvalParams())
+    assert missed["recall_at_20"] == 0.0 and missed["complete_at_20"] == 0.0 and missed["group_ranks"] == [None]
 
 
 @pytest.mark.parametrize("seed", [11, 12])

@@ -50,10 +50,20 @@ def test_clearly_better_run_is_significant():
     assert paired_permutation_test(np.zeros(12), np.ones(12)) == pytest.approx(2 / 4096)
 
 
-def test_two_sided_and_symmetric():
-    rng = np.random.default_rng(9)
-    a, b = rng.random(30), rng.random(30)
-    assert paired_permutation_test(a, b) == paired_permutation_test(b, a)
+def test_monte_carlo_path_is_two_sided_against_the_exact_sign_test():
+    """30 differences of ±1 (22 wins, 8 losses: more than EXACT_MAX, so sign flips are drawn). For ±1 the
+    randomization test is the sign test: p = P(|2W - 30| >= 14), W ~ Binomial(30, 1/2) = 0.016125
+    (scipy.stats.binomtest(22, 30), two-sided). A one-sided count would give half that. 50,000 draws:
+    Monte Carlo standard error 0.00056; 0.003 is over 5 of them. Swapping the runs gives the same p."""
+    from scipy.stats import binomtest
+
+    d = np.array([1.0] * 22 + [-1.0] * 8)
+    exact = binomtest(22, 30, 0.5).pvalue
+    assert exact == pytest.approx(0.016125, abs=1e-6)
+    for a, b in ((np.zeros(30), d), (d, np.zeros(30))):
+        assert paired_permutation_test(a, b, n_resamples=50_000, seed=3, exact_max=0) == pytest.approx(exact, abs=0.003)
+    # the exact path too (all 2^30 sign vectors, met in the middle)
+    assert paired_permutation_test(np.zeros(30), d, exact_max=30) == pytest.approx(exact, abs=1e-12)
 
 
 def test_monte_carlo_agrees_with_exact_enumeration():
@@ -101,10 +111,24 @@ def test_delta_interval_is_around_zero_for_noise_and_excludes_it_for_a_real_gain
     assert 0.17 < lo < 0.2 < hi < 0.23
 
 
-def test_delta_interval_reproducible():
+def test_delta_interval_is_paired_and_agrees_with_scipys_paired_bootstrap():
+    """The interval of mean(b) - mean(a) resamples cases (pairs). b = a + noise 0.05 with a spread 0.3:
+    the paired interval is about ±1.96 x 0.05 / sqrt(100) = ±0.01 wide, where resampling a and b apart
+    would give about ±1.96 x 0.3 sqrt(2) / 10 = ±0.083. scipy.stats.bootstrap(paired=True,
+    method="percentile") is the independent implementation (its own draws: equal within Monte Carlo error)."""
+    from scipy.stats import bootstrap
+
     rng = np.random.default_rng(8)
-    a, b = rng.random(30), rng.random(30)
-    assert paired_bootstrap_delta_ci(a, b, 500, 3) == paired_bootstrap_delta_ci(a, b, 500, 3)
+    a = rng.normal(0.5, 0.3, 100)
+    b = a + 0.02 + rng.normal(0, 0.05, 100)
+    lo, hi = paired_bootstrap_delta_ci(a, b, samples=20_000, seed=3)
+    theirs = bootstrap((a, b), lambda x, y, axis=-1: np.mean(y, axis=axis) - np.mean(x, axis=axis), paired=True,
+                       vectorized=True, n_resamples=20_000, method="percentile",
+                       random_state=np.random.default_rng(4)).confidence_interval
+    assert (lo, hi) == pytest.approx((theirs.low, theirs.high), abs=0.002)
+    assert 0.007 < (hi - lo) / 2 < 0.013  # paired: ~0.0098 (not the ~0.083 of unpaired resampling)
+    assert lo < (b - a).mean() < hi
+    assert paired_bootstrap_delta_ci(a, b, samples=20_000, seed=3, level=0.9)[1] < hi  # the level is used
 
 
 # -- Holm ------------------------------------------------------------------------------------------

@@ -37,10 +37,15 @@ def test_cases_needed_by_hand():
     # sign-flip variant: ((0.841621 * 0.5 + 1.959964 * sqrt(0.26)) / 0.1)^2 = 14.2020^2 = 201.7 -> 202
     assert n_needed_signflip(0.5, 0.1) == 202
     assert n_needed(0.5, 0.0) is None
-    # the two formulas are one: the cases needed for the MDE of n cases are n
-    for sd, n in ((0.5, 100), (0.31, 230), (0.2, 57)):
-        assert n_needed(sd, mde(sd, n)) == n
-        assert predicted_power(mde(sd, n), sd, n) == pytest.approx(0.8, abs=1e-4)
+    # sd 0.31, Δ 0.06: (2.801585 * 0.31 / 0.06)^2 = 14.474856^2 = 209.52 -> 210 (209 would fall short)
+    assert n_needed(0.31, 0.06) == 210
+    # sd 0.2, Δ 0.0742: (2.801585 * 0.2 / 0.0742)^2 = 7.551442^2 = 57.02 -> 58
+    assert n_needed(0.2, 0.0742) == 58
+    # power at the MDE of 100 cases, sd 0.5 (0.140079, above): Phi(2.801585 - 1.959964) + Phi(-4.761549)
+    #   = Phi(0.841621) + 0.000001 = 0.800001
+    assert predicted_power(0.140079, 0.5, 100) == pytest.approx(0.800001, abs=2e-6)
+    # and below it, Δ 0.1: s = 0.1 * 10 / 0.5 = 2: Phi(0.040036) + Phi(-3.959964) = 0.515968 + 0.000037 = 0.516005
+    assert predicted_power(0.1, 0.5, 100) == pytest.approx(0.516005, abs=2e-6)
 
 
 def test_estimate_of_two_runs_by_hand():

@@ -78,15 +78,25 @@ def test_every_case_checked_gives_the_people_mean_exactly():
     assert c.se == pytest.approx(h.std(ddof=1) / math.sqrt(40))
 
 
-def test_paired_difference_is_the_estimator_on_per_case_differences():
+def test_paired_difference_by_hand_on_a_sample_that_is_not_the_first_cases():
+    """People checked cases 4, 1 and 5 (in that order) of N = 6; a sample index, not the first n cases.
+
+    Machine per-case differences d = mb - ma = [0, 1, 0, 0, -1, 0]: mean 0, var (ddof 1) 2/5 = 0.4.
+    On the sample: d_s = d[[4, 1, 5]] = [-1, 1, 0]; people's differences d_h = hb - ha = [-1, 1, 1];
+    Y = d_h - d_s = [0, 0, 1]: estimate = 0 + mean(Y) = 1/3.
+    var(Y) = ((1/3)^2 + (1/3)^2 + (2/3)^2) / 2 = 1/3; cov(d_s, Y) = ((-1)(-1/3) + (1)(-1/3) + 0) / 2 = 0;
+    var(H) = 0.4 + 1/3 + 0 = 11/15. Case part a = (11/15) / 6 = 11/90; judge part b = (1/3 - 1/6)(1/3) = 1/18.
+    se = sqrt(11/90 + 5/90) = sqrt(16/90) = 0.421637; df = (16/90)^2 / ((11/90)^2 / 5 + (1/18)^2 / 2) = 6.975477.
+    (Reading the first three cases instead, d_s = [0, 1, 0], gives Y = [-1, 0, 1] and 0.)"""
     ma, mb = np.array([1, 0, 1, 0, 1, 0.5]), np.array([1, 1, 1, 0, 0, 0.5])
-    ha, hb = [1, 1], [0, 1]  # people on cases 0 and 1
-    p = ppi_paired(ma, mb, ha, hb, [0, 1], tune=False)
-    d = mb - ma
-    direct = ppi_mean(d, np.array(hb) - np.array(ha), d[[0, 1]], tune=False)
-    assert p.estimate == pytest.approx(direct.estimate) and p.se == pytest.approx(direct.se)
-    # by hand: mean(d) = 0, sample errors (H - M): case 0: (0 - 1) - 0 = -1; case 1: 0 - 1 = -1
-    assert p.estimate == pytest.approx(-1.0)
+    p = ppi_paired(ma, mb, [1, 0, 0], [0, 1, 1], [4, 1, 5], tune=False)
+    assert p.estimate == pytest.approx(1 / 3) and p.uncorrected == pytest.approx(0.0)
+    assert p.mean_error == pytest.approx(1 / 3) and p.human_mean == pytest.approx(1 / 3)
+    assert p.se_cases == pytest.approx(math.sqrt(11 / 90)) and p.se_judge == pytest.approx(math.sqrt(1 / 18))
+    assert p.se == pytest.approx(math.sqrt(16 / 90))
+    assert p.df == pytest.approx((16 / 90) ** 2 / ((11 / 90) ** 2 / 5 + (1 / 18) ** 2 / 2))
+    q = t.ppf(0.975, p.df)  # 2.366311
+    assert (p.low, p.high) == pytest.approx((1 / 3 - q * math.sqrt(16 / 90), 1 / 3 + q * math.sqrt(16 / 90)))
 
 
 def test_bad_input_is_a_value_error():
@@ -145,13 +155,37 @@ def _cranfield() -> Path | None:
 
 
 @pytest.mark.skipif(_cranfield() is None, reason="Cranfield collection not found (../shared/data/cranfield)")
-def test_the_cranfield_simulation_runs_and_its_corrected_intervals_cover():
+def test_the_cranfield_simulation_on_real_labels():
+    """The parts tools/ppi_coverage.py rests on, on Cranfield itself, each able to fail (its coverage is
+    the tool's measurement, 200 to 1,000 repetitions; a few here would only be a sanity bound):
+    the truth it scores against equals ir_measures on Cranfield's qrels for both runs and all four metrics;
+    a judge people agree with leaves the estimate at the people's mean with no judge part; and with every
+    case checked the corrected estimate is the people's mean whatever the judge did."""
+    import ir_measures
+    from ir_measures import RR, R, nDCG
+
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
     import ppi_coverage
 
-    rows, info = ppi_coverage.simulate(reps=8, n_cases=None, pool_depth=5, seed=5, boot=100, pairs=(300,))
-    assert info["queries"] == 225 and 6 < info["mean_pool"] < 8
-    assert info["sizes"] == [(300, round(300 / info["mean_pool"]))]
-    assert 0.2 < info["truth"][0, 0] < 0.4  # BM25 recall@5 on Cranfield under its own labels
-    assert len(rows) == 2 * 4 * 3  # judges x metrics x (two runs and their difference)
-    assert np.mean([r["ppi"] for r in rows]) >= 0.85  # 8 repetitions: a sanity bound, not the claim
+    cases = ppi_coverage.load(5)
+    assert len(cases) == 225 and 6 < np.mean([len(c["pool"]) for c in cases]) < 8
+    human = np.stack([ppi_coverage.case_metrics(c, c["truth"]) for c in cases])  # [case, run, metric]
+    qrels = [ir_measures.Qrel(c["id"], d, g) for c in cases for d, g in {**c["given"], **c["truth"]}.items() if g > 0]
+    for r, name in enumerate(("bm25", "tfidf")):
+        run = [ir_measures.ScoredDoc(c["id"], d, 20.0 - i) for c in cases for i, d in enumerate(c["runs"][name])]
+        theirs = {(m.query_id, str(m.measure)): m.value
+                  for m in ir_measures.iter_calc([R @ 5, R @ 20, RR @ 10, nDCG @ 10], qrels, run)}
+        for ci, c in enumerate(cases):
+            for m, measure in enumerate(("R@5", "R@20", "RR@10", "nDCG@10")):
+                assert human[ci, r, m] == pytest.approx(theirs.get((c["id"], measure), 0.0), abs=1e-12), (name, measure)
+    rng = np.random.default_rng(5)
+    h = human[:, 0, 2]  # BM25 MRR@10 under people's labels
+    s = rng.choice(225, 30, replace=False)
+    exact = ppi_mean(h, h[s], h[s])
+    assert exact.estimate == pytest.approx(h.mean()) and exact.se_judge == pytest.approx(0.0, abs=1e-12)
+    m = np.array([ppi_coverage.case_metrics(c, ppi_coverage.judge(c, 0.7, 0.98, rng))[0, 2] for c in cases])
+    assert abs(m.mean() - h.mean()) > 0.02  # the strict judge moves MRR@10 (measured: by 0.04-0.06)
+    everyone = ppi_mean(m, h, m)
+    assert everyone.estimate == pytest.approx(h.mean()) and everyone.se_judge == 0.0
+    corrected = ppi_mean(m, h[s], m[s])
+    assert corrected.estimate == pytest.approx(m.mean() + (h[s] - m[s]).mean())
