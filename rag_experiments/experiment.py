@@ -54,6 +54,7 @@ class ExperimentResult:
     usage: dict[str, float] = field(default_factory=dict)  # paid API usage and cost (estimated and real)
     failed: dict[str, str] = field(default_factory=dict)  # case id -> why its query could not be searched
     external: dict[str, float] = field(default_factory=dict)  # a team's system: alignment counts, its latency
+    external_tags: dict[str, str] = field(default_factory=dict)  # a team's system: its answer cache's check
     alignment_failures: list = field(default_factory=list)  # its passages that could not be placed
     golden_quality: dict = field(default_factory=dict)  # rag_experiments.golden.quality, for diagnostics.json
     started_at: float | None = None  # time.time() when the work began: the MLflow run's start time
@@ -238,6 +239,9 @@ def _run_external(settings: Settings, golden: GoldenSet, docs: list, manifest: d
             raise TypeError(f"retrieval.variant={settings.retrieval.variant}: a team system builds an ExternalRetriever")
         system = retriever.system
         retriever.planned_queries = len(golden.scorable)  # the run stops once its unplaced share is certain
+        retriever.case_ids = {c.query: c.case_id for c in golden.scorable}
+        # cached answers prove themselves: a sample re-asked live first (retrieval.answer_check)
+        check = retriever.check_cache([c.query for c in golden.scorable], settings.eval.depth_needed)
 
         def corpus_lengths(results) -> dict[str, int]:  # a whole document it names that is not ours: length 0
             lengths = {d.doc_id: len(d.text) for d in docs}
@@ -248,7 +252,7 @@ def _run_external(settings: Settings, golden: GoldenSet, docs: list, manifest: d
                                                 after_search=retriever.check_unplaced)
         timings["total_s"] = time.perf_counter() - t0
         strategy, report = external_index(settings, system, docs)
-        extra = retriever.stats.metrics()
+        extra = {**retriever.stats.metrics(), **check.metrics()}
         from .retrieval.stored_run import StoredSearch
 
         if isinstance(system.search, StoredSearch):  # a stored run: cases it holds no list for (scored as empty)
@@ -257,7 +261,7 @@ def _run_external(settings: Settings, golden: GoldenSet, docs: list, manifest: d
             settings=settings, eval=ev, golden=golden, ingest=report, strategy=strategy,
             embedding_model=f"external:{system.identity.get('version') or system.name}"[:250],
             corpus_manifest=manifest, timings=timings, cache=retriever.cache_counts(), results=results,
-            drift=drift, failed=failed, external=extra,
+            drift=drift, failed=failed, external=extra, external_tags=check.tags(),
             alignment_failures=list(retriever.stats.failures),
         )
     finally:

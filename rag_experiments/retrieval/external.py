@@ -52,8 +52,11 @@ from ..cache_key import cache_key
 from ..errors import ConfigError, UserError
 from ..paths import project_path
 from ..types import Document, Hit, RankedList
+from .answer_check import Answer, CacheCheck, check_answers, check_off, sample_size, say
 from .code_identity import code_digest
+from .deadline import Deadlined
 from .external_params import ExternalParams, HttpParams, StoredParams
+from .http_search import HttpSearch
 from .passages import ExternalResultError, Passage, read_result
 from .placement import METHODS, PLACED, Placer, placed_hit
 from .protocol import CacheCounts, ChunkTexts
@@ -72,7 +75,8 @@ class System:
     params: dict
     concurrency: int = 1
     offsets: str = "auto"  # what passage offsets count from (retrieval.external.offsets)
-    max_passage_chars: int | None = None  # a passage's text longer than this is refused (http)
+    max_passage_chars: int | None = None  # a passage's text longer than this is refused
+    bound: str = "retrieval.http.max_passage_chars"  # the key that sets max_passage_chars (error lines name it)
     whole_documents: bool = False  # a passage may name a document only (a stored run's bare docno)
 
     @property
@@ -137,126 +141,18 @@ def load_python_target(p: ExternalParams) -> System:
     # init is in the key: a class's constructor kwargs change its answers (issue 49, B1), and so
     # does any project-local module the target imports (B2)
     identity = {"target": p.target, "version": p.version, "init": dict(p.init), "code_digest": code_digest(module)}
-    return System(p.target, search, identity, dict(p.params), offsets=p.offsets)
+    # bounded like an HTTP answer: a call past deadline_s stops the run (in a worker thread, see
+    # .deadline), a passage text above max_passage_chars is refused before it is placed or cached
+    return System(p.target, Deadlined(search, p.deadline_s, p.target), identity, dict(p.params), offsets=p.offsets,
+                  max_passage_chars=p.max_passage_chars, bound="retrieval.external.max_passage_chars")
 
 
 # -- an HTTP service ------------------------------------------------------------------------------
-class HttpSearch:
-    """POST ``{"query", "k", "params"}`` to the URL; retries connection errors, timeouts, 429 and
-    5xx with exponential backoff; any other failure is one line naming the URL.
-
-    Every answer is bounded in time and size: one query (its attempts, their backoff and the
-    reading of each body) ends within ``deadline_s``; a body is read streamed and refused past
-    ``max_response_bytes`` (counted after content decoding, so a compressed bomb stops there
-    too); a passage's text longer than ``max_passage_chars`` is refused when the answer is read."""
-
-    RETRY_STATUS = frozenset((429, 500, 502, 503, 504))
-
-    def __init__(self, p: HttpParams) -> None:
-        import httpx
-
-        if not p.url:
-            raise ConfigError("retrieval.http.url: not set",
-                              hint="retrieval=http retrieval.http.url=http://host/search")
-        headers = {}
-        if p.auth_env:
-            value = os.environ.get(p.auth_env)
-            if not value:
-                raise ConfigError(f"retrieval.http.auth_env: ${p.auth_env} is not set",
-                                  hint=f"export {p.auth_env}=... (its value is sent as the {p.auth_header} header "
-                                  "and never logged)")
-            headers[p.auth_header] = value
-        self.p = p
-        self.client = httpx.Client(timeout=p.timeout_s, headers=headers,
-                                   limits=httpx.Limits(max_connections=p.concurrency))
-
-    def _past_deadline(self, attempts: int) -> ExternalResultError:
-        p = self.p
-        return ExternalResultError(f"POST {p.url}: no answer within the query's deadline of {p.deadline_s:g} s "
-                                   f"({attempts} attempt(s))",
-                                   hint="is the service up and fast enough? retrieval.http.deadline_s / .timeout_s / "
-                                   ".retries")
-
-    def _post(self, body: dict, deadline: float, attempts: int) -> tuple[int, bytes]:
-        """One attempt: the status and the body, read streamed within the size bound and the deadline."""
-        import httpx
-
-        p = self.p
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise self._past_deadline(attempts)
-        with self.client.stream("POST", p.url, json=body, timeout=httpx.Timeout(min(p.timeout_s, left))) as r:
-            length = r.headers.get("content-length", "")
-            if length.isdigit() and int(length) > p.max_response_bytes:
-                raise ExternalResultError(f"POST {p.url}: the answer is {int(length):,} bytes (HTTP {r.status_code}), "
-                                          f"more than retrieval.http.max_response_bytes={p.max_response_bytes:,}",
-                                          hint="ask for fewer or shorter passages, or raise "
-                                          "retrieval.http.max_response_bytes")
-            timeouts = r.request.extensions.get("timeout")
-            size, chunks = 0, []
-            stream = r.iter_bytes()
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise self._past_deadline(attempts)
-                if isinstance(timeouts, dict):  # each read waits at most until the deadline
-                    timeouts["read"] = min(p.timeout_s, left)
-                chunk = next(stream, None)
-                if chunk is None:
-                    break
-                size += len(chunk)
-                if size > p.max_response_bytes:
-                    raise ExternalResultError(f"POST {p.url}: the answer exceeds retrieval.http.max_response_bytes="
-                                              f"{p.max_response_bytes:,} bytes (HTTP {r.status_code}; reading stopped "
-                                              "there)", hint="ask for fewer or shorter passages, or raise "
-                                              "retrieval.http.max_response_bytes")
-                chunks.append(chunk)
-            return r.status_code, b"".join(chunks)
-
-    def __call__(self, query: str, k: int, **params: Any) -> Any:
-        import httpx
-
-        p = self.p
-        deadline = time.monotonic() + p.deadline_s
-        wait = p.backoff_s
-        body = ({"inputs": [query], "params": {"k": k, **params}} if p.format == "mlflow"
-                else {"query": query, "k": k, "params": params})
-        for attempt in range(p.retries + 1):
-            last = attempt == p.retries
-            try:
-                status, data = self._post(body, deadline, attempt + 1)
-            except httpx.TransportError as exc:  # connection refused, timeout, reset
-                if time.monotonic() >= deadline:
-                    raise self._past_deadline(attempt + 1) from None
-                if last:
-                    raise ExternalResultError(f"POST {p.url}: {type(exc).__name__} after {p.retries + 1} attempt(s)"
-                                              f" ({(str(exc).splitlines() or [''])[0]})",
-                                              hint="is the service running? retrieval.http.timeout_s / "
-                                              ".retries") from None
-            else:
-                text = data[:200].decode("utf-8", "replace")
-                if status < 300:
-                    try:
-                        answer = json.loads(data)
-                    except (ValueError, RecursionError):
-                        raise ExternalResultError(f"POST {p.url}: the answer is not JSON "
-                                                  f"(HTTP {status}, {text[:80]!r})") from None
-                    if p.format == "mlflow" and isinstance(answer, dict) and "predictions" in answer:
-                        return answer["predictions"]  # one row a hit: source_uri, start, end, text, score
-                    return answer
-                if status not in self.RETRY_STATUS or last:
-                    raise ExternalResultError(f"POST {p.url}: HTTP {status} ({text[:120].strip()!r})")
-            pause = min(wait, deadline - time.monotonic())
-            if pause <= 0 and wait > 0:
-                raise self._past_deadline(attempt + 1)
-            time.sleep(max(pause, 0))
-            wait *= 2
-        raise AssertionError("unreachable")
-
-
-def load_http_target(p: HttpParams, offsets: str = "auto") -> System:
-    # the wire format is in the identity: the same URL asked another way answers another way
-    return System(p.url or "", HttpSearch(p), {"target": "http", "url": p.url, "format": p.format},
+def load_http_target(p: HttpParams, offsets: str = "auto", version: str | None = None) -> System:
+    # the wire format is in the identity: the same URL asked another way answers another way; so is
+    # the declared version (retrieval.external.version): a model redeployed behind the same URL
+    return System(p.url or "", HttpSearch(p), {"target": "http", "url": p.url, "format": p.format,
+                                               "version": version},
                   dict(p.params), p.concurrency, offsets=offsets, max_passage_chars=p.max_passage_chars)
 
 
@@ -276,27 +172,57 @@ class ExternalStats:
     alignment: Counter = field(default_factory=Counter)  # METHODS + "duplicate"
     failures: list = field(default_factory=list)  # unplaced passages, for alignment_failures.json
     harness_ms: list = field(default_factory=list)  # reading, placing and deduplicating, per query
+    latencies: list = field(default_factory=list)  # (ms, asked live this run) per query, in query order
 
     def cache_counts(self) -> dict[str, int]:
         return {"external_calls": self.calls, "external_cached": self.cached}
 
     def metrics(self) -> dict[str, float]:
         out = {f"alignment.{m}": float(self.alignment.get(m, 0)) for m in (*METHODS, "duplicate")}
-        # the system's own latency is the run's latency_ms_p50/p95 (each RankedList carries it)
+        # the system's own latency is the run's latency_ms_p50/p95 (each RankedList carries it; a
+        # cached answer the time it took when it was asked). A percentile hides its slowest queries
+        # (p95 of 230 ignores the 11 slowest): the maximum is logged beside it, and the queries asked
+        # live this run apart from those whose time is a cached one
+        if self.latencies:
+            live = sorted(ms for ms, fresh in self.latencies if fresh)
+            out["external.latency_ms_max"] = max(ms for ms, _ in self.latencies)
+            out["external.latency_cached_queries"] = float(len(self.latencies) - len(live))
+            if live:
+                out.update({"external.live_latency_ms_p50": _quantile(live, 0.5),
+                            "external.live_latency_ms_p95": _quantile(live, 0.95),
+                            "external.live_latency_ms_max": live[-1]})
         if self.harness_ms:
             out["retrieval.harness_ms_per_query"] = statistics.fmean(self.harness_ms)
         return out
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    """Linear interpolation between the closest ranks (pandas' and numpy's default), as the run's
+    latency_ms_p50/p95 are computed."""
+    pos = (len(ordered) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 class ExternalRetriever:
     """The :class:`~.protocol.SearchSystem` of a team's retriever."""
 
     def __init__(self, system: System, docs: Sequence[Document], variant: str, conn=None, use_cache: bool = True,
-                 max_unplaced: float = 0.1, per_query_records: bool = True) -> None:
+                 max_unplaced: float = 0.1, per_query_records: bool = True,
+                 verify: tuple[int, float, int | None] = (0, 0.0, None)) -> None:
         self.system = system
         self.variant = variant
         self.conn = conn
         self.use_cache = use_cache and conn is not None
+        # the answer cache proves itself (.answer_check): check_cache() decides what the run may read
+        # and write; until it runs, both (a served model, the API: the key alone, as before)
+        self.verify = verify  # (at least this many queries, this share of them, the seed or None)
+        self.cache_check = CacheCheck("unused")
+        self._read = self._write = self.use_cache
+        self._replace = False  # a stale cache: fresh answers replace the entries
+        self._prefilled: dict[str, Answer] = {}  # cache key -> the check's live answer (the run's answer)
+        self.case_ids: dict[str, str] = {}  # query -> case id, for error lines (set by the caller)
         self.max_unplaced = max_unplaced
         self.placer = Placer(docs, offsets=system.offsets)
         self.stats = ExternalStats()
@@ -312,7 +238,35 @@ class ExternalRetriever:
     def _key(self, query: str, k: int) -> str:
         return cache_key("external-answer", system=self.system.key, q=query, k=k)
 
-    def _cached(self, keys: list[str]) -> dict[str, tuple[list[Passage], float]]:
+    def check_cache(self, queries: Sequence[str], k: int) -> CacheCheck:
+        """Re-ask a sample of ``queries`` live and compare with their cached answers (see
+        :mod:`.answer_check`); prints its line, sets what the run reads and writes, and keeps the
+        live answers as the run's. Nothing to check without a cache."""
+        if not self.use_cache or not queries:
+            return self.cache_check
+        unique = list(dict.fromkeys(queries))
+        n = sample_size(len(unique), self.verify[0], self.verify[1])
+        if n == 0:
+            self.cache_check = check_off(self.system.name)
+            say(self.cache_check.line)
+            return self.cache_check
+        keys = [self._key(q, k) for q in unique]
+        found = self._read_rows(keys)
+        cached = {i: found[key] for i, key in enumerate(keys) if key in found}
+        labels = [self.case_ids.get(q, f"#{i + 1}") for i, q in enumerate(unique)]
+        check, live = check_answers(self.system.name, unique, labels, cached, lambda i: self._ask(i, unique[i], k),
+                                    n, self.verify[2], len(queries))
+        if check.line:
+            say(check.line)
+        self.cache_check = check
+        self._read, self._write, self._replace = check.reads_cache, check.writes_cache, check.status == "stale"
+        self._prefilled = {keys[i]: answer for i, answer in live.items()}
+        return check
+
+    def _cached(self, keys: list[str]) -> dict[str, Answer]:
+        return self._read_rows(keys) if self._read else {}
+
+    def _read_rows(self, keys: list[str]) -> dict[str, Answer]:
         if not self.use_cache or not keys:
             return {}
         rows = self.conn.execute("SELECT cache_key, hits FROM candidate_cache WHERE cache_key = ANY(%s)",
@@ -320,7 +274,7 @@ class ExternalRetriever:
         return {k: ([Passage.from_json(p) for p in v["passages"]], float(v["ms"])) for k, v in rows}
 
     def _store(self, fresh: list[tuple[str, list[Passage], float]]) -> None:
-        if not self.use_cache or not fresh:
+        if not self.use_cache or not self._write or not fresh:
             return
         from psycopg.types.json import Jsonb
 
@@ -334,12 +288,16 @@ class ExternalRetriever:
             rows.append((key, "external:" + self.system.key[:16], Jsonb(value)))
         with self.conn.transaction():
             with self.conn.cursor() as cur:
+                # a stale cache (check_cache): the system's answers today replace the entries
+                conflict = ("DO UPDATE SET hits = EXCLUDED.hits, created_at = now()" if self._replace
+                            else "DO NOTHING")
                 cur.executemany(
                     "INSERT INTO candidate_cache (cache_key, leg, strategy_id, hits) VALUES (%s, 'external', %s, %s)"
-                    " ON CONFLICT (cache_key) DO NOTHING", rows)
+                    f" ON CONFLICT (cache_key) {conflict}", rows)
 
-    def _ask(self, i: int, query: str, k: int) -> tuple[list[Passage], float]:
-        where = f"{self.system.name}, query #{i + 1} {query[:60]!r}"
+    def _ask(self, i: int, query: str, k: int) -> Answer:
+        case = self.case_ids.get(query)
+        where = f"{self.system.name}, {f'case {case}, ' if case else ''}query #{i + 1} {query[:60]!r}"
         t0 = time.perf_counter()
         try:
             answer = self.system.search(query, k, **self.system.params)
@@ -350,7 +308,8 @@ class ExternalRetriever:
                                       f"{(str(exc).splitlines() or [''])[0][:200]}",
                                       hint="rerun with --debug (or HYDRA_FULL_ERROR=1) for its traceback") from exc
         ms = (time.perf_counter() - t0) * 1000
-        return read_result(answer, k, where, self.system.max_passage_chars, self.system.whole_documents), ms
+        return (read_result(answer, k, where, self.system.max_passage_chars, self.system.whole_documents,
+                            self.system.bound), ms)
 
     def search_many(self, queries: Sequence[str], limit: int = 20,
                     on_query: Callable[[int], object] | None = None) -> list[RankedList]:
@@ -363,7 +322,7 @@ class ExternalRetriever:
         self._texts = {}
         keys = [self._key(q, limit) for q in queries]
         found = self._cached(list(dict.fromkeys(keys)))
-        todo = [i for i, key in enumerate(keys) if key not in found]
+        todo = [i for i, key in enumerate(keys) if key not in found and key not in self._prefilled]
         pool = ThreadPoolExecutor(max_workers=self.system.concurrency) if todo else None
         futures: dict[int, Future] = {}
         pending = iter(todo)
@@ -386,13 +345,21 @@ class ExternalRetriever:
                     submit(1)  # the next call runs while this answer is placed
                     fresh.append((keys[i], passages, ms))
                     self.stats.calls += 1
-                else:
+                    live = True
+                elif keys[i] in found:
                     passages, ms = found[keys[i]]
                     self.stats.cached += 1
+                    live = False
+                else:  # asked live by check_cache: the run's answer
+                    passages, ms = self._prefilled[keys[i]]
+                    fresh.append((keys[i], passages, ms))
+                    self.stats.calls += 1
+                    live = True
                 t0 = time.perf_counter()
                 hits = self._place(i, q, passages)
                 if self.per_query_records:
                     self.stats.harness_ms.append((time.perf_counter() - t0) * 1000)
+                    self.stats.latencies.append((ms, live))
                 self._queries_placed += 1
                 out.append(RankedList(q, tuple(hits), ms))
                 done(1)

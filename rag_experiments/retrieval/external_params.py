@@ -30,7 +30,15 @@ class ExternalParams:
     # declared identity of what the code does not show (an index rebuilt, a model file): part of the
     # cache key beside the target, init, params and the digests of the project-local modules it imports
     version: str | None = None
-    cache: bool = True  # false for a system that changes under you (every run calls it again)
+    cache: bool = True  # false: every query asked live, no answer read from or written to the cache
+    # a run that uses the cache re-asks a random sample of its queries live and compares
+    # (retrieval.answer_check): max(verify, verify_share of the queries); 0 opts out (tagged on the run)
+    verify: int = 10
+    verify_share: float = 0.05
+    verify_seed: int | None = None  # the sample's seed; None: a fresh one, logged as a run tag
+    # bounds on a Python target's answer, as retrieval.http has (a bad answer fails in one line)
+    max_passage_chars: int = 200_000  # a passage's text longer than this is refused
+    deadline_s: float = 60.0  # seconds one query may take; past it the run stops with one line
     max_unplaced: float = 0.1  # share of hits that may fail to be placed in the corpus before the run stops
     # what a passage's start/end count from: raw (the file as read, YAML front matter included: what
     # LangChain TextLoader / LlamaIndex SimpleDirectoryReader count), text (the stored text after
@@ -46,6 +54,16 @@ class ExternalParams:
         if self.offsets not in OFFSET_MODES:
             raise ConfigError(f"retrieval.external.offsets: must be one of {', '.join(OFFSET_MODES)}, "
                               f"got {self.offsets!r}")
+        if isinstance(self.verify, bool) or not isinstance(self.verify, int) or self.verify < 0:
+            raise ConfigError(f"retrieval.external.verify: must be an integer >= 0 (queries re-asked live to "
+                              f"check the answer cache; 0 turns the check off), got {self.verify!r}")
+        if not (0.0 <= self.verify_share <= 1.0) or math.isnan(self.verify_share):
+            raise ConfigError(f"retrieval.external.verify_share: must be within 0..1, got {self.verify_share}")
+        if isinstance(self.max_passage_chars, bool) or not self.max_passage_chars >= 1:
+            raise ConfigError(f"retrieval.external.max_passage_chars: must be >= 1, got {self.max_passage_chars}")
+        if not self.deadline_s > 0 or math.isinf(self.deadline_s):
+            raise ConfigError(f"retrieval.external.deadline_s: must be a finite number > 0, got {self.deadline_s}",
+                              hint="seconds one query of a Python target may take")
         for name in ("init", "params"):
             bad = [k for k in getattr(self, name) if not str(k).isidentifier()]
             if bad:

@@ -22,6 +22,7 @@ sets a bound: ``retrieval.http.max_passage_chars``) a passage text longer than t
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -142,13 +143,13 @@ def _text(value: str, field: str, where: str) -> str:
     return value
 
 
-def _checked(p: Passage, where: str, max_chars: int | None, whole_documents: bool) -> Passage:
+def _checked(p: Passage, where: str, max_chars: int | None, whole_documents: bool, bound: str) -> Passage:
     """A typed passage's values as :func:`read_passage` checks a mapping's (naming ``where``)."""
     if p.text is not None:
         _text(p.text, "text", where)
         if max_chars is not None and len(p.text) > max_chars:
             raise ExternalResultError(f"{where}: the passage text is {len(p.text):,} characters, more than "
-                                      f"retrieval.http.max_passage_chars={max_chars:,}")
+                                      f"{bound}={max_chars:,}")
     _text(p.document, "the document name", where)
     if p.id is not None:
         _text(p.id, "id", where)
@@ -157,12 +158,13 @@ def _checked(p: Passage, where: str, max_chars: int | None, whole_documents: boo
     return p
 
 
-def read_passage(obj: Any, where: str, max_chars: int | None = None, whole_documents: bool = False) -> Passage:
+def read_passage(obj: Any, where: str, max_chars: int | None = None, whole_documents: bool = False,
+                 bound: str = "retrieval.http.max_passage_chars") -> Passage:
     """``obj`` as a :class:`Passage`; ExternalResultError naming ``where`` when it is not one (or
     when its text is longer than ``max_chars``). ``whole_documents``: a passage may name a
     document only (a stored run's bare docno)."""
     if isinstance(obj, Passage):  # typed by the system (or a stored run's, already read): the values are checked
-        return _checked(obj, where, max_chars, whole_documents)
+        return _checked(obj, where, max_chars, whole_documents, bound)
     score = None
     node = _get(obj, "node")
     if node is not None and not isinstance(obj, Mapping):  # LlamaIndex NodeWithScore
@@ -188,8 +190,7 @@ def read_passage(obj: Any, where: str, max_chars: int | None = None, whole_docum
         raise ExternalResultError(f"{where}: text must be a string, got {type(text).__name__}")
     if text is not None and max_chars is not None and len(text) > max_chars:
         raise ExternalResultError(f"{where}: the passage text is {len(text):,} characters, more than "
-                                  f"retrieval.http.max_passage_chars={max_chars:,}",
-                                  hint="return passages, not whole files (or raise retrieval.http.max_passage_chars)")
+                                  f"{bound}={max_chars:,}", hint=f"return passages, not whole files (or raise {bound})")
     start = _get(obj, "start")
     start = start if start is not None else _get(obj, "start_char_idx")
     start = start if start is not None else meta.get("start_index")
@@ -212,10 +213,10 @@ def read_passage(obj: Any, where: str, max_chars: int | None = None, whole_docum
 
 
 def read_result(result: Any, k: int, where: str, max_chars: int | None = None,
-                whole_documents: bool = False) -> list[Passage]:
+                whole_documents: bool = False, bound: str = "retrieval.http.max_passage_chars") -> list[Passage]:
     """The ranked passages of one answer. More than ``k`` is an error (a system that ignores ``k``
-    would be measured on a different cutoff than it is asked for); so is a passage text longer
-    than ``max_chars`` (when given)."""
+    would be measured on a different cutoff than it is asked for; an endless generator stops at
+    k + 1); so is a passage text longer than ``max_chars`` (when given; ``bound`` names the key)."""
     if isinstance(result, Mapping):  # {"passages": [...]} and friends
         found = next((result[key] for key in ("passages", "results", "hits", "documents") if key in result), None)
         if found is None:
@@ -224,8 +225,9 @@ def read_result(result: Any, k: int, where: str, max_chars: int | None = None,
         result = found
     if isinstance(result, (str, bytes)) or not hasattr(result, "__iter__"):
         raise ExternalResultError(f"{where}: the answer must be a list of passages, got {type(result).__name__}")
-    items = list(result)
+    items = list(itertools.islice(result, k + 1))
     if len(items) > k:
-        raise ExternalResultError(f"{where}: {len(items)} passages returned for k={k}",
+        raise ExternalResultError(f"{where}: more than k: {len(items)} passages returned for k={k}",
                                   hint="return at most k passages, best first")
-    return [read_passage(p, f"{where}, passage {i}", max_chars, whole_documents) for i, p in enumerate(items, start=1)]
+    return [read_passage(p, f"{where}, passage {i}", max_chars, whole_documents, bound)
+            for i, p in enumerate(items, start=1)]

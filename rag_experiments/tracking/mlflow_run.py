@@ -204,6 +204,7 @@ def log_experiment(result: ExperimentResult, config_dict: dict, *, run_name: str
     if result.golden_quality:
         diag["golden"]["quality"] = result.golden_quality  # is the golden set any good (golden.quality)
     tags.update(R.diagnostic_tags(diag))
+    tags.update(result.external_tags)  # a team's system: its answer cache's check (external.cache_check)
     tags.update(extra_tags or {})
     tags = safe_tags(tags)
     run_name = redact_text(run_name) if run_name else run_name

@@ -25,11 +25,11 @@ def _old_key(self) -> str:
                      params=self.params, code="1")
 
 
-def _sweep(golden, version: str) -> list[str]:
+def _sweep(golden, version: str, *extra: str) -> list[str]:
     ids = []
     for good in ("false", "true"):
         overrides = [f"retrieval.external.init.good={good}", f"retrieval.external.version={version}",
-                     "tracking.plots=false"]
+                     "tracking.plots=false", *extra]
         result = run_experiment(settings(golden, "Toy", *overrides))
         cfg = _compose(free_mapping_overrides([f"corpus.path={MINI}", "corpus.name=mini", f"golden.path={golden}",
                                                "retrieval=external", f"retrieval.external.target={TARGETS}:Toy",
@@ -42,22 +42,30 @@ def test_runs_scored_on_another_inits_cached_answers_are_listed(golden_env, monk
     version = f"audit-{uuid.uuid4().hex[:8]}"  # the session's database is shared: a key of this test's own
     with monkeypatch.context() as m:
         m.setattr(external.System, "key", property(_old_key))
-        bad_false, bad_true = _sweep(golden_env, version)
+        # the old code had no live check of cached answers either (issue 55)
+        bad_false, bad_true = _sweep(golden_env, version, "retrieval.external.verify=0")
     good_ids = _sweep(golden_env, version)  # today's key: each init its own answers
 
     assert main(["audit-cache", "--json"]) == 1
-    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    listed = [s for s in lines if s["how"].startswith("old cache key")]
     assert [s["run_id"] for s in listed] == [bad_true]  # the good=true run of the old key, nothing else
     assert listed[0]["filled_by"] == bad_false and listed[0]["cached"] == 10 and listed[0]["calls"] == 0
     assert listed[0]["config"] == {"retrieval.external.init.good": "True"}
     assert not set(good_ids) & {s["run_id"] for s in listed}
+    # re-asked live (issue 55), the same run is found without knowing how the key was built
+    reasked = {s["run_id"]: s for s in lines if s["how"] == "re-asked"}
+    assert [r for r, s in reasked.items() if s["status"] == "differs"] == [bad_true]
+    assert reasked[bad_true]["detail"].startswith("re-asked 10 case(s) live, 10 differ from the logged run.trec")
 
     assert main(["audit-cache"]) == 1
     out = capsys.readouterr().out
-    assert "1 of 4 external/http run(s)" in out and bad_true in out and "good=True" in out
+    assert "4 external/http run(s) read" in out and "4 re-asked live" in out and bad_true in out
+    assert "good=True" in out and f"DIFFERS      {bad_true}" in out
 
 
 def test_a_store_without_such_runs_says_so(golden_env, capsys):
     _sweep(golden_env, f"audit-{uuid.uuid4().hex[:8]}")
     assert main(["audit-cache"]) == 0
-    assert "2 external/http run(s) read" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "2 external/http run(s) read" in out and "every run re-asked gives the ranked lists it logged" in out

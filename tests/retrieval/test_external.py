@@ -58,17 +58,22 @@ def test_metrics_of_a_known_system_are_the_hand_worked_values(golden_env, mode, 
 
 
 def test_answers_are_cached_by_system_params_query_and_k(golden_env):
+    # the cache check (retrieval.answer_check) samples max(10, 5%) queries: all 10 of the mini set.
+    # A first run asks each sampled query twice (non-determinism), a cached run each once (a change)
     external_targets.CALLS["n"] = 0
     first = run_experiment(settings(golden_env, "overlap", "retrieval.external.params.min_len=3"))
-    assert external_targets.CALLS["n"] == 10 and first.cache == {"external_calls": 10, "external_cached": 0}
+    assert external_targets.CALLS["n"] == 20 and first.cache == {"external_calls": 10, "external_cached": 0}
     again = run_experiment(settings(golden_env, "overlap", "retrieval.external.params.min_len=3"))
-    assert external_targets.CALLS["n"] == 10 and again.cache == {"external_calls": 0, "external_cached": 10}
-    assert again.eval.metrics == first.eval.metrics
+    assert external_targets.CALLS["n"] == 30 and again.cache == {"external_calls": 0, "external_cached": 10}
+    assert again.eval.metrics == first.eval.metrics and again.external_tags["external.cache_check"] == "ok"
     run_experiment(settings(golden_env, "overlap", "retrieval.external.params.min_len=4"))  # another param
-    assert external_targets.CALLS["n"] == 20
+    assert external_targets.CALLS["n"] == 50
     run_experiment(settings(golden_env, "overlap", "retrieval.external.params.min_len=3",
-                            "retrieval.external.cache=false"))  # a system that changes under you
-    assert external_targets.CALLS["n"] == 30
+                            "retrieval.external.cache=false"))  # a system that changes under you: no check
+    assert external_targets.CALLS["n"] == 60
+    quiet = run_experiment(settings(golden_env, "overlap", "retrieval.external.params.min_len=3",
+                                    "retrieval.external.verify=0"))  # the check off: the cache alone
+    assert external_targets.CALLS["n"] == 60 and quiet.external_tags == {"external.cache_check": "off"}
 
 
 def test_a_class_target_is_built_once_per_process_with_init(golden_env):

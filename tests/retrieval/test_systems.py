@@ -67,8 +67,11 @@ RETRIEVAL = {"variant": None, "keyword": {"rank": "bm25"}, "use_cache": True,
 def test_a_run_logs_only_the_config_its_system_owns(variant, kept):
     out = owned_config({**RETRIEVAL, "variant": variant})
     assert set(out) == kept
-    if variant in ("http", "stored"):  # the one knob they share with retrieval=external
+    if variant == "stored":  # the one knob it shares with retrieval=external
         assert out["external"] == {"max_unplaced": 0.1}
+    if variant == "http":  # and a service its answer cache's knobs (issue 55: version, cache, the check)
+        assert out["external"] == {"max_unplaced": 0.1, "version": None, "cache": True, "verify": None,
+                                   "verify_share": None, "verify_seed": None}
     if variant == "external":
         assert out["external"] == RETRIEVAL["external"]
 
