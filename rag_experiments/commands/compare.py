@@ -97,6 +97,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     unlike = not_comparable(runs, c)  # another eval level, or golden versions not on one chain: refused
     if unlike is not None:
         raise UserError(unlike.line, hint=unlike.hint)
+    from ..tracking.coverage import bounds_lines, on_newest_labels
+
+    on_labels = on_newest_labels(runs, c)  # labels given since the runs: their run.trec rescored, not re-run
+    runs = on_labels.runs or runs
     runs_before = list(runs)
     # another golden version on the same chain: compare on the older version's shared cases
     alignment = align(runs, c)
@@ -119,6 +123,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(gap_markdown(alignment.gap, newest[0] if newest else None, columns, who="run"))
         else:
             print_gap(alignment.gap, newest, columns)
+    bounded = [] if alignment.gap is not None else bounds_lines(runs, primary, on_labels.golden, c)
+    for text in [on_labels.note] * bool(on_labels.note) + bounded:  # (runs on several versions: not bounded)
+        _say(args, text)
     from ..tracking.ui_links import compare_route, line
 
     _say(args, line("these runs side by side", compare_route([r.experiment_id for r in runs], [r.id for r in runs]),

@@ -15,10 +15,18 @@ that wins while less judged than the champion wins conservatively, and is not re
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
+from ..errors import GoldenSetError
+from ..evaluation import bounds as B
+from ..evaluation.metric_key import metric_title
+from ..evaluation.rescore import rescore
+from ..golden.resolve import GoldenSet, load_golden
+from ..golden.versions import GoldenVersion, NotAnAncestor
+from .champion_newest import eval_params
 from .runs import RunView
+from .versioned import _logged_precision, _quality_metrics, candidate_files, find_chain, load_ranked_lists
 
 JUDGED_PREFIX = "judged_at_"
 
@@ -56,3 +64,87 @@ class CoverageGap:
                 f"{self.base:.3f} (Δ{self.delta:+.3f}, {p}): {side} of its top {k} were ever judged, "
                 f"and an unjudged hit counts as a miss, so the comparison is biased "
                 f"{'against' if self.delta < 0 else 'for'} it; judge the pool of both first: {self.command}")
+
+
+# -- the newest labels: rescored, not re-run; and how far the unjudged hits could move each number --
+@dataclass(frozen=True)
+class NewestLabels:
+    """The runs rescored on the golden file as it is now (None: not rescored, ``note`` says why)."""
+
+    runs: list[RunView] | None
+    golden: GoldenSet | None
+    note: str = ""
+
+
+def newest_golden(runs: Sequence[RunView]) -> GoldenSet | None:
+    """The golden file the runs used, as it is now, when every run's version is a prefix of it."""
+    versions = [GoldenVersion.from_tags(r.tags) for r in runs]
+    if any(v is None for v in versions):
+        return None
+    try:
+        path, _ = find_chain(versions, candidate_files(runs))
+        return load_golden(path)
+    except (NotAnAncestor, GoldenSetError, OSError):
+        return None
+
+
+def on_newest_labels(runs: Sequence[RunView], c=None) -> NewestLabels:
+    """Every run's stored ranked lists (``run.trec``) scored on the newest golden version, on the
+    cases all of them have a list for, when the runs share one version and labels changed since they ran (what the champion's
+    rescoring does, for every run of a comparison): labels given after a sweep count at once, with no
+    re-run. Runs that kept no ranked lists leave the comparison on its logged values, and say so."""
+    golden = newest_golden(runs)
+    if golden is None or all(r.golden == golden.digest for r in runs):
+        return NewestLabels(None, golden)
+    if len({r.golden for r in runs}) > 1:  # runs on several versions: compared on the oldest one's cases
+        return NewestLabels(None, golden)  # and labels (versioned.align), as the invariant says
+    frames = []
+    for r in runs:
+        ranked = load_ranked_lists(r, c)
+        if ranked is None:
+            return NewestLabels(None, golden, f"the labels changed since some runs were scored (golden "
+                                f"{golden.digest[:12]} now), but run {r.id[:12]} ({r.label}) kept no ranked lists "
+                                "(run.trec): compared on the logged values; re-run it to use the newest labels")
+        result, _missing = rescore(golden, ranked, eval_params(r.params))
+        frames.append(result.per_case)
+    common = set.intersection(*[set(df["case_id"]) if len(df) else set() for df in frames])
+    version = GoldenVersion.of(golden)
+    out = []
+    for r, df in zip(runs, frames):
+        df = _logged_precision(df[df["case_id"].isin(common)].reset_index(drop=True))
+        tags = {**r.tags, **version.tags(), "golden_rescored_from": r.golden or ""}
+        out.append(replace(r, per_case=df, metrics=_quality_metrics(df), tags=tags))
+    older = sorted({r.golden[:12] for r in runs if r.golden and r.golden != golden.digest})
+    note = (f"rescored, not re-run: every run's stored ranked lists (run.trec) scored on the newest labels, golden "
+            f"{golden.digest[:12]} ({len(golden.records)} records), on the {len(common)} cases all of them retrieved "
+            f"(logged on {', '.join(older)})")
+    return NewestLabels(out, golden, note)
+
+
+def bounds_lines(runs: Sequence[RunView], metric: str, golden: GoldenSet | None = None, c=None) -> list[str]:
+    """Per run, ``metric`` with the range its unjudged hits in the cut-off allow, and each run's
+    paired Δ against the first (the baseline) with its range (evaluation.bounds), on the newest labels."""
+    try:
+        B.metric_parts(metric)
+    except ValueError:
+        return []
+    golden = golden or newest_golden(runs)
+    if golden is None:
+        return []
+    k = B.metric_parts(metric)[1]
+    seen = []
+    for r in runs:
+        ranked = load_ranked_lists(r, c)
+        seen.append(None if ranked is None else B.views(golden, ranked, k, eval_params(r.params).min_coverage))
+    lines = [f"how far unjudged hits could move {metric_title(metric)} (each one in the top {k} relevant or not; "
+             f"golden {golden.digest[:12]}):"]
+    base = seen[0]
+    for r, v in zip(runs, seen):
+        if v is None:
+            lines.append(f"  {r.label}: no stored ranked lists (run.trec): not bounded")
+            continue
+        text = f"  {r.label}: {B.run_bounds(metric, v).text()}"
+        if base is not None and v is not base:
+            text += f"; {B.delta_bounds(metric, v, base).text(r.label, runs[0].label)}"
+        lines.append(text)
+    return lines
