@@ -144,10 +144,42 @@ def corpus_setting(corpus_dir: Path, root: Path) -> tuple[str, str | None]:
                              "path: corpus in the project's conf/corpus/ file")
 
 
+def conversion_sources(corpus_dir: Path, cache_before: Path) -> list[Path]:
+    """Where a corpus's earlier conversions may be: the cache of the folder init runs from, every
+    cache this user converted into (corpus.convert_cache.known_caches, from any folder), and the
+    ``.rag-exp/convert-cache`` of the corpus folder and of each folder above it."""
+    from ..corpus.convert_cache import known_caches
+
+    near = [folder / ".rag-exp" / "convert-cache" for folder in (corpus_dir, *corpus_dir.parents)]
+    found = [cache_before, *known_caches(), *(c for c in near if c.is_dir())]
+    return list(dict.fromkeys(p.resolve() for p in found))
+
+
+def _seed_conversions(corpus_dir: Path, cache_before: Path, target: Path) -> int:
+    """Copy the corpus's conversions found in :func:`conversion_sources` into the project's cache;
+    say where they came from, or, when the corpus has files to convert and none was found, where
+    init looked."""
+    from ..corpus.convert_seed import seed
+    from ..corpus.loader import corpus_files
+
+    if all(fmt in ("md", "unsupported", "link") for _, fmt in corpus_files(corpus_dir)):
+        return 0  # Markdown is read as it is: nothing was ever converted
+    copied = 0
+    sources = [p for p in conversion_sources(corpus_dir, cache_before) if p != target.resolve()]
+    for source in sources:
+        n = seed(corpus_dir, source, target)
+        if n:
+            print(f"  copied {n} conversion(s) of the corpus from {source} into the project's cache")
+        copied += n
+    if not copied:
+        looked = ", ".join(str(p) for p in sources) or "nowhere: no conversion cache exists yet"
+        print(f"  no earlier conversion of the corpus found (looked in {looked}); the first run converts it")
+    return copied
+
+
 def cmd_init(args) -> int:
     from .. import __version__
     from ..corpus.convert_cache import default_cache_dir
-    from ..corpus.convert_seed import seed
     from ..corpus.loader import corpus_files
     from ..golden.golden_file import GoldenFile
 
@@ -210,9 +242,7 @@ def cmd_init(args) -> int:
         print(f"  kept  {p.relative_to(root)} (exists)")
     if note:
         print(f"  note: {note}")
-    copied = seed(corpus_dir, cache_before, default_cache_dir(root))
-    if copied:
-        print(f"  copied {copied} conversion(s) of the corpus from {cache_before} into the project's cache")
+    _seed_conversions(corpus_dir, cache_before, default_cache_dir(root))
     formats = Counter(fmt for _, fmt in corpus_files(corpus_dir) if fmt != "unsupported")
     kinds = ", ".join(f"{n} {fmt}" for fmt, n in sorted(formats.items()))
     print(f"project {name} in {root}: corpus {corpus_dir} ({sum(formats.values())} documents"

@@ -57,6 +57,39 @@ def default_cache_dir(start: Path | None = None) -> Path:
     return project_home(start) / ".rag-exp" / "convert-cache"
 
 
+def known_caches_file() -> Path:
+    """The list of conversion cache folders this user's conversions were written to, one a line
+    (``$XDG_CACHE_HOME/rag-experiments/conversion-caches.txt``): where ``rag-exp init`` looks for a
+    corpus's earlier conversions, wherever the shell was when they were made."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "rag-experiments" / "conversion-caches.txt"
+
+
+def known_caches() -> list[Path]:
+    """The remembered conversion cache folders that still exist, in the order they were first used."""
+    try:
+        lines = known_caches_file().read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    return [Path(line) for line in dict.fromkeys(lines) if line and Path(line).is_dir()]
+
+
+def _remember(folder: Path) -> None:
+    """Add ``folder`` to :func:`known_caches_file` (best effort: a read-only home only loses the hint)."""
+    path = known_caches_file()
+    try:
+        if str(folder) in path.read_text(encoding="utf-8").splitlines():
+            return
+    except OSError:
+        pass
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{folder}\n")
+    except OSError:
+        pass
+
+
 def entry_key(file_sha256: str, suffix: str, converter: str) -> str:
     return cache_key("document-conversion", file_sha256=file_sha256, format=suffix, converter=converter,
                      code=conversion_code_digest())
@@ -68,6 +101,7 @@ class ConversionCache:
     def __init__(self, folder: Path | None = None) -> None:
         self.folder = folder or default_cache_dir()
         self._write_failed = False
+        self._remembered = False
 
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.json"
@@ -102,6 +136,9 @@ class ConversionCache:
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
+            if not self._remembered:  # so rag-exp init finds it from any folder (known_caches)
+                _remember(self.folder.resolve())
+                self._remembered = True
         except OSError as exc:
             # a read-only checkout still loads its corpus: it converts on every run, and says so once
             self._write_failed = True
