@@ -4,11 +4,13 @@
 * the primary metric per segment (all, each query kind, each doc type), one bar per run, with
   the 95% bootstrap interval as whiskers;
 * when the runs differ in exactly one parameter: the primary metric against that parameter,
-  with intervals (and each query kind as a thinner line).
+  with intervals, on an axis cut to the spread, the best point starred, the points tied with it
+  hollow and the champion's value as a dashed line (and each query kind as a thinner line).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -16,9 +18,11 @@ import numpy as np
 
 from ..evaluation.metric_key import MetricKey, Segment, metric_title
 from .compare import Comparison, differing_params, known_segments, value_and_interval
+from .champion import current_champion
 from .ownership import owner_tags
-from .plots import pyplot
+from .plots import curve_interval, pyplot
 from .runs import RunView, client
+from .verdict import verdicts
 
 MAX_PLOTTED = 10
 
@@ -56,6 +60,8 @@ def recall_curves_figure(runs: Sequence[RunView], labels: Sequence[str], title: 
         ax.plot(ks, curves.mean(axis=0), marker=MARKERS[i % len(MARKERS)], ms=5 if i == 0 else 4,
                 lw=2.6 if i == 0 else 1.5, color=color, alpha=0.9, zorder=3 if i == 0 else 2,
                 label=f"{label} (baseline)" if i == 0 and len(runs) > 1 else label)
+        # each run's 95% bootstrap band: two curves whose bands overlap at a k are not told apart there
+        ax.fill_between(ks, *curve_interval(curves), color=color, alpha=0.12, lw=0, zorder=1)
     n = len(runs[0].per_case) if runs and runs[0].per_case is not None else 0
     ax.set_xlabel("k (chunks retrieved)")
     ax.set_ylabel("mean recall@k")
@@ -64,7 +70,7 @@ def recall_curves_figure(runs: Sequence[RunView], labels: Sequence[str], title: 
         ax.set_xticks(ks)
         ax.set_xlim(0.5, ks[-1] + 0.5)
     ax.grid(alpha=0.3)
-    ax.set_title(title or f"recall@k, {len(runs)} runs ({n} cases)")
+    ax.set_title(title or f"recall@k, {len(runs)} runs ({n} cases; bands: 95% bootstrap intervals)")
     _legend_below(ax, len(runs))
     fig.tight_layout()
     return fig
@@ -120,49 +126,135 @@ def _as_numbers(values: Sequence[str | None]) -> list[float] | None:
         return None
 
 
+@dataclass(frozen=True)
+class Marks:
+    """What the sweep chart marks besides the values: the best run, the runs tied with it (the
+    verdict's max-T test, :mod:`.verdict`) with their adjusted p, and the champion's value with
+    whether it is comparable (scored on the same golden version)."""
+
+    best_id: str | None = None
+    tied: dict[str, float] = field(default_factory=dict)  # run id -> adjusted p vs the best
+    champion: tuple[str, float, bool] | None = None  # (label, value, comparable)
+
+
+def _spread_limits(values: Sequence[float], extra: Sequence[float] = ()) -> tuple[float, float]:
+    """A y range that shows the spread of ``values`` (intervals included), not the distance from 0."""
+    finite = [v for v in [*values, *extra] if v is not None and np.isfinite(v)]
+    if not finite:
+        return 0.0, 1.05
+    lo, hi = min(finite), max(finite)
+    pad = max(0.01, 0.12 * (hi - lo))
+    return max(0.0, lo - pad), min(1.05, hi + pad)
+
+
 def param_figure(runs: Sequence[RunView], param: str, primary: str,
-                 kinds: Sequence[str] | None = None, title: str | None = None):
-    """The primary metric (with interval) against the one parameter that differs between runs."""
+                 kinds: Sequence[str] | None = None, title: str | None = None, marks: Marks | None = None):
+    """The primary metric (with its 95% interval) against the one parameter that differs between
+    runs, on an axis cut to the spread (a sweep's 0.79 / 0.79 / 0.78 are told apart), the best
+    point starred, the points tied with it hollow (``marks``), the champion as a dashed line."""
     plt = pyplot()
+    marks = marks or Marks()
     raw = [r.params.get(param) for r in runs]
     numbers = _as_numbers(raw)
     order = sorted(range(len(runs)), key=lambda i: numbers[i]) if numbers is not None else list(range(len(runs)))
     xs = [numbers[i] for i in order] if numbers is not None else list(range(len(order)))
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    # all cases above (the marks, on the axis of their spread), each query kind below on its own
+    # axis: a kind's values far from the overall ones must not stretch the overall axis back to 0
+    fig, (ax, kax) = plt.subplots(2, 1, figsize=(7.5, 7.4), sharex=True, height_ratios=(3, 2))
     col = MetricKey.parse(primary)
     vals, errs = _with_whiskers([(runs[i], col) for i in order])
     categorical = numbers is None
-    ax.errorbar(xs, vals, yerr=errs, fmt="o" if categorical else "o-", color="black", lw=2,
-                capsize=5, ms=7, label="all cases (95% interval)", zorder=3)
+    ax.errorbar(xs, vals, yerr=errs, fmt="-" if not categorical else "none", color="black", lw=1.5,
+                capsize=5, label="all cases (95% interval)", zorder=3)
+    shown: list[float] = [v - e for v, e in zip(vals, errs[0])] + [v + e for v, e in zip(vals, errs[1])]
+    ids = [runs[i].id for i in order]
+    for x, v, rid in zip(xs, vals, ids):
+        if rid == marks.best_id:
+            ax.plot([x], [v], marker="*", ms=18, color="#d4a72c", mec="black", zorder=6, ls="none")
+            ax.annotate(f"best {v:.3f}", (x, v), textcoords="offset points", xytext=(10, 4), ha="left",
+                        fontsize=9, fontweight="bold")
+        elif rid in marks.tied:
+            ax.plot([x], [v], marker="o", ms=9, mfc="white", mec="black", mew=2, zorder=5, ls="none")
+            ax.annotate(f"tied {v:.3f}, p={marks.tied[rid]:.2f}", (x, v), textcoords="offset points",
+                        xytext=(8, -12), ha="left", fontsize=8)
+        else:
+            ax.plot([x], [v], marker="o", ms=8, color="black", zorder=5, ls="none")
+    # the legend's keys for the marks (one each, whatever the number of points)
+    if marks.best_id:
+        ax.plot([], [], marker="*", ms=12, color="#d4a72c", mec="black", ls="none", label="best point")
+    if marks.tied:
+        ax.plot([], [], marker="o", ms=8, mfc="white", mec="black", mew=2, ls="none",
+                label="tied with the best (max-T p >= alpha)")
     if kinds is None:
         kinds = sorted({str(k) for r in runs if r.per_case is not None and "kind" in r.per_case
                         for k in r.per_case["kind"].dropna()})
     span = (max(xs) - min(xs)) if len(xs) > 1 else 1.0
+    kind_values: list[float] = []
     for j, (kind, color) in enumerate(zip(kinds, _colors(len(kinds)))):
         kc = col.on(Segment("kind", kind))
         kv = [np.nan if v is None else v for v in (value_and_interval(runs[i], kc)[0] for i in order)]
+        kind_values += kv
         # a small horizontal offset keeps equal values of different kinds visible
         step = 0.12 if categorical else 0.02 * (span or 1.0)
         shift = (j - (len(kinds) - 1) / 2) * step
         kx = [x + shift for x in xs]
-        ax.plot(kx, kv, marker=MARKERS[(j + 1) % len(MARKERS)], ms=6, lw=0 if categorical else 1.2, ls="--",
-                color=color, label=f"{kind} only", alpha=0.9, zorder=4)
-    ax.set_xticks(xs)
+        kax.plot(kx, kv, marker=MARKERS[(j + 1) % len(MARKERS)], ms=6, lw=0 if categorical else 1.2, ls="--",
+                 color=color, label=f"{kind} only", alpha=0.9, zorder=4)
+    if marks.champion is not None:
+        label, value, comparable = marks.champion
+        ax.axhline(value, color="#cf222e" if comparable else "#8c959f", ls="--", lw=1.5, zorder=2,
+                   label=f"champion {label}: {value:.3f}" + ("" if comparable else " (other golden version)"))
+        shown.append(value)
+    kax.set_xticks(xs)
     if numbers is None:
-        ax.set_xticklabels([str(raw[i]) for i in order], rotation=20 if len(order) > 4 else 0)
-        ax.set_xlim(-0.5, len(xs) - 0.5)
+        kax.set_xticklabels([str(raw[i]) for i in order], rotation=20 if len(order) > 4 else 0)
+        kax.set_xlim(-0.5, len(xs) - 0.5)
     else:
-        ax.set_xticklabels([f"{x:g}" for x in xs])
+        kax.set_xticklabels([f"{x:g}" for x in xs])
         pad = (max(xs) - min(xs)) * 0.06 or 0.5
-        ax.set_xlim(min(xs) - pad, max(xs) + pad)
-    ax.set_xlabel(param)
-    ax.set_ylabel(metric_title(primary))
-    ax.set_ylim(0, 1.05)
-    ax.grid(alpha=0.3)
+        kax.set_xlim(min(xs) - pad, max(xs) + pad)
+    kax.set_xlabel(param)
+    ax.set_ylabel(metric_title(primary) + "\n(axis cut to the spread)")
+    ax.set_ylim(*_spread_limits(shown))
+    kax.set_ylabel("per query kind")
+    kax.set_ylim(*_spread_limits(kind_values))
+    for a in (ax, kax):
+        a.grid(alpha=0.3)
     ax.set_title(title or f"{metric_title(primary)} vs {param}")
-    ax.legend(loc="best", fontsize=9)
-    fig.tight_layout()
+    # the legend below the axes, inside the figure (log_figure saves the figure as drawn, uncropped)
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    handles = [h for a in (ax, kax) for h in a.get_legend_handles_labels()[0]]
+    names = [n for a in (ax, kax) for n in a.get_legend_handles_labels()[1]]
+    fig.legend(handles, names, loc="lower center", ncol=2, frameon=False, fontsize=8)
     return fig
+
+
+def sweep_marks(cmp: Comparison, c=None) -> Marks:
+    """The best point and its ties on the primary metric (the verdict the parent's description
+    gives), and the champion of record's value on it when there is one."""
+    primary = [col for col in cmp.columns if col.key.mlflow_name == cmp.primary]
+    found = verdicts(replace(cmp, columns=primary)) if primary else []
+    by_label = {row.label: row.run.id for row in cmp.rows}
+    best_id, tied = None, {}
+    if found:
+        best_id = found[0].best_run_id
+        tied = {by_label[label]: p for label, p in found[0].tied if label in by_label}
+    return Marks(best_id, tied, _champion_line(cmp, c))
+
+
+def _champion_line(cmp: Comparison, c=None) -> tuple[str, float, bool] | None:
+    try:
+        champ = current_champion(c=c)
+    except Exception:  # noqa: BLE001 - no registry, no record: the chart draws no champion line
+        return None
+    if champ is None:
+        return None
+    value = champ.run.metrics.get(cmp.primary)
+    if value is None:
+        return None
+    comparable = champ.run.golden == cmp.rows[0].run.golden
+    name = champ.run.name or champ.run.id[:8]
+    return (name if len(name) <= 28 else name[:27] + "…"), float(value), comparable
 
 
 def param_heatmap_figure(runs: Sequence[RunView], params: tuple[str, str], primary: str, title: str | None = None):
@@ -227,7 +319,7 @@ def comparison_figures(cmp: Comparison) -> list[tuple[Any, str]]:
     diff = differing_params(runs)
     if len(runs) > 1 and len(diff) == 1:
         param = diff[0]
-        figs.append((param_figure(runs, param, cmp.primary),
+        figs.append((param_figure(runs, param, cmp.primary, marks=sweep_marks(cmp)),
                      f"comparison/{cmp.primary}_vs_{param}.png"))
     elif len(runs) > 2 and len(diff) == 2:
         a, b = diff
