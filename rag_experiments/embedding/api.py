@@ -25,6 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import ConfigError, UserError
+from ..install_hint import install_hint
 from .options import EmbeddingOptions
 from .pricing import NATIVE_DIMENSIONS, embedding_price
 from .tokens import WordPieceCounter
@@ -241,7 +242,7 @@ class VoyageEmbedder(ApiEmbedder):
             import voyageai
         except ImportError:
             raise ConfigError("embedding=voyage needs the voyageai SDK",
-                              hint="pip install 'rag-experiments[api]'") from None
+                              hint=install_hint("api")) from None
         # max_retries counts attempts in this SDK (tenacity stop_after_attempt)
         return voyageai.Client(api_key=self._key, max_retries=self.options.max_retries + 1,
                                timeout=self.options.timeout, base_url=self.options.base_url or None)
@@ -270,7 +271,7 @@ class OpenAIEmbedder(ApiEmbedder):
         try:
             import openai
         except ImportError:
-            raise ConfigError("embedding=openai needs the openai SDK", hint="pip install 'rag-experiments[api]'") from None
+            raise ConfigError("embedding=openai needs the openai SDK", hint=install_hint("api")) from None
         return openai.OpenAI(api_key=self._key, base_url=self.options.base_url or None,
                              max_retries=self.options.max_retries, timeout=self.options.timeout)
 

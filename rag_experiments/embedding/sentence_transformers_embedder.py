@@ -13,6 +13,7 @@ import numpy as np
 
 from ..cache_key import canonical_json
 from ..errors import ConfigError
+from ..install_hint import install_hint
 
 
 class SentenceTransformerEmbedder:
@@ -32,7 +33,7 @@ class SentenceTransformerEmbedder:
         except ImportError:
             raise ConfigError(
                 f"embedding.name: st:{name_or_path} needs sentence-transformers",
-                hint="pip install 'rag-experiments[rerank]'",
+                hint=install_hint("rerank"),
             ) from None
         try:
             self._model = SentenceTransformer(name_or_path, device=device)

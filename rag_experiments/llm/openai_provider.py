@@ -26,6 +26,7 @@ import os
 from typing import Any
 
 from ..errors import ConfigError
+from ..install_hint import install_hint
 from .base import LLMFatalError, Usage, estimate_tokens, request_url_of, short_error
 
 PLACEHOLDER_KEY = "EMPTY"  # what vLLM's documentation passes to a server started without --api-key
@@ -37,7 +38,7 @@ def make_openai_client(api_key: str | None = None, base_url: str | None = None, 
     try:
         import openai
     except ImportError:
-        raise ConfigError("provider openai needs the openai SDK", hint="pip install 'rag-experiments[api]'") from None
+        raise ConfigError("provider openai needs the openai SDK", hint=install_hint("api")) from None
     if max_retries < 0:
         raise ConfigError(f"max_retries must be >= 0, got {max_retries}")
     base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None

@@ -9,14 +9,13 @@ with each document's index; we put them back). Keys come from ``VOYAGE_API_KEY``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from ..embedding.api import KEY_VARIABLES, ApiError, api_key, quiet_http_logs, scrub
 from ..embedding.pricing import rerank_price
 from ..errors import ConfigError, UserError
-
-if TYPE_CHECKING:  # annotations only: rerank.load_reranker imports this module
-    from .rerank import RerankParams
+from ..install_hint import install_hint
+from .rerank_params import RerankParams
 
 DEFAULT_MODELS = {"voyage": "rerank-2.5", "cohere": "rerank-v3.5"}
 MAX_DOCUMENTS = 1000  # per request, both providers
@@ -83,7 +82,7 @@ class VoyageReranker(ApiReranker):
         try:
             import voyageai
         except ImportError:
-            raise ConfigError("rerank=voyage needs the voyageai SDK", hint="pip install 'rag-experiments[api]'") from None
+            raise ConfigError("rerank=voyage needs the voyageai SDK", hint=install_hint("api")) from None
         self._client = voyageai.Client(api_key=self._key, max_retries=params.max_retries + 1,
                                        base_url=params.base_url or None)
 
@@ -101,7 +100,7 @@ class CohereReranker(ApiReranker):
         try:
             import cohere
         except ImportError:
-            raise ConfigError("rerank=cohere needs the cohere SDK", hint="pip install 'rag-experiments[api]'") from None
+            raise ConfigError("rerank=cohere needs the cohere SDK", hint=install_hint("api")) from None
         kwargs = {"base_url": params.base_url} if params.base_url else {}
         self._client = cohere.ClientV2(api_key=self._key, max_retries=params.max_retries, **kwargs)
 

@@ -23,7 +23,6 @@ Scores are cached by (model, query, chunk text) in the ``rerank_cache`` table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
 import numpy as np
@@ -33,10 +32,14 @@ from ..embedding.base import load_embedder
 from ..embedding.onnx_minilm import OnnxMiniLM
 from ..embedding.sentence_transformers_embedder import weights_digest
 from ..errors import ConfigError, UserError
+from ..install_hint import install_hint
 from ..llm import LLMParams
 from ..types import sha256_text
+# the config values, in a module of their own so that api_rerank reads them without importing
+# this one (which loads it): no import circle. Re-exported: callers import them from here.
+from .rerank_params import RERANKERS, RerankParams
 
-RERANKERS = ("maxsim", "cross-encoder", "llm", "voyage", "cohere")
+__all__ = ["RERANKERS", "Reranker", "RerankParams", "cached_scores", "load_reranker", "rerank_order"]
 
 
 class Reranker(Protocol):
@@ -44,30 +47,6 @@ class Reranker(Protocol):
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         """Higher is more relevant; one score per text."""
-
-
-@dataclass(frozen=True)
-class RerankParams:
-    name: str = "maxsim"
-    model: str = ""  # cross-encoder name/path, LLM model id, or voyage / cohere model ("" = default)
-    cutoff: int = 20
-    base_url: str | None = None  # voyage / cohere: another endpoint (e.g. a test stub)
-    price: float | None = None  # override the list price (voyage: USD/M tokens; cohere: USD/1,000 searches)
-    max_retries: int = 4
-    # the top-level ``llm`` node (provider, base_url, price), set by Settings: not a rerank.* key
-    llm: LLMParams = field(default_factory=LLMParams, metadata={"omegaconf_ignore": True})
-
-    def __post_init__(self) -> None:
-        if self.name not in RERANKERS:
-            raise ConfigError(f"rerank.name: unknown reranker {self.name!r}; use one of {', '.join(RERANKERS)}")
-        if self.name == "llm" and not self.model and self.llm.provider != "anthropic":
-            raise ConfigError(f"rerank.model: rerank=llm with llm.provider={self.llm.provider} needs a model name",
-                              hint="the name your server serves, e.g. rerank.model=Qwen/Qwen2.5-7B-Instruct (vLLM) "
-                              "or rerank.model=llama3.1:8b (Ollama)")
-        if self.cutoff <= 0:
-            raise ConfigError(f"rerank.cutoff: must be > 0, got {self.cutoff}")
-        if self.price is not None and self.price < 0:
-            raise ConfigError(f"rerank.price: must be >= 0, got {self.price}")
 
 
 class MaxSimReranker:
@@ -101,7 +80,7 @@ class CrossEncoderReranker:
             from sentence_transformers import CrossEncoder
         except ImportError:
             raise ConfigError("rerank.name=cross-encoder needs sentence-transformers and torch",
-                              hint="pip install 'rag-experiments[rerank]'") from None
+                              hint=install_hint("rerank")) from None
         try:
             self._model = CrossEncoder(model, device="cpu")
         except Exception as exc:  # noqa: BLE001 - loader raises many types; name the model
