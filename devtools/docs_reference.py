@@ -533,10 +533,26 @@ def _cell_code(text: str) -> str:
     return "<code>" + html.escape(text, quote=False).replace("|", "&#124;") + "</code>"
 
 
+def _name_cell(text: str) -> str:
+    """An option's name in its group's table as code that never wraps:
+    the site's theme breaks code anywhere when a column is squeezed (``chunking_sw`` / ``eep``
+    beside a long description). GitHub drops the style and does not break the name either."""
+    import html
+
+    return ('<code style="white-space: nowrap">' + html.escape(str(text), quote=False).replace("|", "&#124;")
+            + "</code>")
+
+
+def _plain(text: str) -> str:
+    """Text outside code spans: no HTML, and ``*`` kept literal (a glob such as ``*.all.*`` is not
+    emphasis, on the site or on GitHub)."""
+    return text.replace("<", "&lt;").replace(">", "&gt;").replace("*", "\\*")
+
+
 def _md(text: str) -> str:
     """Plain text for a Markdown paragraph: no HTML outside code spans."""
     parts = re.split(r"(`[^`]*`)", str(text))
-    return "".join(p if p.startswith("`") else p.replace("<", "&lt;").replace(">", "&gt;") for p in parts)
+    return "".join(p if p.startswith("`") else _plain(p) for p in parts)
 
 
 def _cell(text: str) -> str:
@@ -545,7 +561,7 @@ def _cell(text: str) -> str:
     parts = re.split(r"(`[^`]*`)", str(text))
     out = "".join(_cell_code(p.strip("`")) if p.startswith("`") and "|" in p
                   else p if p.startswith("`")
-                  else p.replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|") for p in parts)
+                  else _plain(p).replace("|", "\\|") for p in parts)
     return out.replace("\n", "<br>")
 
 
@@ -614,7 +630,7 @@ def config_markdown() -> str:
         for o in (o for o in options if o.group == group):
             mark = " (default)" if defaults.get(group) == o.name else ""
             examples = "".join(f"<br>{_cell_code(e)}" for e in o.doc.examples)
-            lines.append(f"| {_cell_code(o.name)}{mark} | {_cell(o.doc.header)}{examples} |")
+            lines.append(f"| {_name_cell(o.name)}{mark} | {_cell(o.doc.header)}{examples} |")
         lines.append("")
     lines += ["## Every key", "",
               "Every key below is a field of a frozen params dataclass (the tree is "
@@ -843,6 +859,16 @@ def metric_families() -> list[MetricFamily]:
                      + ", ".join(METHODS) + ", duplicate); failed ones are not scored, a duplicate keeps its rank and earns nothing."),
         MetricFamily("alignment.missing_queries", r"alignment\.missing_queries",
                      "retrieval=stored: golden cases the run file has no ranked list for (scored 0, as trec_eval)."),
+        MetricFamily("external.latency_ms_max, external.live_latency_ms_p50/p95/max, external.latency_cached_queries",
+                     r"external\.(?:latency_ms_max|live_latency_ms_(?:p50|p95|max)|latency_cached_queries)",
+                     "a team's system: the slowest query's latency (every query; a cached answer's is the time it "
+                     "took when it was asked), the percentiles and maximum over the queries asked live this run, "
+                     "and how many queries' latencies are cached ones."),
+        MetricFamily("external.cache_check.<sampled|compared|asks|seconds>",
+                     r"external\.cache_check\.(?:sampled|compared|asks|seconds)",
+                     "a team's system with an answer cache: the live re-ask of a sample before the run "
+                     "(retrieval.external.verify): queries sampled, of them with a cached answer to compare, live "
+                     "asks made and their seconds (tags external.cache_check, external.nondeterministic)."),
         MetricFamily("embedding.tokens, embedding.requests, embedding.texts_sent",
                      r"embedding\.(?:tokens|requests|texts_sent)",
                      "a paid embedding API (embedding=voyage/openai): what the provider reported for this run."),

@@ -142,3 +142,45 @@ def test_the_runs_list_url_in_the_demo_tutorial_opens_with_the_headline_columns(
         page.screenshot(path=str(SHOTS / "docs-runs-url.png"))
     finally:
         context.close()
+
+
+def _reference_page(name: str) -> str:
+    """docs/reference/<name>.md as the site renders it: Python-Markdown with mkdocs.yml's extensions,
+    inside Material's article markup and stylesheet (no site build, no network)."""
+    import glob
+
+    import markdown
+    import yaml
+
+    conf = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8").split("\nnav:", 1)[0])
+    exts = [e if isinstance(e, str) else next(iter(e)) for e in conf["markdown_extensions"]]
+    body = markdown.markdown((ROOT / "docs" / "reference" / f"{name}.md").read_text(encoding="utf-8"), extensions=exts)
+    css = Path(sorted(glob.glob(str(Path(markdown.__file__).parents[1] / "material" / "templates" / "assets"
+                                    / "stylesheets" / "main.*.min.css")))[0]).read_text(encoding="utf-8")
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><style>{css}</style></head><body>"
+            f"<div class='md-content'><article class='md-content__inner md-typeset'>{body}</article></div></body></html>")
+
+
+def test_the_reference_pages_keep_globs_and_table_names_whole(browser, tmp_path):
+    """cli.md's `import-trec --docs` help says `*.all.*` (it rendered as italics, the glob lost) and
+    config.md's experiment table keeps each option's name on one line (`chunking_sw` / `eep`
+    before), at the site's content width in Material's stylesheet."""
+    context, page = _page(browser)
+    try:
+        page.set_viewport_size({"width": 1280, "height": 900})
+        (tmp_path / "cli.html").write_text(_reference_page("cli"), encoding="utf-8")
+        page.goto((tmp_path / "cli.html").as_uri())
+        row = page.locator("tr", has_text="documents file (default: the one").first
+        assert "the one *.all.* / *.ALL file in DIR" in row.inner_text()
+        assert row.locator("em").count() == 0
+        (tmp_path / "config.html").write_text(_reference_page("config"), encoding="utf-8")
+        page.goto((tmp_path / "config.html").as_uri())
+        page.evaluate("() => document.querySelector('article').style.maxWidth = '660px'")  # the site's text column
+        names = page.locator("h3:has-text('experiment options') + table tbody tr td:first-child code")
+        assert names.count() >= 5
+        lines = names.evaluate_all("els => els.map(e => [e.textContent, e.getClientRects().length])")
+        assert all(n == 1 for _, n in lines), lines  # one line box each: no name broken
+        page.locator("h3:has-text('experiment options')").scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / "docs-config-experiment-table.png"))
+    finally:
+        context.close()
