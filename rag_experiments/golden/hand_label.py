@@ -61,6 +61,7 @@ from .label import Pair, already_judged, candidate_pairs, sampled_pairs
 from .normalise import normalised
 from .records import new_id
 from .resolve import current, load_golden
+from .sheet_cells import read_row, sheet_row
 from .spotcheck import ANSWERS, read_answer
 
 NEAR_DUPLICATE = 0.95  # token similarity at or above which two passages of a case are one passage
@@ -351,12 +352,12 @@ def export_csv(plan: HandPlan, out: str | Path, doc_text: Callable[[str], str | 
         with out.open("w", encoding="utf-8", newline="") as f:
             w = csv.writer(f)
             w.writerow(CSV_COLUMNS)
-            for o in plan.offers:
+            for o in plan.offers:  # no cell a spreadsheet would run as a formula (a logged question "=HYPERLINK(...")
                 h = o.pair.hit
                 before, after = _context(doc_text(h["doc_id"]), h["start"], h["end"])
                 also = "\n".join(f"{d.hit['source_uri']} {d.hit['start']}..{d.hit['end']}" for d, _ in o.duplicates)
-                w.writerow([o.pair_id, o.pair.case_id, queries.get(o.pair.case_id, o.pair.query), h["source_uri"],
-                            h["start"], h["end"], before, h["text"], after, also, ""])
+                w.writerow(sheet_row([o.pair_id, o.pair.case_id, queries.get(o.pair.case_id, o.pair.query),
+                                      h["source_uri"], h["start"], h["end"], before, h["text"], after, also, ""]))
         designs = {p.key: p.sample for o in plan.offers for p in (o.pair, *(d for d, _ in o.duplicates)) if p.sample}
         if designs:  # kept out of the sheet (blind: a stratum is a rank range); --import reads it back
             design_path(out).write_text(json.dumps(designs, sort_keys=True), encoding="utf-8")
@@ -405,7 +406,7 @@ def import_csv(golden_path: str | Path, path: str | Path, docs: Sequence, *, lab
                         hint="save the sheet as CSV UTF-8") from None
     reader = csv.DictReader(text.splitlines(keepends=True))
     try:
-        rows = [(reader.line_num, row) for row in reader]
+        rows = [(reader.line_num, read_row(row)) for row in reader]  # the export's formula guard removed
     except csv.Error as exc:
         raise UserError(f"{where0}: not readable as CSV near line {reader.line_num + 1} ({exc})") from None
     need = ("pair_id", "case_id", "document", "start", "end", "passage", "verdict")

@@ -55,6 +55,7 @@ from ..errors import UserError
 from .golden_file import GoldenFile
 from .records import MACHINE_JUDGES, VERDICTS, Judgement, Record, new_id, now_iso
 from .resolve import current, load_golden
+from .sheet_cells import read_row, sheet_row
 
 LABELS = ("YES", "PART", "NO")
 MIN_PAIRS = 30
@@ -388,7 +389,7 @@ def export_pairs(golden_path: str | Path, out: str | Path, *, n: int = MIN_PAIRS
             w = csv.writer(f)
             w.writerow(EXPORT_COLUMNS)
             for j in todo:
-                w.writerow([j.id, queries.get(j.case_id, ""), j.span.source_uri, j.span.quote, ""])
+                w.writerow(sheet_row([j.id, queries.get(j.case_id, ""), j.span.source_uri, j.span.quote, ""]))
     except OSError as exc:
         raise UserError(f"--export {out}: cannot write: {exc.strerror}", hint="name a file in a folder you can write") from None
     return len(todo)
@@ -412,7 +413,7 @@ def import_answers(golden_path: str | Path, answers: str | Path, *, author: str 
         raise UserError(f"--answers {path}: not valid UTF-8 (byte {exc.start})") from None
     reader = csv.DictReader(text.splitlines(keepends=True))
     try:  # every row read first: a malformed CSV (a field over csv's size limit, ...) is one line
-        rows = [(reader.line_num, row) for row in reader]
+        rows = [(reader.line_num, read_row(row)) for row in reader]  # the export's formula guard removed
     except csv.Error as exc:
         raise UserError(f"--answers {path}: not readable as CSV near line {reader.line_num + 1} ({exc})") from None
     missing = [c for c in ("judgement_id", "verdict") if c not in (reader.fieldnames or [])]
