@@ -243,7 +243,7 @@ def cmd_init(args) -> int:
     if note:
         print(f"  note: {note}")
     _seed_conversions(corpus_dir, cache_before, default_cache_dir(root))
-    formats = Counter(fmt for _, fmt in corpus_files(corpus_dir) if fmt != "unsupported")
+    formats = Counter(fmt for _, fmt in corpus_files(corpus_dir) if fmt not in ("unsupported", "link"))
     kinds = ", ".join(f"{n} {fmt}" for fmt, n in sorted(formats.items()))
     print(f"project {name} in {root}: corpus {corpus_dir} ({sum(formats.values())} documents"
           f"{': ' + kinds if kinds else ''})")

@@ -65,6 +65,8 @@ from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from .boundary import MAX_FILE_BYTES  # the one size limit, every format (pypdf reads a whole file into memory)
+
 __all__ = [
     "CONVERTED_SUFFIXES",
     "ConversionError",
@@ -76,9 +78,6 @@ __all__ = [
     "tidy",
 ]
 
-# a larger file is refused, not parsed: pypdf reads the whole file into memory, and a text corpus
-# with one 200 MB file is almost always a scan or a media dump
-MAX_FILE_BYTES = 200 * 1024 * 1024
 # what a DOCX / PPTX (a zip archive) may declare it expands to: see the module docstring
 MAX_MEMBERS = 10_000
 MAX_UNZIPPED_BYTES = 256 * 2**20

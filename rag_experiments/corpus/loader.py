@@ -44,7 +44,9 @@ from ..cache_key import file_identity
 from ..errors import CorpusError
 from ..limits import check_text
 from ..types import Document, SourceFile
-from .convert import CONVERTED_SUFFIXES, MAX_FILE_BYTES, ConversionError, Converted, convert_bytes, converter_for
+from .boundary import (MAX_FILE_BYTES, Refused, folder_link_problem, link_problem, name_problem, printable, read_inside,
+                       walk)
+from .convert import CONVERTED_SUFFIXES, ConversionError, Converted, convert_bytes, converter_for
 from .convert_cache import ConversionCache, entry_key
 
 DEMO = "demo"
@@ -77,10 +79,18 @@ def _parse_front_matter(raw: str, file: Path) -> tuple[dict[str, str], str]:
 
 
 def load_document(file: Path, root: Path, corpus: str) -> Document:
+    """The Markdown file ``file`` under ``root`` as a document; CorpusError naming the file when it
+    cannot be read (a link out of the folder, over the size limit: :mod:`.boundary`) or parsed."""
     try:
-        data = file.read_bytes()
+        data = read_inside(file, root, MAX_FILE_BYTES)
+    except Refused as exc:
+        raise CorpusError(f"{file}: {exc.reason}") from None
     except OSError as exc:
         raise CorpusError(f"{file}: cannot read: {exc.strerror}") from None
+    return _markdown_document(data, file, root, corpus)
+
+
+def _markdown_document(data: bytes, file: Path, root: Path, corpus: str) -> Document:
     try:
         raw = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -88,9 +98,14 @@ def load_document(file: Path, root: Path, corpus: str) -> Document:
             f"{file}: not valid UTF-8 (byte {exc.start})",
             hint="convert it, e.g. iconv -f latin1 -t utf-8",
         ) from None
+    del data  # the bytes are not needed past here: a large file is held once as bytes, not twice
     check_text(raw, str(file))
-    lf = raw.replace("\r\n", "\n")
-    meta, text = _parse_front_matter(lf, file)
+    lf = raw.replace("\r\n", "\n") if "\r" in raw else raw
+    del raw
+    # a UTF-8 byte order mark (Windows editors write one) is no text and must not hide the front
+    # matter; it stays in the raw frame (text_offset), as Python's open() reads it as U+FEFF
+    bom = 1 if lf.startswith("\ufeff") else 0
+    meta, text = _parse_front_matter(lf[bom:] if bom else lf, file)
     if not text.strip():
         raise CorpusError(f"{file}: document is empty", hint="remove the file or give it content")
     rel = file.relative_to(root).as_posix()
@@ -143,16 +158,27 @@ def _format(f: Path) -> str | None:
 
 
 def corpus_files(root: Path) -> list[tuple[Path, str]]:
-    """Every file under ``root`` that is loaded or reported, with its format, sorted by path."""
+    """Every file under ``root`` that is loaded or reported, with its format, sorted by path; a
+    symbolic link to a folder is listed as format ``link`` (never entered: :mod:`.boundary`)."""
     out = []
-    for f in sorted(root.rglob("*")):
+    for f, folder_link in walk(root):
+        if folder_link:
+            out.append((f, "link"))
+            continue
         fmt = _format(f)
         if fmt is None:
             continue
-        if fmt != "md" and (f.is_dir() or any(p.startswith(".") for p in f.relative_to(root).parts[:-1])):
+        if fmt != "md" and any(p.startswith(".") for p in f.relative_to(root).parts[:-1]):
             continue  # a dangling link is kept: reading it reports "cannot read", naming it
         out.append((f, fmt))
     return out
+
+
+def _refusal(f: Path, root: Path, rel: str, fmt: str) -> str | None:
+    """Why the file is not read at all (the corpus boundary, a name no document can have), or None."""
+    if fmt == "link":
+        return folder_link_problem(f, root)
+    return name_problem(rel) or link_problem(f, root)
 
 
 @dataclass(frozen=True)
@@ -160,7 +186,7 @@ class FileResult:
     """What loading one file gave: a document, or the reason it was skipped."""
 
     path: str  # relative to the corpus folder
-    format: str  # md, txt, pdf, docx, pptx, html, unsupported
+    format: str  # md, txt, pdf, docx, pptx, html, unsupported, link (a folder link)
     converter: str | None = None  # "pypdf 7.1.1" for converted files
     chars: int = 0
     seconds: float = 0.0  # converting it (0 when the cache had it)
@@ -212,7 +238,7 @@ class LoadReport:
         return "\n".join(lines)
 
 
-SUPPORTED_ORDER = {f: i for i, f in enumerate(("md", "txt", "html", "pdf", "docx", "pptx", "unsupported"))}
+SUPPORTED_ORDER = {f: i for i, f in enumerate(("md", "txt", "html", "pdf", "docx", "pptx", "unsupported", "link"))}
 
 
 @dataclass(frozen=True)
@@ -288,19 +314,31 @@ def _read(root: Path, name: str, files: list[tuple[Path, str]], *, cache: Conver
     origin: dict[str, Path] = {}
     results: list[FileResult] = []
     cache = cache or ConversionCache()
-    todo = [(f, fmt) for f, fmt in files if fmt not in ("md", "unsupported")]
+    todo = [(f, fmt) for f, fmt in files if fmt not in ("md", "unsupported", "link")]
     bar = _progress(len(todo), progress)
     for f, fmt in files:
         rel = f.relative_to(root).as_posix()
+        refused = _refusal(f, root, rel, fmt)
+        if refused:
+            results.append(FileResult(printable(rel), fmt, failure=refused))
+            continue
         if fmt == "md":
-            doc = load_document(f, root, name)  # raises CorpusError, naming the file, as it always has
+            try:
+                data = read_inside(f, root, MAX_FILE_BYTES)
+            except Refused as exc:  # over the size limit, not a regular file: skipped like any format
+                results.append(FileResult(rel, fmt, failure=exc.reason))
+                continue
+            except OSError as exc:
+                raise CorpusError(f"{f}: cannot read: {exc.strerror}") from None
+            doc = _markdown_document(data, f, root, name)  # raises CorpusError, naming the file, as it always has
+            del data
             results.append(FileResult(rel, fmt, chars=len(doc.text)))
         elif fmt == "unsupported":
             hint = _UNSUPPORTED[f.suffix.lower()]
             results.append(FileResult(rel, fmt, failure=f"unsupported format {f.suffix.lower()}: {hint}"))
             continue
         else:
-            doc, result = _load_other(f, rel, fmt, name, cache)
+            doc, result = _load_other(f, root, rel, fmt, name, cache)
             results.append(result)
             if bar is not None:
                 bar.update(1)
@@ -330,15 +368,14 @@ def _progress(total: int, progress: bool):
     return tqdm(total=total, desc="Converting documents", unit="file", disable=None)
 
 
-def _load_other(f: Path, rel: str, fmt: str, corpus: str, cache: ConversionCache) -> tuple[Document | None, FileResult]:
+def _load_other(f: Path, root: Path, rel: str, fmt: str, corpus: str,
+                cache: ConversionCache) -> tuple[Document | None, FileResult]:
     """A .txt read or a converted file, or None and the reason it was skipped. Never raises for
     the file's content: every failure is one line in the report."""
     try:
-        size = f.stat().st_size
-        if size > MAX_FILE_BYTES:  # refused before reading it into memory
-            return None, FileResult(rel, fmt, failure=f"{size / 1e6:.0f} MB is over the "
-                                    f"{MAX_FILE_BYTES // 2**20} MiB limit for one document; split it")
-        data = f.read_bytes()
+        data = read_inside(f, root, MAX_FILE_BYTES)  # the size limit is checked before reading
+    except Refused as exc:
+        return None, FileResult(rel, fmt, failure=exc.reason)
     except OSError as exc:
         return None, FileResult(rel, fmt, failure=f"cannot read: {exc.strerror or exc}")
     if fmt == "txt":
