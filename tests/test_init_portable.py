@@ -113,7 +113,7 @@ def test_init_project_passes_its_nightly_workflow_from_a_fresh_clone(tmp_path, p
     _sh(git + ["add", "."], project, env)
     _sh(git + ["commit", "-q", "-m", "retrieval evals"], project, env)
     tracked = _sh(["git", "ls-files"], project, env).split()
-    assert "experiments/promoted/default.record.json" in tracked and not any(
+    assert "experiments/promoted/portable.record.json" in tracked and not any(
         p.startswith((".rag-exp/", "mlruns/mlflow")) for p in tracked)
 
     # the runner: a fresh clone somewhere else, the team's machine out of reach

@@ -382,7 +382,7 @@ def test_a_new_team_from_documents_in_every_format_to_a_promoted_champion(instal
         promoted = (project / "conf" / "experiment" / "promoted.yaml").read_text()
         assert "path: ../our-docs" in promoted and "path: experiments/golden/ours.jsonl" in promoted
         assert re.search(r"^  rrf_k: (30|60)$", promoted, re.MULTILINE), promoted
-        record = json.loads((project / "experiments" / "promoted" / "default.record.json").read_text())
+        record = json.loads((project / "experiments" / "promoted" / "ours.record.json").read_text())
         assert record["run_id"] in sweep and record["metrics"]["n_cases"] == len(cases)
         tags = record["tags"]  # the champion's evidence: this golden set, its labels' judge validated
         assert tags["golden_sha256"] == hashlib.sha256(golden.read_bytes()).hexdigest()

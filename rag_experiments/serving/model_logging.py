@@ -27,7 +27,6 @@ import yaml
 
 from ..errors import UserError
 from ..evaluation.metric_key import MEASURES, MetricKey
-from ..paths import project_root
 from ..tracking.ui_links import run_route
 
 MODEL_ARTIFACT = "retriever"
@@ -273,11 +272,11 @@ def ensure_registered(name: str = "default") -> str | None:
 def register_record(name: str, record, c) -> str:
     import mlflow
 
-    from ..tracking.champion import PROMOTED_DIR, model_name
+    from ..tracking.champion import model_name, promoted_file
     from ..tracking.mlflow_run import flatten, setup
     from ..tracking.runs import TAG_CORPUS
 
-    path = project_root() / PROMOTED_DIR / f"{name}.yaml"
+    path = promoted_file(name, ".yaml")
     if not path.exists():
         raise UserError(f"{path} is missing next to {path.with_suffix('.record.json').name}",
                         hint="restore it from git (both files are written by rag-exp promote)")

@@ -36,11 +36,37 @@ def project_name() -> str | None:
 def model_name(name: str) -> str:
     """The registered model of the champion ``name``: ``rag-retriever-<name>``. The ``default``
     champion of a project made by ``rag-exp init`` is registered under the project's name
-    (``rag-retriever-<project>``); its files keep the default names (``promoted.yaml``,
-    ``default.record.json``), so ``experiment=promoted`` and the nightly gate stay as they are."""
+    (``rag-retriever-<project>``), and its files in ``experiments/promoted/`` are named for it too
+    (:func:`promoted_file`); the preset stays ``promoted.yaml``, so ``experiment=promoted`` and the
+    nightly gate stay as they are."""
     if not _NAME.match(name):
         raise UserError(f"--name {name!r}: use letters, digits, '_' and '-' (at most 64)")
     return "rag-retriever-" + ((project_name() or name) if name == "default" else name)
+
+
+def file_stem(name: str) -> str:
+    """The champion's files' stem in ``experiments/promoted/``: its registered model's name without
+    ``rag-retriever-`` (a project's default champion: the project's name; here: ``default``)."""
+    return model_name(name).removeprefix("rag-retriever-")
+
+
+def promoted_file(name: str, suffix: str, *, for_writing: bool = False) -> Path:
+    """``experiments/promoted/<stem><suffix>`` (:func:`file_stem`: named for the model, so a model
+    rag-retriever-sqlite has sqlite.yaml and sqlite.record.json, not default.*). For reading, a
+    project promoted before the files were named so keeps its ``<name><suffix>`` until the next
+    promotion writes the new name (and removes the old: :func:`legacy_files`)."""
+    folder = project_root() / PROMOTED_DIR
+    path = folder / f"{file_stem(name)}{suffix}"
+    legacy = folder / f"{name}{suffix}"
+    return legacy if not for_writing and not path.exists() and legacy.exists() else path
+
+
+def legacy_files(name: str, suffixes: tuple[str, ...]) -> list[Path]:
+    """The champion's files under their old name (``<name><suffix>``) when its stem differs."""
+    if file_stem(name) == name:
+        return []
+    folder = project_root() / PROMOTED_DIR
+    return [folder / f"{name}{s}" for s in suffixes if (folder / f"{name}{s}").exists()]
 
 
 def preset_name(name: str) -> str:
@@ -56,8 +82,8 @@ class Champion:
     name: str = "default"  # the champion's name (registered model rag-retriever-<name>)
 
 
-def record_path(name: str) -> Path:
-    return project_root() / PROMOTED_DIR / f"{name}.record.json"
+def record_path(name: str, *, for_writing: bool = False) -> Path:
+    return promoted_file(name, ".record.json", for_writing=for_writing)
 
 
 def read_record(name: str) -> Champion | None:

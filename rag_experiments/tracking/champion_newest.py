@@ -38,7 +38,7 @@ from ..evaluation.runfile import ARTIFACT, parse_run_file
 from ..golden.resolve import load_golden
 from ..golden.versions import GoldenVersion, NotAnAncestor
 from ..paths import project_root
-from .champion import ALIAS, PROMOTED_DIR, Champion, current_champion, model_name
+from .champion import ALIAS, PROMOTED_DIR, Champion, current_champion, model_name, promoted_file
 from .configured import headline_metrics
 from .runs import client
 from .versioned import candidate_files, find_chain, load_ranked_lists
@@ -49,9 +49,10 @@ TAG = "on_newest_golden"
 PREFIX = "newest."
 
 
-def ranked_path(name: str) -> Path:
-    """The champion's ranked lists committed beside its record: ``experiments/promoted/<name>.run.trec.gz``."""
-    return project_root() / PROMOTED_DIR / f"{name}{RANKED_SUFFIX}"
+def ranked_path(name: str, *, for_writing: bool = False) -> Path:
+    """The champion's ranked lists committed beside its record: ``experiments/promoted/<stem>.run.trec.gz``
+    (champion.promoted_file: named for the model)."""
+    return promoted_file(name, RANKED_SUFFIX, for_writing=for_writing)
 
 
 def write_ranked(name: str, text: str, depth: int) -> Path:
@@ -62,7 +63,7 @@ def write_ranked(name: str, text: str, depth: int) -> Path:
         parts = line.split()
         if len(parts) >= 4 and parts[3].isdigit() and int(parts[3]) <= depth:
             kept.append(" ".join(parts[:5] + ["champion"]))
-    path = ranked_path(name)
+    path = ranked_path(name, for_writing=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(gzip.compress(("\n".join(kept) + "\n").encode("utf-8"), mtime=0))
     return path
@@ -128,7 +129,7 @@ def _flat_config(champion: Champion) -> dict[str, str]:
     if champion.run.params:
         return dict(champion.run.params)
 
-    path = project_root() / PROMOTED_DIR / f"{champion.name}.yaml"
+    path = promoted_file(champion.name, ".yaml")
     try:
         config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, ValueError):
