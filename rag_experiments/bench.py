@@ -14,6 +14,8 @@ Sections (one table, with the machine described):
 * query latency p50/p95 per variant, next to the bare pgvector KNN and bare full-text queries
   (the database floor); the keyword leg with ts_rank and with BM25, and hybrid with each next to
   bare KNN + bare full-text;
+* rerank: the configured reranker's time per query and per pair, cold and from its cache, and the
+  pairs a raised ``rerank.cutoff`` scores anew (:mod:`.bench_rerank`);
 * BM25 statistics: storage per 10k chunks and the time to write them for the default strategy;
 * serving: the default config's ``Retriever.search`` vs the pyfunc model's ``predict`` on warm
   queries, and requests/s of ``mlflow models serve`` with 1 worker;
@@ -56,6 +58,7 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
+from .bench_rerank import bench_rerank
 from .bench_shared_db import bench_shared_db
 
 if TYPE_CHECKING:
@@ -644,8 +647,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strategies", default="heading,fixed,paragraph", help="chunkings to ingest cold")
     ap.add_argument("--queries", type=int, default=100, help="queries for the latency section")
     ap.add_argument("--skip", default="",
-                    help="sections to skip: ingest,shared,bm25,latency,serving,eval,noise,metrics,external,memory,sweep,"
-                    "startup")
+                    help="sections to skip: ingest,shared,bm25,latency,rerank,serving,eval,noise,metrics,external,memory,"
+                    "sweep,startup")
     ap.add_argument("--only", default="", help="run only these sections (comma-separated), e.g. noise")
     ap.add_argument("--noise-builds", type=int, default=4,
                     help="HNSW builds for the noise floor (every pair compared; default 4: 6 pairs)")
@@ -658,7 +661,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus-name", default=None, help="its corpus name (default: the folder name)")
     args = ap.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
-    sections = {"ingest", "shared", "bm25", "latency", "serving", "eval", "noise", "metrics", "external", "memory", "sweep", "startup"}
+    sections = {"ingest", "shared", "bm25", "latency", "rerank", "serving", "eval", "noise", "metrics", "external", "memory", "sweep", "startup"}
     only = set(filter(None, args.only.split(",")))
     if only - sections:
         from .errors import UserError
@@ -727,6 +730,8 @@ def main(argv: list[str] | None = None) -> int:
         queries = [c.query for c in golden.scorable if not query_problem(c.query)][: args.queries]
         if "latency" not in skip:
             bench_latency(conn, strategy, embedder, queries, table, settings.retriever_params)
+        if "rerank" not in skip:  # the hybrid_rerank point's reranker: per query, per pair, a cutoff raised
+            bench_rerank(table.add, conn, strategy, embedder, queries[:20], settings.retriever_params)
         conn.close()
         if "serving" not in skip:
             bench_serving(url, queries[: args.serving_queries], table, corpus_overrides)
