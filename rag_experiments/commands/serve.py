@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -21,7 +20,9 @@ from pathlib import Path
 def register(sub) -> None:
     p = sub.add_parser(
         "serve", help="serve the champion over HTTP (mlflow models serve), registry populated first",
-        description="Serve models:/rag-retriever-<name>@champion with `mlflow models serve --env-manager local`. "
+        description="Serve models:/rag-retriever-<name>@champion with MLflow's scoring server (what `mlflow models "
+        "serve --env-manager local` runs), behind a guard: only JSON requests, errors as JSON without stack traces "
+        "or the request quoted back. "
         "The registry is re-populated from the committed champion record when it does not mirror it, and the "
         "venv's bin folder is put on PATH (the server execs uvicorn from there). POST "
         '{"inputs": ["a question", ...], "params": {"k": 5}} to /invocations (at most 100 queries a call). '
@@ -36,22 +37,24 @@ def register(sub) -> None:
 
 
 def server_command(name: str, host: str, port: int, workers: int) -> tuple[list[str], dict[str, str]]:
-    """The ``mlflow models serve`` argv and environment for the champion ``name``."""
+    """The server's argv and environment for the champion ``name``: uvicorn running MLflow's
+    scoring server behind the guard of :mod:`rag_experiments.serving.http_guard` (what
+    ``mlflow models serve --env-manager local`` runs, minus stack traces and echoed input)."""
     from ..tracking.champion import ALIAS, model_name
     from ..paths import tracking_uri
+    from ..serving.http_app_env import MODEL_ENV
 
     bin_dir = str(Path(sys.executable).parent)
     env = {**os.environ, "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]).rstrip(os.pathsep),
-           "MLFLOW_TRACKING_URI": tracking_uri()}
-    mlflow_exe = shutil.which("mlflow", path=env["PATH"])
-    argv = ([mlflow_exe] if mlflow_exe else [sys.executable, "-m", "mlflow"]) + [
-        "models", "serve", "-m", f"models:/{model_name(name)}@{ALIAS}", "--env-manager", "local",
-        "-h", host, "-p", str(port), "-w", str(workers)]
+           "MLFLOW_TRACKING_URI": tracking_uri(), MODEL_ENV: f"models:/{model_name(name)}@{ALIAS}"}
+    argv = [sys.executable, "-m", "uvicorn", "--host", host, "--port", str(port), "--workers", str(workers),
+            "rag_experiments.serving.http_app:app"]
     return argv, env
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from ..errors import UserError
+    from ..serving.http_app_env import MODEL_ENV
     from ..serving.model_logging import champion_model
 
     if not 0 < args.port < 65536:
@@ -60,10 +63,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UserError(f"--workers {args.workers}: must be >= 1")
     config, manifest = champion_model(args.name)  # re-populates the registry from the record if needed
     argv, env = server_command(args.name, args.host, args.port, args.workers)
-    print(f"serving {argv[argv.index('-m') + 1]} (version {manifest.get('version')}) on http://{args.host}:{args.port}"
+    print(f"serving {env[MODEL_ENV]} (version {manifest.get('version')}) on http://{args.host}:{args.port}"
           "/invocations", flush=True)
     if args.print_command:
         print(" ".join(argv))
+        print(f"{MODEL_ENV}={env[MODEL_ENV]}")
         print(f"PATH={env['PATH']}")
         print(f"MLFLOW_TRACKING_URI={env['MLFLOW_TRACKING_URI']}")
         return 0
