@@ -44,7 +44,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--markdown-summary", metavar="FILE", help="append a Markdown report to FILE "
                    "(e.g. $GITHUB_STEP_SUMMARY)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="extra Hydra override for --run-now, repeatable")
+                   help="extra Hydra override for --run-now, repeatable (refused without --run-now)")
     p.add_argument("--resamples", type=int, default=None,
                    help="random sign flips per test (default: $RAG_EXP_RESAMPLES, else 10000)")
     p.add_argument("--seed", type=int, default=None,
@@ -139,6 +139,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     if not 0 < args.alpha < 1:
         raise UserError(f"--alpha must be in (0, 1), got {args.alpha}")
+    if args.overrides and not args.run_now:  # they configure the run --run-now starts; alone they did nothing
+        raise UserError(f"--set {args.overrides[0]}: overrides apply to the run --run-now starts; without --run-now "
+                        "nothing runs", hint="add --run-now, or drop --set to check an existing run")
     from ..stats.paired import test_settings
 
     args.resamples, args.seed = test_settings(args.resamples, args.seed)
