@@ -763,7 +763,8 @@ def cmd_label(args: argparse.Namespace) -> int:
 
 
 def cmd_spotcheck(args: argparse.Namespace) -> int:
-    from ..golden.spotcheck import export_pairs, import_answers, judge_validation, print_report, run_spotcheck
+    from ..golden.spotcheck import (answers_command, export_pairs, import_answers, judge_validation, print_report,
+                                    run_spotcheck)
 
     console = _console()
     if args.cases is not None and args.cases < 1:
@@ -774,7 +775,7 @@ def cmd_spotcheck(args: argparse.Namespace) -> int:
     if args.export is not None:
         n = export_pairs(args.golden, args.export, n=args.n, seed=args.seed, cases=args.cases)
         print(f"wrote {n} pair(s) to {args.export}: fill in the verdict column (YES / PART / NO, empty to skip), "
-              f"then: rag-exp golden spotcheck --answers {args.export}")
+              f"then: {answers_command(args.golden, args.export, args.author)}")
         return 0
     if args.answers is not None:
         result = import_answers(args.golden, args.answers, author=args.author)

@@ -39,6 +39,7 @@ import hashlib
 import json
 import math
 import os
+import shlex
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -393,6 +394,16 @@ def export_pairs(golden_path: str | Path, out: str | Path, *, n: int = MIN_PAIRS
     except OSError as exc:
         raise UserError(f"--export {out}: cannot write: {exc.strerror}", hint="name a file in a folder you can write") from None
     return len(todo)
+
+
+def answers_command(golden_path: str | Path, answers: str | Path, author: str | None = None) -> str:
+    """The command that records an exported sheet's verdicts, with every option it needs: the
+    golden set it was exported from (without it the verdicts went to the default set) and the
+    author when one was named."""
+    argv = ["rag-exp", "golden", "spotcheck", "--golden", str(golden_path), "--answers", str(answers)]
+    if author:
+        argv += ["--author", author]
+    return shlex.join(argv)
 
 
 def import_answers(golden_path: str | Path, answers: str | Path, *, author: str | None = None,
