@@ -46,6 +46,7 @@ from .tracking.champion import (
     record_path,
 )
 from .tracking.champion_newest import RANKED_SUFFIX, eval_params, ranked_path, refresh_ui, write_ranked
+from .tracking import held_out
 from .tracking.configured import headline_metrics
 from .tracking.mlflow_run import flatten
 from .tracking.promote import (
@@ -191,6 +192,7 @@ class Promotion:
     version: str | None = None
     files: list[Path] = field(default_factory=list)
     already_champion: bool = False
+    held_out: list[str] = field(default_factory=list)  # the best point on dev and test, or why its value is optimistic
 
 
 def promote(metric: str, sweep: str | None = None, name: str = "default", force: bool = False,
@@ -206,17 +208,20 @@ def promote(metric: str, sweep: str | None = None, name: str = "default", force:
         refresh_champion_row(name, c)
     champion = current_champion(name, c)
     pool = same_level(runs, champion)
-    best = pick_best(pool, metric)
-    best = get_run(best.id, c=c)  # now with its per-case table
+    # a frozen dev/test split: a sweep's best is chosen on dev and reported on test (tracking.held_out)
+    split = held_out.split_for(pool) if sweep and len(pool) > 1 else None
+    loaded = [get_run(r.id, c=c) for r in pool] if split is not None or (sweep and champion is not None) else []
+    best = (held_out.best_on_dev(loaded, metric, split) if split is not None else None) or pick_best(pool, metric)
+    best = next((r for r in loaded if r.id == best.id), None) or get_run(best.id, c=c)  # with its per-case table
     # a sweep's best was chosen among its points: the test counts every one (tracking.promote.Selection)
-    family = ([best if r.id == best.id else get_run(r.id, c=c) for r in pool]
-              if sweep and champion is not None and len(pool) > 1 else [])
+    family = loaded if sweep and champion is not None and len(pool) > 1 else []
+    held = held_out.lines(best, len(pool), metric, split) if sweep and len(pool) > 1 else []
     decision = refuse_dirty_tree(decide(champion, best, metric, alpha, "beat", GUARD_SEGMENT, n_resamples, seed,
                                         family))
     if champion is not None and champion.run.id == best.id:
-        return Promotion(decision, False, False, champion.version, already_champion=True)
+        return Promotion(decision, False, False, champion.version, already_champion=True, held_out=held)
     if dry_run or not (decision.ok or force):
-        return Promotion(decision, False, False)
+        return Promotion(decision, False, False, held_out=held)
     forced = not decision.ok
     config_text = load_config_text(best.id, c)
     version = register(best, name, metric, forced, c, config_text)
@@ -233,7 +238,7 @@ def promote(metric: str, sweep: str | None = None, name: str = "default", force:
         c.set_tag(champion.run.id, "replaced_by", best.id)
     files = write_files(decision, name, config_text, version, forced, when)
     refresh_champion_row(name, c)
-    return Promotion(decision, True, forced, version, files)
+    return Promotion(decision, True, forced, version, files, held_out=held)
 
 
 def refresh_champion_row(name: str, c=None) -> None:

@@ -126,6 +126,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     bounded = [] if alignment.gap is not None else bounds_lines(runs, primary, on_labels.golden, c)
     for text in [on_labels.note] * bool(on_labels.note) + bounded:  # (runs on several versions: not bounded)
         _say(args, text)
+    if parent is not None and not args.run_ids:  # a sweep: its best point on dev and test (tracking.held_out)
+        from ..tracking.held_out import sweep_lines
+
+        objective = parent.tags.get("objective") or primary
+        for text in sweep_lines(cmp, objective, parent.tags.get(DIRECTION_TAG) != "minimize", args.markdown):
+            _say(args, text)
     from ..tracking.ui_links import compare_route, line
 
     _say(args, line("these runs side by side", compare_route([r.experiment_id for r in runs], [r.id for r in runs]),

@@ -283,6 +283,21 @@ def register(subparsers: Any) -> None:
     sp.add_argument("--author", help="who retires it (default: $USER)")
     sp.set_defaults(func=cmd_retire)
 
+    sp = sub.add_parser(
+        "split", help="freeze a dev/test split of the cases (appends a 'split' record): select on dev, report on test",
+        description="Appends a `split` record: within each stratum (kind x doc_type) the cases are ordered by "
+        "sha256('SEED:CASE_ID') and the first round(TEST_FRACTION x n) go to test, the rest to dev. A case added "
+        "later goes to test when that hash, read as a fraction, is below TEST_FRACTION. Sweeps then choose their "
+        "best point on dev; the sweep parent, compare --sweep and promote --sweep report it on test. A second "
+        "split needs --replace and --reason (both stay in the file). rag_experiments/golden/split.py.")
+    golden_arg(sp)
+    sp.add_argument("--seed", type=int, default=13, help="seed of the case hash (default: 13)")
+    sp.add_argument("--test-fraction", type=float, default=0.3, help="share of each stratum held out (default: 0.3)")
+    sp.add_argument("--replace", action="store_true", help="replace the split in force (needs --reason)")
+    sp.add_argument("--reason", default="", help="why (required with --replace)")
+    sp.add_argument("--author", help="who freezes it (default: $USER)")
+    sp.set_defaults(func=cmd_split)
+
     sp = sub.add_parser("verify", help="check the hash chain and manifest; print counts",
                         description="Reads the whole file, checking every line's hash chain and "
                         "the manifest (edits, insertions, truncation are reported by line), and that every "
@@ -894,6 +909,20 @@ def cmd_retire(args: argparse.Namespace) -> int:
 
     record = retire_case(args.golden, args.case_id, args.reason, args.author)
     _say(_console(), f"retired case {record['target']} ({record['id']}): {record['reason']}")
+    return 0
+
+
+def cmd_split(args: argparse.Namespace) -> int:
+    from ..golden.split import freeze
+
+    record, counts = freeze(args.golden, args.seed, args.test_fraction, args.reason, args.author, args.replace)
+    out = _console()
+    _say(out, f"split {record['id']}: {len(record['dev'])} dev, {len(record['test'])} test cases "
+              f"(seed {record['seed']}, test fraction {record['test_fraction']:g}), appended to {args.golden}")
+    for stratum, n in counts.items():
+        _say(out, f"  {stratum}: {n['dev']} dev, {n['test']} test")
+    _say(out, "sweeps now choose their best point on dev; compare --sweep, promote --sweep and the sweep parent "
+              "report it on test")
     return 0
 
 

@@ -83,6 +83,8 @@ def cmd_promote(args: argparse.Namespace) -> int:
                  f"{primary.n} cases it shares with the champion's golden version "
                  f"{str(d.champion.run.golden or '?')[:12]}, the value the table below compares")
     out.print(line, soft_wrap=True)
+    for held in result.held_out:  # chosen on dev and reported on test, or why the value is optimistic
+        out.print(held, soft_wrap=True, markup=False)
     if d.champion is not None and d.champion.source == "record":
         from ..tracking.champion import record_path
 

@@ -35,6 +35,9 @@ Record types (fields beyond the common ones):
 ``manifest``
     ``who``, ``reason``, ``records`` and ``head`` (the line count and last line hash a person
     confirmed as intended when the missing manifest was rebuilt: ``rag-exp golden manifest``).
+``split``
+    ``seed``, ``test_fraction``, ``strata``, ``dev`` and ``test`` (case ids), ``rule``, ``who``, ``reason``:
+    the frozen dev/test split of the cases (``rag-exp golden split``, :mod:`.split`); the last one counts.
 ``anchor``
     ``case_id``, ``ref`` (``<case id>#<evidence index>`` or a judgement id), ``status``
     (moved | fuzzy | stale), ``span`` (the new span, absent when stale), ``similarity``:
@@ -59,7 +62,7 @@ from ..limits import surrogate_problem
 VERDICTS = {"YES": 2, "PART": 1, "NO": 0}
 JUDGE_KINDS = ("llm", "human", "agent")
 MACHINE_JUDGES = ("llm", "agent")  # labels that need a human spot-check before they are trusted
-RECORD_TYPES = ("case", "judgement", "retire", "anchor", "manifest")
+RECORD_TYPES = ("case", "judgement", "retire", "anchor", "manifest", "split")
 ANCHOR_STATUSES = ("moved", "fuzzy", "stale")
 
 
@@ -235,6 +238,16 @@ class Manifest(Record):
     pass
 
 
+@dataclass(frozen=True)
+class Split(Record):
+    """A dev/test split (:mod:`.split` interprets it)."""
+
+    seed: int
+    test_fraction: float
+    dev: frozenset[str]
+    test: frozenset[str]
+
+
 def validate(rec: Any, where: str) -> dict:
     """Check one record's shape; raise GoldenSetError naming ``where`` (file:line) and the field."""
     parse_record(rec, where)
@@ -308,6 +321,8 @@ def parse_record(rec: Any, where: str) -> Record:
         _need(rec, "records", int, where)
         _need(rec, "head", str, where)
         return Manifest(rid, raw=rec)
+    if rtype == "split":
+        return _parse_split(rec, rid, where)
     case_id = _need(rec, "case_id", str, where)
     ref = _need(rec, "ref", str, where)
     status = _need(rec, "status", str, where)
@@ -316,3 +331,25 @@ def parse_record(rec: Any, where: str) -> Record:
     span = None if status == "stale" else parse_span(rec.get("span"), f"{where}: span")
     by_human = (rec.get("by") or {}).get("kind") == "human"  # a person vouched for the passage
     return Anchor(rid, case_id, ref, status, span, by_human, rec.get("checked_doc_hash"), raw=rec)
+
+
+def _parse_split(rec: dict, rid: str, where: str) -> Split:
+    seed = _need(rec, "seed", int, where)
+    fraction = _need(rec, "test_fraction", (int, float), where)
+    if isinstance(fraction, bool) or not 0 < fraction < 1:
+        raise GoldenSetError(f"{where}: test_fraction must be in (0, 1), got {fraction!r}")
+    _need(rec, "strata", list, where)
+    _need(rec, "rule", str, where)
+    _need(rec, "who", str, where)
+    if not _need(rec, "reason", str, where).strip():
+        raise GoldenSetError(f"{where}: 'reason' is empty")
+    sides = {}
+    for side in ("dev", "test"):
+        ids = _need(rec, side, list, where)
+        if not all(isinstance(i, str) for i in ids):
+            raise GoldenSetError(f"{where}: field {side!r} must list case ids (strings)")
+        sides[side] = frozenset(ids)
+    both = sides["dev"] & sides["test"]
+    if both:
+        raise GoldenSetError(f"{where}: case {sorted(both)[0]} is on both sides of the split")
+    return Split(rid, seed, float(fraction), sides["dev"], sides["test"], raw=rec)

@@ -165,12 +165,21 @@ class MlflowSweepCallback(Callback):
             return False
 
     def _record_result(self, client, parent_id: str, children: list, n_failed: int) -> None:
+        from . import held_out  # pandas and the golden set: the sweep's end, never run.py's start-up
+
         finished = [c for c in children if c.status == "FINISHED"]
         objective = str(self.objective)
+        cmp = self._comparison(client, finished, objective) if self.summary and len(finished) >= 2 else None
         best = S.best_child(finished, objective, self.maximize)
+        # a frozen dev/test split: the best point is chosen on dev and reported on test (tracking.held_out)
+        split = held_out.split_for(finished) if cmp is not None else None
+        if split is not None:
+            best = held_out.best_on_dev([row.run for row in cmp.rows], objective, split, self.maximize) or best
         tags = {"children": str(len(children)), "children_failed": str(n_failed)}
         metrics: dict[str, float] = {}
         extra: list[str] = []
+        held = (held_out.lines(best, len(finished), objective, split, S.best_label(cmp, best), markdown=True)
+                if best is not None and len(finished) >= 2 else [])
         if best is not None:
             overrides = S.child_overrides(best, self.spec)
             from .configured import headline_metrics
@@ -185,7 +194,6 @@ class MlflowSweepCallback(Callback):
             tags["optuna.best_params"] = json.dumps(optuna["best_params"])[:5000]
             extra.append("Optuna best: " + ", ".join(f"`{k}={v}`" for k, v in optuna["best_params"].items())
                          + f" → {float(optuna['best_value']):.4f}")
-        cmp = self._comparison(client, finished, objective) if self.summary and len(finished) >= 2 else None
         table = None
         if cmp is not None:  # values and Δ only: the Overview reads in one screen (table.md has the rest)
             from .compare_render import markdown_table
@@ -196,7 +204,8 @@ class MlflowSweepCallback(Callback):
 
             extra = verdict_lines(verdicts(cmp, self.resamples, self.seed), cmp.alpha) + extra
         tags["mlflow.note.content"] = S.note(self.name, objective, best, tags.get("best_run_overrides", ""),
-                                             len(children), n_failed, table, extra, S.best_label(cmp, best))
+                                             len(children), n_failed, table, extra, S.best_label(cmp, best),
+                                             held, on_dev=split is not None)
         # the name, overrides and labels quote what was swept: a swept db.url carries its password
         tags = {k: redact_text(str(v)) for k, v in tags.items()}
         params = {k: redact_text(str(v)) for k, v in S.shared_params(finished, exclude=list(self.spec)).items()}

@@ -176,15 +176,22 @@ def best_label(cmp, best: RunView | None) -> str | None:
 
 
 def note(name: str, objective: str, best: RunView | None, overrides: str, n_children: int, n_failed: int,
-         table: str | None, extra: Sequence[str] = (), label: str | None = None) -> str:
+         table: str | None, extra: Sequence[str] = (), label: str | None = None, held: Sequence[str] = (),
+         on_dev: bool = False) -> str:
     """The parent's run description: the verdict in two lines, then the comparison table.
-    ``label``: the best point's name in the table (:func:`best_label`); else its overrides."""
+    ``label``: the best point's name in the table (:func:`best_label`); else its overrides. ``held``:
+    the best point's dev and test values, or the note that its value is optimistic (:mod:`.held_out`),
+    right under the Best line; ``on_dev``: the best was chosen on the dev cases of a split."""
     lines = [f"### Sweep {name}", ""]
     if best is None:
         lines.append(f"No child run logged `{objective}`.")
+    elif on_dev:
+        lines.append(f"**Best `{objective}` on dev**: `{label or overrides or best.name}` (run `{best.id}`); "
+                     f"{best.metrics[objective]:.4f} on all cases.")
     else:
         lines.append(f"**Best `{objective}` = {best.metrics[objective]:.4f}**: `{label or overrides or best.name}` "
                      f"(run `{best.id}`).")
+    lines += ["", *held] if held else []
     lines.append("")
     lines.append(f"{n_children} runs" + (f", **{n_failed} failed**" if n_failed else "") + ".")
     lines += [f"{e}" for e in extra]

@@ -1,0 +1,117 @@
+"""A sweep's selected point on the held-out cases: chosen on dev, reported on test.
+
+With a frozen split in the golden set (``rag-exp golden split``, :mod:`rag_experiments.golden.split`),
+the sweep parent, ``compare --sweep`` and ``promote --sweep`` choose the best point by its mean on the
+**dev** cases (the tie rule of :func:`.sweep_parent.best_of`), and report it on the **test** cases,
+which took no part in the choice, with a 95% bootstrap interval, beside its dev value: the gap
+between the two is the optimism of choosing the best of N on the same cases. Dev and test values are
+computed from each run's per-case table (``per_case.json``): nothing is re-run.
+
+Without a split the tool behaves as before (the best on all cases) and says once that the value is
+optimistic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import GoldenSetError
+from ..evaluation.metric_key import MetricKey
+from ..golden.golden_file import GoldenFile
+from ..golden.split import DEV, TEST, FrozenSplit, current_split
+from ..golden.versions import GoldenVersion, prefix_length
+from ..stats.bootstrap import bootstrap_interval
+from .compare import _in_segment
+from .runs import RunView
+from .sweep_parent import best_of
+from .versioned import candidate_files
+
+
+@dataclass(frozen=True)
+class Sides:
+    """One run's metric on each side of the split (NaN and 0 cases when a side has none)."""
+
+    dev: float
+    dev_n: int
+    test: float
+    test_n: int
+    test_interval: tuple[float, float]
+
+
+def split_for(runs: Sequence[RunView]) -> FrozenSplit | None:
+    """The split in force in the golden file the runs used (their ``golden.path``), when their golden
+    version is a prefix of that file (a split appended after the runs counts: it changes no case or
+    label); None without one."""
+    for path in candidate_files(runs):
+        if not path.is_file():
+            continue
+        try:
+            records = GoldenFile(path).read_records()
+            for r in runs:
+                version = GoldenVersion.from_tags(r.tags)
+                if version is not None:
+                    prefix_length(path, version)  # NotAnAncestor (a GoldenSetError) when it is not on this chain
+        except GoldenSetError:
+            continue
+        return current_split(records)
+    return None
+
+
+def sides(run: RunView, key: MetricKey, split: FrozenSplit, samples: int = 1000, seed: int = 13) -> Sides | None:
+    """``key``'s mean over the run's dev cases and test cases, the test mean with its bootstrap interval."""
+    pc = run.per_case
+    if pc is None or key.column not in pc:
+        return None
+    keep = np.ones(len(pc), dtype=bool) if key.segment is None else _in_segment(pc, key.segment)
+    values = pc[key.column].to_numpy(dtype=float)[keep]
+    side = np.array(split.sides(pc["case_id"].astype(str).to_numpy()[keep]))
+    dev, test = values[side == DEV], values[side == TEST]
+    interval = bootstrap_interval(test, samples, seed) if len(test) else (float("nan"), float("nan"))
+    return Sides(float(dev.mean()) if len(dev) else float("nan"), len(dev),
+                 float(test.mean()) if len(test) else float("nan"), len(test), interval)
+
+
+def best_on_dev(runs: Sequence[RunView], objective: str, split: FrozenSplit, maximize: bool = True) -> RunView | None:
+    """The run with the best dev mean of ``objective`` (ties: :func:`.sweep_parent.best_of`); runs
+    without a per-case table or dev cases are left out."""
+    key = MetricKey.parse(objective)
+    scored = {r.id: s.dev for r in runs if (s := sides(r, key, split)) is not None and s.dev_n}
+    return best_of([r for r in runs if r.id in scored], lambda r: scored[r.id], maximize)
+
+
+def lines(best: RunView, n_points: int, objective: str, split: FrozenSplit | None, label: str | None = None,
+          markdown: bool = False) -> list[str]:
+    """What the reader should know about the selected point's value: its dev and test values (which
+    side each is from), or, without a split, that its value is optimistic."""
+    name = label or best.name
+    b = "**" if markdown else ""
+    code = "`" if markdown else ""
+    if split is None:
+        return [f"No held-out split in the golden set: {code}{name}{code} was chosen as the best of {n_points} "
+                f"points on the same cases its {objective} is reported on, so that value is optimistic "
+                f"(`rag-exp golden split` freezes a dev/test split; then the choice is made on dev and reported "
+                f"on test)."]
+    s = sides(best, MetricKey.parse(objective), split)
+    if s is None:
+        return [f"{code}{name}{code} has no per-case table: no dev/test values."]
+    lo, hi = s.test_interval
+    return [f"Selected on {b}dev{b} ({s.dev_n} cases) among {n_points} points: {code}{name}{code} {objective} "
+            f"{s.dev:.4f} (dev, the cases it was chosen on: optimistic); {b}test{b} ({s.test_n} held-out cases, not "
+            f"used to choose): {b}{s.test:.4f}{b} [{lo:.3f}, {hi:.3f}] (split {split.id})."]
+
+
+def sweep_lines(cmp, objective: str, maximize: bool = True, markdown: bool = False) -> list[str]:
+    """``compare --sweep``'s lines for a sweep's comparison ``cmp``: its best point (on dev with a
+    split, else on all cases: the sweep parent's choice) on dev and test, or why its value is optimistic."""
+    runs = [row.run for row in cmp.rows]
+    split = split_for(runs)
+    scored = [r for r in runs if r.metrics.get(objective) is not None]
+    best = (best_on_dev(runs, objective, split, maximize) if split is not None else None) or \
+        best_of(scored, lambda r: r.metrics[objective], maximize)
+    if best is None or len(runs) < 2:
+        return []
+    label = next((row.label for row in cmp.rows if row.run.id == best.id), None)
+    return lines(best, len(runs), objective, split, label, markdown)
