@@ -259,12 +259,23 @@ def delta_bounds(metric: str, a: Mapping[str, CaseView], b: Mapping[str, CaseVie
     shared = [cid for cid in a if cid in b]
     lows, highs, deltas, unjudged = [], [], [], 0
     for cid in shared:
-        lo, hi = pair_range(name, k, a[cid], b[cid])
+        lo, hi, now, n = case_delta(name, k, a[cid], b[cid])
         lows.append(lo)
         highs.append(hi)
-        deltas.append(value(name, k, a[cid]) - value(name, k, b[cid]))
-        unjudged += len(set(a[cid].unknown(k)) | set(b[cid].unknown(k)))
-    return DeltaBounds(metric, _mean(deltas), _mean(lows), _mean(highs), unjudged, len(shared),
+        deltas.append(now)
+        unjudged += n
+    return delta_of(metric, lows, highs, deltas, unjudged)
+
+
+def case_delta(name: str, k: int, a: CaseView, b: CaseView) -> tuple[float, float, float, int]:
+    """One case: (lowest Δ, highest Δ, Δ with unjudged = miss, unjudged passages in either cut-off)."""
+    lo, hi = pair_range(name, k, a, b)
+    return lo, hi, value(name, k, a) - value(name, k, b), len(set(a.unknown(k)) | set(b.unknown(k)))
+
+
+def delta_of(metric: str, lows: Sequence[float], highs: Sequence[float], deltas: Sequence[float],
+             unjudged: int) -> DeltaBounds:
+    return DeltaBounds(metric, _mean(deltas), _mean(lows), _mean(highs), unjudged, len(deltas),
                        tuple(lows), tuple(highs), tuple(deltas))
 
 
@@ -285,6 +296,20 @@ class Sway:
     rank_b: int | None
 
 
+def case_sways(name: str, k: int, case_id: str, va: CaseView, vb: CaseView, cases: int) -> list[Sway]:
+    """One case's unjudged passages (either cut-off) and their weights, ``cases`` the mean's divisor."""
+    ua, ub = va.unknown(k), vb.unknown(k)
+    base = value(name, k, va) - value(name, k, vb)
+    out = []
+    for key in dict.fromkeys([*ua, *ub]):
+        yes = (value(name, k, va, [key] if key in ua else (), 0 if key in ua else 1)
+               - value(name, k, vb, [key] if key in ub else (), 0 if key in ub else 1))
+        ra = va.slots.index(key) + 1 if key in ua else None
+        rb = vb.slots.index(key) + 1 if key in ub else None
+        out.append(Sway(case_id, key, abs(yes - base) / cases, ra, rb))
+    return out
+
+
 def sways(metric: str, a: Mapping[str, CaseView], b: Mapping[str, CaseView]) -> list[Sway]:
     """Every passage unjudged in either run's cut-off on the cases both have, with its weight: the
     rank-discounted gain the metric gives it in A minus in B (recall: its share of the case's units;
@@ -292,18 +317,7 @@ def sways(metric: str, a: Mapping[str, CaseView], b: Mapping[str, CaseView]) -> 
     :func:`value` scores it, so a passage both runs rank alike weighs ~0."""
     name, k = metric_parts(metric)
     shared = [cid for cid in a if cid in b]
-    out: list[Sway] = []
-    for cid in shared:
-        va, vb = a[cid], b[cid]
-        ua, ub = va.unknown(k), vb.unknown(k)
-        base = value(name, k, va) - value(name, k, vb)
-        for key in dict.fromkeys([*ua, *ub]):
-            yes = (value(name, k, va, [key] if key in ua else (), 0 if key in ua else 1)
-                   - value(name, k, vb, [key] if key in ub else (), 0 if key in ub else 1))
-            ra = va.slots.index(key) + 1 if key in ua else None
-            rb = vb.slots.index(key) + 1 if key in ub else None
-            out.append(Sway(cid, key, abs(yes - base) / len(shared), ra, rb))
-    return out
+    return [s for cid in shared for s in case_sways(name, k, cid, a[cid], b[cid], len(shared))]
 
 
 def with_verdict(view: CaseView, key: str, grade: int) -> CaseView:

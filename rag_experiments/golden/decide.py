@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
 from scipy import stats as sps
@@ -66,7 +67,7 @@ def one_per_text(candidates: Sequence[Candidate]) -> list[Candidate]:
     others become its ``copies`` and their weights add to its own."""
     kept: dict[tuple[str, str], Candidate] = {}
     for c in candidates:
-        text = normalised(c.text)[0] if c.text else c.key
+        text = _normalised(c.text) if c.text else c.key
         slot = (c.case_id, text)
         if slot in kept:
             first = kept[slot]
@@ -75,6 +76,11 @@ def one_per_text(candidates: Sequence[Candidate]) -> list[Candidate]:
         else:
             kept[slot] = c
     return list(kept.values())
+
+
+@lru_cache(maxsize=65536)
+def _normalised(text: str) -> str:  # the loop reads the same passages again after every verdict
+    return normalised(text)[0]
 
 
 @dataclass(frozen=True)
