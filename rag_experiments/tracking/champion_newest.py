@@ -210,6 +210,26 @@ def _with_params(run, flat: Mapping[str, str]):
     return replace(run, params=dict(flat))
 
 
+#: the runs list's first column (ui_links.CHAMPION_TAGS): ``true`` on the champion's run (promote and
+#: the record's stand-in set it), ``holds the champion: <point>`` on the sweep parent that holds it
+#: folded (the point's own row is out of view until the parent is unfolded)
+MARK = "champion"
+HOLDS = "holds the champion: "
+
+
+def mark_champion(c, run_id: str) -> None:
+    """Mark the sweep parent of the champion's run (when it is a sweep point); the mark leaves the
+    parent of the champion before (an experiment's runs list marks one parent at a time)."""
+    run = c.get_run(run_id)
+    parent = run.data.tags.get("mlflow.parentRunId")
+    value = f"{HOLDS}{run.info.run_name or run_id[:8]}"[:250]
+    for old in c.search_runs([run.info.experiment_id], f"tags.{MARK} LIKE '{HOLDS}%'", max_results=100):
+        if old.info.run_id != parent:
+            c.delete_tag(old.info.run_id, MARK)
+    if parent and c.get_run(parent).data.tags.get(MARK) != value:
+        c.set_tag(parent, MARK, value)
+
+
 def refresh_ui(name: str = "default", c=None) -> OnNewest | None:
     """Tag the champion's row in the runs list (the run behind alias ``champion``: its stand-in for a
     champion of record) and its registry version with its value on the newest golden version
@@ -225,6 +245,7 @@ def refresh_ui(name: str = "default", c=None) -> OnNewest | None:
     champion = current_champion(name, c)
     if champion is None or not mv.run_id:
         return None
+    mark_champion(c, mv.run_id)
     current = c.get_run(mv.run_id).data.tags
     if current.get(TAG) and _file_digest(champion) in (current.get(PREFIX + "golden_sha256"), champion.run.golden):
         return None  # tagged for the golden file as it is: nothing grew since (a hash, not a rescoring)
