@@ -210,7 +210,7 @@ def _with_params(run, flat: Mapping[str, str]):
     return replace(run, params=dict(flat))
 
 
-#: the runs list's first column (ui_links.CHAMPION_TAGS): ``true`` on the champion's run (promote and
+#: the runs list's first tag column (ui_links.CHAMPION_TAGS): ``true`` on the champion's run (promote and
 #: the record's stand-in set it), ``holds the champion: <point>`` on the sweep parent that holds it
 #: folded (the point's own row is out of view until the parent is unfolded)
 MARK = "champion"

@@ -36,10 +36,16 @@ VIEW_PREFIX = "mlflow.sharedViewState."
 VIEW_TAG = VIEW_PREFIX + VIEW_KEY
 #: the headline metrics at the default cutoffs (conf/eval: ks [5, 20], mrr_k 10, ndcg_k 10)
 VIEW_METRICS = ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10")
-#: tags as columns: the sweep's best point, the variant, the golden version's size (every run) and,
-#: on the champion's row (its stand-in run), the golden version its record was measured on and its value
-#: on the newest version, rescored (tracking.champion_newest.TAG)
-VIEW_TAGS = ("sweep.best", "variant", "golden_records", "measured_on", "on_newest_golden")
+#: the first tags of the view (MLflow's table lists attributes, then metrics alphabetically, then tags,
+#: whatever the order given here): which row is the champion (``champion``: ``true`` on
+#: its run, ``holds the champion: <point>`` on the sweep parent that holds it folded,
+#: tracking.champion_newest.mark_champion) and the champion's value on the newest golden version,
+#: rescored (tracking.champion_newest.TAG): a champion measured on an older version says so beside
+#: the headline metrics, not in the last columns (issue 59)
+CHAMPION_TAGS = ("champion", "on_newest_golden")
+#: tags as columns after the metrics: the sweep's best point, the variant, the golden version's size
+#: (every run) and, on the champion's row, the golden version its record was measured on
+VIEW_TAGS = ("sweep.best", "variant", "golden_records", "measured_on")
 
 
 def view_state(metrics=VIEW_METRICS, order_by: str | None = None, search_filter: str | None = None) -> str:
@@ -49,7 +55,8 @@ def view_state(metrics=VIEW_METRICS, order_by: str | None = None, search_filter:
     list every metric alphabetically). MLflow shows a metric as logged (its runs table has no
     rounding option); the tool's own tables round to 3 decimals. ``search_filter``: the runs shown
     (a sweep's points: ``tags.mlflow.parentRunId = '<id>'``)."""
-    cols = [f"metrics.`{m}`" for m in metrics] + [f"tags.`{t}`" for t in VIEW_TAGS]
+    cols = ([f"tags.`{t}`" for t in CHAMPION_TAGS] + [f"metrics.`{m}`" for m in metrics]
+            + [f"tags.`{t}`" for t in VIEW_TAGS])
     charts = [{"deleted": False, "type": "BAR", "uuid": f"headline-{m}", "metricSectionId": "headline",
                "isGenerated": False, "metricKey": m} for m in metrics]
     # sorted by a metric MLflow lists children flat among the parents; by start time sweeps stay folded

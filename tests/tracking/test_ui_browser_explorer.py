@@ -5,7 +5,10 @@ by Playwright in Debian's Chromium (never ``playwright install``).
 * the case explorer renders inside MLflow's artifact view (an ``<iframe sandbox="allow-scripts">``
   on a blob URL), lost case first, its filters and pages work;
 * a page whose question and passage carry ``<script>`` / ``</script>`` runs none of it;
-* the runs-list URL docs/tutorials/demo.md gives opens with the headline metric columns.
+* the runs-list URL docs/tutorials/demo.md gives opens with the headline metric columns, the
+  champion's mark and its value on the newest golden version right after them (on the folded
+  sweep parent that holds it);
+* the reference pages keep a glob and the option names whole.
 """
 
 from __future__ import annotations
@@ -51,7 +54,18 @@ def module_store(tmp_path_factory, _template_db, mini_docs):
         a, b, lost, _ = pair_of_runs(root, mini_docs)
         assert cli("compare", a, b) == 0
         page, _ = hostile_page()
-        log_page(mlflow.tracking.MlflowClient(), a, "explorer/hostile.html", page)
+        c = mlflow.tracking.MlflowClient()
+        log_page(c, a, "explorer/hostile.html", page)
+        # b is the champion and a sweep's point (what promote --force of a point leaves): the folded
+        # parent carries the mark (tracking.champion_newest.mark_champion, as promote calls it)
+        from rag_experiments.tracking.champion_newest import mark_champion
+
+        sweep = c.create_run(exp_id, run_name="retrieval=vector,hybrid", tags={"sweep": "parent"}).info.run_id
+        c.set_terminated(sweep)
+        c.set_tag(b, "mlflow.parentRunId", sweep)
+        c.set_tag(b, "champion", "true")
+        c.set_tag(b, "on_newest_golden", "measured on the newest golden version")
+        mark_champion(c, b)
         yield root, exp_id, a, b, lost
         mlflow.set_tracking_uri("")
 
@@ -139,6 +153,17 @@ def test_the_runs_list_url_in_the_demo_tutorial_opens_with_the_headline_columns(
         page.get_by_text("Model registry", exact=True).first.wait_for()  # Model training mode
         for column in ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10"):
             page.get_by_role("columnheader", name=column).first.wait_for(timeout=15_000)
+        # the champion's mark is the first tag column (MLflow lists metrics, then tags: right after the
+        # four headline metrics, in the first screen, not last), on the folded sweep parent's row
+        close_assistant = page.get_by_role("button", name="Close")  # MLflow 3's side panel
+        if close_assistant.count():
+            close_assistant.first.click()
+        x = {name: page.get_by_role("columnheader", name=name, exact=True).first.bounding_box()["x"]
+             for name in ("champion", "on_newest_golden", "ndcg_at_10", "variant")}
+        page.screenshot(path=str(SHOTS / "docs-runs-url.png"))
+        # MLflow orders the tag columns itself (not by the view's list): both in the first screen
+        assert x["ndcg_at_10"] < x["champion"] < 1400 and x["on_newest_golden"] < 1450, x
+        page.get_by_role("gridcell", name="holds the champion: vector").first.wait_for()
         page.screenshot(path=str(SHOTS / "docs-runs-url.png"))
     finally:
         context.close()

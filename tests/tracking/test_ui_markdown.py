@@ -79,8 +79,9 @@ def test_the_experiment_carries_the_runs_lists_opening_view(small_sweep):
     tags = MlflowClient().get_experiment(exp_id).tags
     state = json.loads(tags[VIEW_TAG])
     assert state == json.loads(view_state())
-    assert state["selectedColumns"][2:6] == ["metrics.`recall_at_5`", "metrics.`recall_at_20`",
-                                             "metrics.`mrr_at_10`", "metrics.`ndcg_at_10`"]
+    # the champion's mark and its value on the newest golden version first, then the headline metrics
+    assert state["selectedColumns"][2:8] == ["tags.`champion`", "tags.`on_newest_golden`", "metrics.`recall_at_5`",
+                                             "metrics.`recall_at_20`", "metrics.`mrr_at_10`", "metrics.`ndcg_at_10`"]
     assert "tags.`sweep.best`" in state["selectedColumns"] and state["orderByKey"] == "attributes.start_time"
     assert f"viewStateShareKey={VIEW_KEY}" in runs_route(exp_id) and "workflowType=machine_learning" in runs_route(exp_id)
 
