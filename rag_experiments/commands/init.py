@@ -39,8 +39,8 @@ Without an LLM key, write the cases and label the hits yourself:
 rag-exp corpus show DOC --grep "TEXT"     # the converted text a quote must match, with line numbers
 rag-exp golden add --kind exact --query "What does OPTION_NAME do?" --source-uri DOC --quote "..."
 rag-exp golden add --kind paraphrase --query "..." --source-uri DOC --quote "..."   # other words than the text
-rag-exp run -m retrieval=vector,keyword,hybrid,hybrid_rerank   # then label the sweep's top 5 by hand:
-rag-exp golden label --by-hand --sweep PARENT_ID -k 5     # y / p / n in the terminal, or --export a CSV
+rag-exp run -m retrieval=vector,keyword,hybrid,hybrid_rerank   # then label the sweep's top 10 by hand:
+rag-exp golden label --by-hand --sweep PARENT_ID -k 10    # MRR@10, nDCG@10 and judged@10 read the top 10
 ```
 
 Then measure:
