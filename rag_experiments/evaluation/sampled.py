@@ -286,6 +286,24 @@ def table_problem(table) -> str:
     return ""
 
 
+def table_disagreement(table: Mapping, scored: Mapping[str, Mapping[int, float]], tol: float = 1e-9) -> str:
+    """Where a readable ``table`` contradicts the run's own per-case values (``scored``: case id ->
+    {k: recall@k}, the run's ``per_case.json``), or "": a case's recall with every label (base, plus
+    its correction when drawn) is what the run scored it. A table edited by hand (every ``base`` set
+    to 1.0) then names the first case that gives it away instead of moving the estimate."""
+    if not scored:  # the run was read without its per-case table: nothing to check against
+        return ""
+    for cid, row in table["cases"].items():
+        values = scored.get(cid)
+        if values is None:
+            return f"case {cid} is not in the run's per_case.json"
+        for i, k in enumerate(table["ks"]):
+            full = row["base"][i] + (row["delta"][i] if "delta" in row else 0.0)
+            if k in values and abs(full - values[k]) > tol:
+                return f"case {cid}: recall@{k} {full:.3f} here, {values[k]:.3f} in the run's per_case.json"
+    return ""
+
+
 def _design_of(table: Mapping) -> tuple:
     return table["sample"], table["stratum"], table["population"], table["sampled"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..evaluation.sampled import ARTIFACT, table_difference, table_problem
+from ..evaluation.sampled import ARTIFACT, table_difference, table_disagreement, table_problem
 from .mlflow_run import dict_json, log_batch, log_files
 from .runs import artifact_json
 
@@ -31,6 +31,16 @@ def log_sampled(run_id: str, metrics: dict, summary: str, table: dict | None) ->
 def read_sampled(run_id: str, client=None, artifact_uri: str = "") -> dict | None:
     """The run's ``sampled_labels.json``, or None when it logged none (or it cannot be read)."""
     return artifact_json(run_id, ARTIFACT, client, artifact_uri)
+
+
+def _scored(run, ks) -> dict[str, dict[int, float]]:
+    """The run's per-case recall@k (its per_case.json), case id -> {k: value}; {} for a run read
+    without its table (nothing to cross-check against)."""
+    frame = getattr(run, "per_case", None)
+    if frame is None or "case_id" not in frame:
+        return {}
+    cols = {k: f"recall_at_{k}" for k in ks if f"recall_at_{k}" in frame}
+    return {str(row["case_id"]): {k: float(row[c]) for k, c in cols.items()} for row in frame.to_dict("records")}
 
 
 def sampled_lines(runs: Sequence, labels: Sequence[str]) -> list[str]:
@@ -55,6 +65,13 @@ def sampled_lines(runs: Sequence, labels: Sequence[str]) -> list[str]:
             who, why = bad[0]
             lines.append(f"sampled labels: {who}'s {ARTIFACT} cannot be read ({why}): no paired estimate against "
                          "the baseline")
+            continue
+        wrong = [(who, why) for who, t, run in (("the baseline", base_table, base), (label, table, r))
+                 if (why := table_disagreement(t, _scored(run, t["ks"])))]
+        if wrong:  # an artifact edited by hand: its numbers are not the run's
+            who, why = wrong[0]
+            lines.append(f"sampled labels: {who}'s {ARTIFACT} disagrees with its own per_case.json ({why}): "
+                         "no paired estimate against the baseline")
             continue
         parts = []
         for k in table["ks"]:
