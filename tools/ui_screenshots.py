@@ -12,6 +12,14 @@ Playwright opens, in a fresh browser profile each, what a user opens: the runs l
 link), the sweep parent's Overview, the compare view the tool links to (the sweep's chart link
 where the tree has one, else MLflow's compare page of the points), the champion's registry version
 and MLflow Home -> the experiment. Run it with this repository's venv; nothing is downloaded.
+
+``--store PROJECT`` shoots a project's real store instead (the demo the README builds: ``make run``,
+``run.py retrieval=vector``, ``run.py -m fusion.rrf_k=30,60`` in a folder with ``RAG_EXP_HOME``
+there): it first runs ``rag-exp compare`` on the two single runs and ``compare --last-sweep
+--log-plots`` (logging the case explorers and the charts), then shoots the runs list's first screen,
+the sweep parent, each case explorer in MLflow's artifact view and the sweep's charts::
+
+    python tools/ui_screenshots.py --store /tmp/demo --out test-artifacts/browser/after
 """
 
 from __future__ import annotations
@@ -140,11 +148,98 @@ def shoot(base: str, exp_id: str, parent: str, children: list[str], out: Path) -
     return written
 
 
+def _serve(root: Path, db: Path):
+    port = _free_port()
+    log = open(root / "mlflow-server.log", "w")
+    server = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}",
+                               "--host", "127.0.0.1", "--port", str(port), "--workers", "1"], cwd=root, stdout=log,
+                              stderr=subprocess.STDOUT, env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            urllib.request.urlopen(f"{base}/health", timeout=2).read()
+            return server, base
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("mlflow server did not start: " + (root / "mlflow-server.log").read_text()[-2000:])
+            time.sleep(0.25)
+
+
+def shoot_store(store: Path, out: Path) -> list[Path]:
+    """The real store of a project (see the module's docstring): compare logs the explorers and the
+    charts, then one screenshot per page a user opens, 1500x1000, fresh profile each."""
+    from playwright.sync_api import sync_playwright
+
+    db = store / "mlruns" / "mlflow.db"
+    os.environ.update(RAG_EXP_HOME=str(store), MLFLOW_TRACKING_URI=f"sqlite:///{db}",
+                      MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR="false", COLUMNS="200")
+    os.chdir(store)
+    from rag_experiments.cli import main as cli
+    from rag_experiments.tracking import ui_links
+    from rag_experiments.tracking.explorer import artifact_path
+    from rag_experiments.tracking.runs import last_sweep_parent, search, sweep_children
+
+    parent = last_sweep_parent()
+    points = sweep_children(parent.id)
+    singles = [r for r in search() if r.parent_id is None and not r.is_sweep_parent and r.status == "FINISHED"]
+    hybrid = next(r for r in singles if r.params.get("retrieval.variant") == "hybrid")
+    vector = next(r for r in singles if r.params.get("retrieval.variant") == "vector")
+    assert cli(["compare", hybrid.id, vector.id]) == 0
+    assert cli(["compare", "--last-sweep", "--log-plots"]) == 0
+    exp = parent.experiment_id
+    pages = {
+        "1-runs-list-first-screen": (f"{ui_links.runs_route(exp)}", parent.name, False),
+        "2-sweep-parent": (ui_links.run_route(exp, parent.id), "Best", True),
+        "3-explorer-hybrid-vs-vector": (ui_links.run_route(exp, vector.id, artifact_path(hybrid.id)), None, False),
+        "4-explorer-sweep-points": (ui_links.run_route(exp, points[1].id, artifact_path(points[0].id)), None, False),
+        "5-sweep-chart": (ui_links.run_route(exp, parent.id, next(
+            f"comparison/{n}" for n in os.listdir(store / "mlruns" / "artifacts" / parent.id / "artifacts" / "comparison")
+            if "_vs_" in n)), None, False),
+        "6-recall-curves": (ui_links.run_route(exp, parent.id, "comparison/recall_at_k.png"), None, False),
+    }
+    server, base = _serve(store, db)
+    written = []
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            for name, (route, wait_for, full) in pages.items():
+                context = browser.new_context(viewport={"width": 1500, "height": 1000})
+                page = context.new_page()
+                page.set_default_timeout(60_000)
+                page.goto(f"{base}/{route}")
+                if wait_for:
+                    page.get_by_text(wait_for, exact=False).first.wait_for()
+                elif name.startswith(("3", "4")):
+                    page.frame_locator("iframe.mlflow-html-iframe").locator("section.case").first.wait_for()
+                else:
+                    page.locator("img").last.wait_for()
+                for target in (page.get_by_role("button", name="Close"), page.get_by_text("Show more")):
+                    _click_if_visible(target)
+                page.wait_for_timeout(2500)
+                page.screenshot(path=str(out / f"{name}.png"), full_page=full)
+                written.append(out / f"{name}.png")
+                context.close()
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tree", type=Path, required=True, help="the checkout whose code logs the store")
+    ap.add_argument("--tree", type=Path, help="the checkout whose code logs the store")
+    ap.add_argument("--store", type=Path, help="a project folder with a real store (the demo): shoot it instead")
     ap.add_argument("--out", type=Path, required=True, help="folder for the PNG files")
     args = ap.parse_args(argv)
+    if args.store:
+        for path in shoot_store(args.store.resolve(), args.out.resolve()):
+            print(f"wrote {path}")
+        return 0
+    if not args.tree:
+        ap.error("give --tree CHECKOUT or --store PROJECT")
     tree, out = args.tree.resolve(), args.out.resolve()
     sys.path.insert(0, str(tree))
     import mlflow
