@@ -66,8 +66,8 @@ class EvalParams:
             raise ConfigError(f"eval.min_coverage: must be in (0, 1], got {self.min_coverage}")
         if self.level not in ("chunk", "document"):
             raise ConfigError(f"eval.level: must be 'chunk' or 'document', got {self.level!r}")
-        if self.bootstrap_samples < 0:
-            raise ConfigError(f"eval.bootstrap_samples: must be >= 0, got {self.bootstrap_samples}")
+        if not 0 <= self.bootstrap_samples <= 10_000:  # an index matrix of cases x samples: 10^9 asked for 1.67 TiB
+            raise ConfigError(f"eval.bootstrap_samples: must be in 0..10000, got {self.bootstrap_samples}")
         if self.unjudged not in ("nonrelevant", "condensed"):
             raise ConfigError(f"eval.unjudged: must be 'nonrelevant' or 'condensed', got {self.unjudged!r}")
 
