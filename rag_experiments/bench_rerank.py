@@ -27,7 +27,7 @@ def bench_rerank(add: Callable[[str, str, str], None], conn, strategy, embedder,
     fused.embed_queries(queries)
     heads = []
     for q in queries:
-        hits = fused.search(q, cutoff + 10)
+        hits = fused.search(q, cutoff + 10).hits
         texts = fused.chunk_texts([h.chunk_id for h in hits])
         heads.append((q, [texts[h.chunk_id] for h in hits]))
     reranker = load_reranker(params.rerank)
