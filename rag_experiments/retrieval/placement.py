@@ -16,14 +16,25 @@ Methods, tried in this order, the first that works recorded per hit (:data:`METH
     no document text); one that lies wholly in it cannot be placed. Converted documents (PDF,
     HTML, DOCX, PPTX) have no raw-file characters: their offset is 0, raw = text;
   - ``auto`` (default): when the passage gives its text, the offsets whose window holds that text
-    (stored text first, then raw); without text they are taken as ``text`` (nothing to check
-    them by: a system that counts from the raw file and returns no text must say ``raw``).
+    (stored text first, then raw). Without text (bare offsets) into a document with front matter,
+    both frames are checked against the document (:meth:`Placer._bare_frame`): a span that fits
+    only one of them is read in that frame (one ending inside the front matter is a text span; one
+    running past the text's end as text offsets but not as raw ones is a raw span, and then every
+    later passage of the system is read as raw); when both fit, the frame in which the span cuts no
+    word (a splitter cuts between words) while the other's does; when that decides nothing, the
+    frame the system's earlier passages showed; when there is none yet, the run stops with one line
+    asking for ``retrieval.external.offsets=raw`` or ``text`` (:class:`AmbiguousOffsets`): reading
+    them in the wrong frame would score every such passage a few words off, without a word. The
+    note of each hit says which frame was chosen and why;
 
   The window must hold the passage's text (after the normalisation below, or once a metadata
   header is stripped, see below). Offsets that fit neither frame (outside the document, or
   another text there) never stop the run: the passage is placed by its text, noted, or, when it
   has none, is ``failed`` (counted and listed; ``max_unplaced`` applies);
-* ``exact``: the text occurs verbatim in the document (first occurrence);
+* ``exact``: the text occurs verbatim in the document. A text that occurs more than once is placed
+  at the occurrence nearest the passage's offsets when it gave some (in either frame; the note
+  says so); without offsets it is ``ambiguous``: not placed (which occurrence the system meant is
+  unknown: the first would credit or miss by chance), listed with the occurrences' offsets;
 * ``normalised``: it occurs once both are normalised: runs of whitespace made one space,
   Markdown markup characters (``* ` # > | _ \\``) dropped, letters lower-cased; and when that fails,
   again with up to :data:`MAX_PREFIX_LINES` leading lines dropped (a breadcrumb or title the
@@ -33,6 +44,7 @@ Methods, tried in this order, the first that works recorded per hit (:data:`METH
   stops at :data:`FUZZY_BUDGET_MS` a passage (then ``failed``, "time bound");
 * ``document``: a stored run's bare document name (no offsets, no text): the whole document,
   as a document-level run means it;
+* ``ambiguous``: the text occurs several times (exact or normalised) and no offsets say which;
 * ``failed``: none of these; ``unknown_document``: no corpus document has that source_uri/doc_id.
 
 Metadata headers: a passage whose text starts with blocks that are not document text, of any
@@ -55,6 +67,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Sequence
@@ -62,12 +75,13 @@ from typing import Sequence
 from ..golden.fuzzy import FUZZY_THRESHOLD, DocIndex, locate
 from ..golden.normalise import normalised as _normalised  # the one normalisation golden add uses too
 from ..types import Document, Hit
-from .passages import Passage
+from .passages import ExternalResultError, Passage
 
-METHODS = ("offsets", "exact", "normalised", "fuzzy", "document", "failed", "unknown_document")
+METHODS = ("offsets", "exact", "normalised", "fuzzy", "document", "ambiguous", "failed", "unknown_document")
 PLACED = frozenset(("offsets", "exact", "normalised", "fuzzy", "document"))
 OFFSETS = ("auto", "raw", "text")  # what a passage's start/end count from
 MAX_PREFIX_LINES = 3
+MAX_OCCURRENCES = 20  # occurrences of a repeated text looked for (and listed) per passage
 FUZZY_BUDGET = 5_000_000  # token comparisons the fuzzy matcher may spend on one passage (golden.fuzzy: work bound)
 UNPLACED_DOC = "unplaced:"  # doc_id prefix of a hit no span can overlap
 # a metadata line: "key: value" (LlamaIndex writes "key: " for an empty value); the key one to
@@ -86,7 +100,7 @@ def strip_header(text: str) -> list[int]:
     line: one block, cut after its closing line only) and runs of ``key: value`` lines
     (LlamaIndex's ``{key}: {value}`` metadata: a cut after each, as a document line such as
     "Example: ..." may follow the metadata and look like it)."""
-    lines = text.split("\n")
+    lines = text.removeprefix("\ufeff").split("\n")  # a file read with its byte order mark
     i, n, cuts = 0, len(lines), []
     while i < n:
         line = lines[i]
@@ -110,6 +124,10 @@ def strip_header(text: str) -> list[int]:
         if k < n:
             cuts.append(k)
     return sorted(set(cuts))
+
+
+class AmbiguousOffsets(ExternalResultError):
+    """Bare offsets in ``auto`` mode that fit a document's text and its raw file alike."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +158,8 @@ class Placer:
         self.by_stem = {s: ds[0] for s, ds in stems.items() if len(ds) == 1}
         self._norm: dict[str, tuple[str, list[int]]] = {}
         self._index: dict[str, DocIndex] = {}
+        # bare offsets in auto mode: how many passages showed each frame (see _bare_frame)
+        self._bare_seen: Counter = Counter()
 
     def document(self, name: str) -> Document | None:
         d = self.by_name.get(name)
@@ -154,12 +174,12 @@ class Placer:
             return Placement("unknown_document", None, note=f"no corpus document {p.document!r}")
         texts = _candidates(p.text)
         if p.start is not None:
-            placed, why = self._by_offsets(doc, p, texts)
+            placed, why = self._by_offsets(doc, p, texts, where)
             if placed is not None:
                 return placed
             if not texts:
                 return Placement("failed", doc, note=why)
-            placed = self._by_text(doc, texts)
+            placed = self._by_text(doc, texts, near=(p.start, p.start - doc.text_offset))
             return Placement(placed.method, doc, placed.start, placed.end,
                              f"{why}; " + ("placed by text" if placed.method in PLACED else placed.note)
                              + (f" ({placed.note})" if placed.method in PLACED and placed.note else ""))
@@ -167,19 +187,61 @@ class Placer:
             return Placement("document", doc, 0, len(doc.text))
         return self._by_text(doc, texts)
 
-    def _frames(self, doc: Document, has_text: bool) -> list[tuple[str, int]]:
-        """(name, shift): what the offsets may count from, in the order tried."""
-        if self.offsets == "text" or (self.offsets == "auto" and (not has_text or not doc.text_offset)):
-            return [("text", 0)]
+    def _frames(self, doc: Document, p: Passage, has_text: bool, where: str) -> tuple[list[tuple[str, int]], str]:
+        """(name, shift): what the offsets may count from, in the order tried; and a note saying
+        why when ``auto`` chose one frame for bare offsets."""
+        if self.offsets == "text" or (self.offsets == "auto" and not doc.text_offset):
+            return [("text", 0)], ""
         if self.offsets == "raw":
-            return [("raw", doc.text_offset)]
-        return [("text", 0), ("raw", doc.text_offset)]
+            return [("raw", doc.text_offset)], ""
+        if not has_text:
+            return self._bare_frame(doc, p, where)
+        return [("text", 0), ("raw", doc.text_offset)], ""
 
-    def _by_offsets(self, doc: Document, p: Passage, texts: list[tuple[str, str]]) -> tuple[Placement | None, str]:
+    def _bare_frame(self, doc: Document, p: Passage, where: str) -> tuple[list[tuple[str, int]], str]:
+        """The frame of offsets given without text into a document with front matter (``auto``):
+        see the module. The evidence of earlier passages is kept (:attr:`_bare_seen`): one system
+        counts from one frame, so a passage that decides nothing is read in the frame the others
+        showed."""
+        n, shift, text = len(doc.text), doc.text_offset, doc.text
+        if p.end <= shift:  # wholly inside the front matter as raw offsets: only text offsets can mean it
+            return [("text", 0)], "offsets=auto: text frame (as raw offsets it lies in the front matter)"
+        if p.end > n:  # past the text's end: raw offsets, or none at all (said as before)
+            if p.end - shift > n:
+                return [("text", 0)], ""
+            self._bare_seen["raw-past-end"] += 1
+            return [("raw", shift)], f"offsets=auto: raw frame (as text offsets it runs past the text's end, {n})"
+        if self._bare_seen["raw-past-end"]:
+            return [("raw", shift)], "offsets=auto: raw frame (an earlier passage fits no other)"
+
+        def word_edges(s: int, e: int) -> bool:  # a splitter cuts between words, never inside one
+            return ((s <= 0 or not (text[s - 1].isalnum() and text[s].isalnum()))
+                    and (e >= n or not (text[e - 1].isalnum() and text[e].isalnum())))
+        edges = {"text": word_edges(p.start, p.end), "raw": word_edges(p.start - shift, p.end - shift)}
+        if edges["text"] != edges["raw"]:
+            frame = "text" if edges["text"] else "raw"
+            self._bare_seen[frame] += 1
+            return ([(frame, 0 if frame == "text" else shift)],
+                    f"offsets=auto: {frame} frame (its span cuts no word, the other's does)")
+        seen_text, seen_raw = self._bare_seen["text"], self._bare_seen["raw"]
+        if seen_text != seen_raw:
+            frame = "text" if seen_text > seen_raw else "raw"
+            return ([(frame, 0 if frame == "text" else shift)],
+                    f"offsets=auto: {frame} frame (as {max(seen_text, seen_raw)} of {seen_text + seen_raw} earlier "
+                    "passages showed)")
+        raise AmbiguousOffsets(
+            f"{where}: offsets {p.start}..{p.end} into {doc.source_uri!r} come without text, and the document "
+            f"has {shift} characters of front matter: they fit its text and its raw file alike",
+            hint="say what they count from: retrieval.external.offsets=raw (the file as read, front matter "
+                 "included: LangChain start_index, LlamaIndex start_char_idx) or offsets=text")
+
+    def _by_offsets(self, doc: Document, p: Passage, texts: list[tuple[str, str]],
+                    where: str = "") -> tuple[Placement | None, str]:
         n, why, fits = len(doc.text), [], []
         if not (0 <= p.start < p.end):
             return None, f"offsets {p.start}..{p.end} are no span"
-        for frame, shift in self._frames(doc, bool(texts)):
+        frames, chosen = self._frames(doc, p, bool(texts), where)
+        for frame, shift in frames:
             s, e = p.start - shift, p.end - shift
             if e <= 0:
                 why.append(f"{frame}: inside the front matter (0..{shift})")
@@ -193,7 +255,7 @@ class Placer:
             if s < 0:
                 note += "; starts in the front matter: placed from the text's start"
             if not texts:
-                return Placement("offsets", doc, lo, e, note), ""
+                return Placement("offsets", doc, lo, e, "; ".join(x for x in (chosen, note) if x)), ""
             # the text the window must hold: each candidate, and when the window starts in the
             # front matter, each candidate's tail after it
             wanted = [t for t, _ in texts] + ([t[len(t) - e:] for t, _ in texts if len(t) >= e] if s < 0 else [])
@@ -211,13 +273,15 @@ class Placer:
             hint = " (counted from the raw file? retrieval.external.offsets=raw)"
         return None, f"offsets {p.start}..{p.end} of {doc.source_uri!r} do not fit ({'; '.join(why)}){hint}"
 
-    def _by_text(self, doc: Document, texts: list[tuple[str, str]]) -> Placement:
+    def _by_text(self, doc: Document, texts: list[tuple[str, str]], near: tuple[int, ...] = ()) -> Placement:
+        """``near``: the passage's start offset in each frame, when it gave offsets (that did not
+        hold its text): a repeated text is placed at the occurrence nearest them."""
         if not texts:
             return Placement("failed", doc, note="empty text")
         for t, stripped in texts:  # the fewest lines dropped first
-            i = doc.text.find(t)
-            if i >= 0:
-                return Placement("exact", doc, i, i + len(t), stripped)
+            spans = _occurrences(doc.text, t)
+            if spans:
+                return _chosen("exact", doc, [(i, i + len(t)) for i in spans], near, stripped)
         norm, where = self._norm.get(doc.doc_id) or self._norm.setdefault(doc.doc_id, _normalised(doc.text))
         # every text tried is a suffix of the passage from a line start: normalised once, then cut
         full = texts[0][0]
@@ -235,10 +299,11 @@ class Placer:
                 q = qnorm[k + 1:] if qnorm[k:k + 1] == " " else qnorm[k:]  # == _normalised(suffix)
                 if not q:
                     break
-                j = norm.find(q)
-                if j >= 0:
+                found = _occurrences(norm, q)
+                if found:
                     note = "; ".join(x for x in (stripped, f"{drop} leading line(s) dropped" if drop else "") if x)
-                    return Placement("normalised", doc, where[j], where[j + len(q) - 1] + 1, note)
+                    return _chosen("normalised", doc, [(where[j], where[j + len(q) - 1] + 1) for j in found],
+                                   near, note)
         t, stripped = texts[-1]  # the text without its metadata header, when it had one
         index = self._index.get(doc.doc_id) or self._index.setdefault(doc.doc_id, DocIndex(doc.text))
         quote = t.strip()
@@ -247,6 +312,29 @@ class Placer:
         if m.status != "none":
             return Placement("fuzzy", doc, m.start, m.end, note)
         return Placement("failed", doc, note=note or "not found in the document")
+
+
+def _occurrences(text: str, needle: str) -> list[int]:
+    """Start offsets of ``needle`` in ``text`` (overlapping ones too), at most MAX_OCCURRENCES + 1."""
+    out, i = [], text.find(needle)
+    while i >= 0 and len(out) <= MAX_OCCURRENCES:
+        out.append(i)
+        i = text.find(needle, i + 1)
+    return out
+
+
+def _chosen(method: str, doc: Document, spans: list[tuple[int, int]], near: tuple[int, ...], note: str) -> Placement:
+    """One occurrence: the only one, the one nearest the passage's offsets, or ``ambiguous``."""
+    if len(spans) == 1:
+        return Placement(method, doc, *spans[0], note)
+    count = f"{len(spans) - 1}+" if len(spans) > MAX_OCCURRENCES else str(len(spans))
+    listed = ", ".join(f"{s}..{e}" for s, e in spans[:MAX_OCCURRENCES])
+    if near:
+        s, e = min(spans, key=lambda span: (min(abs(span[0] - x) for x in near), span[0]))
+        said = f"the text occurs {count} times; placed at the one nearest the offsets ({s}..{e})"
+        return Placement(method, doc, s, e, "; ".join(x for x in (note, said) if x))
+    said = f"ambiguous: the text occurs {count} times ({listed}) and the passage gives no offsets to say which"
+    return Placement("ambiguous", doc, note="; ".join(x for x in (note, said) if x))
 
 
 def _candidates(text: str | None) -> list[tuple[str, str]]:
