@@ -15,7 +15,9 @@ folder, say) reads the project's cache, not a new one where the shell happens to
 ``rag-exp init``, the tutorial's order) into it. One JSON file per entry, written to a temporary name and renamed, so two
 processes converting the same file never leave a torn entry; an entry that does not parse, or
 whose recorded key differs, is treated as absent. A failure that depends only on the bytes
-(encrypted, no text layer, corrupt) is cached too, so a re-run does not parse a broken file again.
+(encrypted, no text layer, corrupt) is cached too, so a re-run does not parse a broken file again;
+so is one at the converter's time or memory limit (:mod:`.convert_worker`), with those limits: it
+is tried again only when the file changes or a limit is raised.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pathlib import Path
 
 from ..cache_key import cache_key
 from .convert import Converted, conversion_code_digest
+from .convert_worker import Limits
 
 ENV = "RAG_EXP_CONVERT_CACHE"
 
@@ -106,23 +109,30 @@ class ConversionCache:
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> Converted | str | None:
+    def get(self, key: str, limits: Limits | None = None) -> Converted | str | None:
+        """The entry, or None. A failure recorded at a time or memory limit (``limits`` in the entry)
+        is None when ``limits`` give more room now: the file is tried again."""
         try:
             raw = json.loads(self._path(key).read_text(encoding="utf-8"))
             if raw.get("key") != key:
                 return None
             if "failure" in raw:
+                if limits is not None and isinstance(raw.get("limits"), dict) and limits.exceed(raw["limits"]):
+                    return None
                 return str(raw["failure"])
             return Converted.from_json(raw["converted"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def put(self, key: str, value: Converted | str) -> None:
+    def put(self, key: str, value: Converted | str, limits: Limits | None = None) -> None:
+        """Store a conversion or a failure; ``limits``: the failure happened at these limits."""
         if self._write_failed:
             return
-        body = {"key": key}
+        body: dict = {"key": key}
         if isinstance(value, str):
             body["failure"] = value
+            if limits is not None:
+                body["limits"] = limits.to_json()
         else:
             body["converted"] = value.to_json()
         path = self._path(key)

@@ -28,17 +28,17 @@ class _CopyFrom(ConversionCache):
         super().__init__(target.folder)
         self.source, self.target, self.copied = source, target, 0
 
-    def get(self, key: str) -> Converted | str | None:
+    def get(self, key: str, limits=None) -> Converted | str | None:
         if self.target.get(key) is not None:
             return self.MISS  # already there: nothing to copy
         value = self.source.get(key)
         if value is None:
             return self.MISS
-        self.target.put(key, value)
+        self.target.put(key, value)  # a failure at a limit is copied without its limits: tried again there
         self.copied += 1
         return value
 
-    def put(self, key: str, value: Converted | str) -> None:
+    def put(self, key: str, value: Converted | str, limits=None) -> None:
         pass
 
 

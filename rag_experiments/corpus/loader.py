@@ -46,8 +46,9 @@ from ..limits import check_text
 from ..types import Document, SourceFile
 from .boundary import (MAX_FILE_BYTES, Refused, folder_link_problem, link_problem, name_problem, printable, read_inside,
                        walk)
-from .convert import CONVERTED_SUFFIXES, ConversionError, Converted, convert_bytes, converter_for
+from .convert import CONVERTED_SUFFIXES, Converted, converter_for
 from .convert_cache import ConversionCache, entry_key
+from .convert_worker import ConversionWorker
 
 DEMO = "demo"
 
@@ -316,6 +317,20 @@ def _read(root: Path, name: str, files: list[tuple[Path, str]], *, cache: Conver
     cache = cache or ConversionCache()
     todo = [(f, fmt) for f, fmt in files if fmt not in ("md", "unsupported", "link")]
     bar = _progress(len(todo), progress)
+    with ConversionWorker() as worker:  # a child process, started on the first file the cache lacks
+        _read_files(root, name, files, cache, worker, bar, docs, origin, results)
+    if bar is not None:
+        bar.close()
+    report = LoadReport(root, tuple(results))
+    if not docs:
+        raise CorpusError(f"no document in {root} could be loaded: {report.failure_summary()}",
+                          hint="see rag-exp corpus convert FOLDER for each file's reason")
+    return CorpusLoad([docs[k] for k in sorted(docs)], report)
+
+
+def _read_files(root: Path, name: str, files: list[tuple[Path, str]], cache: ConversionCache,
+                worker: ConversionWorker, bar, docs: dict[str, Document], origin: dict[str, Path],
+                results: list[FileResult]) -> None:
     for f, fmt in files:
         rel = f.relative_to(root).as_posix()
         refused = _refusal(f, root, rel, fmt)
@@ -338,7 +353,7 @@ def _read(root: Path, name: str, files: list[tuple[Path, str]], *, cache: Conver
             results.append(FileResult(rel, fmt, failure=f"unsupported format {f.suffix.lower()}: {hint}"))
             continue
         else:
-            doc, result = _load_other(f, root, rel, fmt, name, cache)
+            doc, result = _load_other(f, root, rel, fmt, name, cache, worker)
             results.append(result)
             if bar is not None:
                 bar.update(1)
@@ -351,13 +366,6 @@ def _read(root: Path, name: str, files: list[tuple[Path, str]], *, cache: Conver
             )
         docs[doc.doc_id] = doc
         origin[doc.doc_id] = f
-    if bar is not None:
-        bar.close()
-    report = LoadReport(root, tuple(results))
-    if not docs:
-        raise CorpusError(f"no document in {root} could be loaded: {report.failure_summary()}",
-                          hint="see rag-exp corpus convert FOLDER for each file's reason")
-    return CorpusLoad([docs[k] for k in sorted(docs)], report)
 
 
 def _progress(total: int, progress: bool):
@@ -368,8 +376,8 @@ def _progress(total: int, progress: bool):
     return tqdm(total=total, desc="Converting documents", unit="file", disable=None)
 
 
-def _load_other(f: Path, root: Path, rel: str, fmt: str, corpus: str,
-                cache: ConversionCache) -> tuple[Document | None, FileResult]:
+def _load_other(f: Path, root: Path, rel: str, fmt: str, corpus: str, cache: ConversionCache,
+                worker: ConversionWorker) -> tuple[Document | None, FileResult]:
     """A .txt read or a converted file, or None and the reason it was skipped. Never raises for
     the file's content: every failure is one line in the report."""
     try:
@@ -384,16 +392,13 @@ def _load_other(f: Path, root: Path, rel: str, fmt: str, corpus: str,
     converter = converter_for(suffix)
     file_sha = hashlib.sha256(data).hexdigest()
     key = entry_key(file_sha, suffix, converter)
-    hit = cache.get(key)
+    hit = cache.get(key, worker.limits)
     cached, seconds = hit is not None, 0.0
     if hit is None:
         t = time.perf_counter()
-        try:
-            hit = convert_bytes(data, suffix)
-        except ConversionError as exc:
-            hit = exc.reason
+        hit, at_limit = worker.convert(data, suffix)  # a child process with a time and memory limit
         seconds = time.perf_counter() - t
-        cache.put(key, hit)
+        cache.put(key, hit, worker.limits if at_limit else None)
     if isinstance(hit, str):
         return None, FileResult(rel, fmt, converter, seconds=seconds, cached=cached, failure=hit)
     conv: Converted = hit
