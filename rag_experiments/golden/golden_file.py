@@ -19,7 +19,9 @@ import fcntl
 import hashlib
 import json
 import os
+import sys
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable
 
@@ -85,6 +87,53 @@ class _Tally:
 _VERIFIED_READS: dict[Path, tuple[tuple, list[Record], _Tally]] = {}
 
 
+# Paths whose lock this process holds (path -> depth): an append re-reads the file under its own
+# exclusive lock, and asking flock for a shared lock through a second descriptor would wait on itself
+_HELD: dict[Path, int] = {}
+
+
+@contextmanager
+def _file_lock(path: Path, exclusive: bool):
+    """The golden set's lock (``.<name>.lock`` beside it): exclusive to append, shared to read.
+
+    A reader without it could read the file before another process's append and the manifest
+    after it, and report "file truncated ... restore the file from git" for a file that was only
+    growing (8 concurrent ``golden add``: 4 failed so, issue 55). A wait says what it waits for.
+    Without a lock file it can create (a read-only checkout), a read goes ahead unlocked."""
+    key = path.resolve()
+    if key in _HELD:
+        _HELD[key] += 1
+        try:
+            yield
+        finally:
+            _HELD[key] -= 1
+        return
+    lock_path = path.with_name("." + path.name + ".lock")
+    try:
+        if exclusive:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        lock = open(lock_path, "a+")
+    except OSError:
+        if exclusive:
+            raise
+        yield
+        return
+    with lock:
+        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+        try:
+            fcntl.flock(lock.fileno(), mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another command {'using' if exclusive else 'appending to'} {path} ...",
+                  file=sys.stderr, flush=True)
+            fcntl.flock(lock.fileno(), mode)
+        _HELD[key] = 1
+        try:
+            yield
+        finally:
+            del _HELD[key]
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
 def _identity_of(path: Path) -> tuple | None:
     try:
         return file_identity(path)
@@ -145,8 +194,11 @@ class GoldenFile:
         if known is not None and known[0] == key:
             records, tally = known[1], known[2]
         else:
-            records, tally = self._read_chain()
-            self._check_manifest(tally)
+            with _file_lock(self.path, exclusive=False):  # the file and its manifest of one moment
+                identity = self._identity()
+                key = (identity, _identity_of(self.manifest_path), self._rebuilding)
+                records, tally = self._read_chain()
+                self._check_manifest(tally)
             _VERIFIED_READS[self.path.resolve()] = (key, records, tally)
         self._verified = (identity, tally)
         return list(records), tally
@@ -242,10 +294,7 @@ class GoldenFile:
     def append(self, new_records: Iterable[dict]) -> list[dict]:
         """Append records (filling ``prev`` and ``created_at``); return them as written."""
         new_records = list(new_records)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        lock_path = self.path.with_name("." + self.path.name + ".lock")
-        with open(lock_path, "a+") as lock:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        with _file_lock(self.path, exclusive=True):
             tally = self._current_tally()
             prepared = []
             ids = set()
