@@ -2,7 +2,8 @@
 
 The only layer (with ``tracking``) that touches hydra, omegaconf and mlflow; it converts the
 composed config into typed settings, runs :func:`rag_experiments.experiment.run_experiment`,
-logs the run and returns the objective (so ``hydra/sweeper=optuna`` can maximise it).
+logs the run and returns the objective (so ``hydra/sweeper=optuna`` can maximise it; on the dev cases
+when the golden set has a frozen split, :mod:`.tracking.held_out`).
 """
 
 from __future__ import annotations
@@ -265,4 +266,7 @@ def run_from_hydra(cfg: DictConfig) -> float:
               f"{result.settings.golden.file.name} come from machine judges ({validation['llm_judgements']} LLM, "
               f"{validation['agent_judgements']} agent) that no human spot-check has validated "
               "(rag-exp golden spotcheck); treat the metrics as provisional.", file=sys.stderr)
-    return float(result.eval.metrics.get(settings.objective, float("nan")))
+    from .tracking.held_out import dev_objective  # a frozen dev/test split: the sweeper chooses on dev
+
+    on_dev = dev_objective(result.eval.per_case, settings.objective, result.settings.golden.file)
+    return float(result.eval.metrics.get(settings.objective, float("nan")) if on_dev is None else on_dev)

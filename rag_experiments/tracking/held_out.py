@@ -115,3 +115,19 @@ def sweep_lines(cmp, objective: str, maximize: bool = True, markdown: bool = Fal
         return []
     label = next((row.label for row in cmp.rows if row.run.id == best.id), None)
     return lines(best, len(runs), objective, split, label, markdown)
+
+
+def dev_objective(per_case, objective: str, golden_path) -> float | None:
+    """The objective over the dev cases of the golden set's split (what a sweeper such as Optuna
+    maximises, so it chooses on dev like the sweep parent); None without a split or dev cases."""
+    try:
+        split = current_split(GoldenFile(golden_path).read_records())
+    except GoldenSetError:
+        return None
+    key = MetricKey.parse(objective)
+    if split is None or per_case is None or key.column not in per_case:
+        return None
+    keep = np.ones(len(per_case), dtype=bool) if key.segment is None else _in_segment(per_case, key.segment)
+    dev = np.array(split.sides(per_case["case_id"].astype(str).to_numpy())) == DEV
+    values = per_case[key.column].to_numpy(dtype=float)[keep & dev]
+    return float(values.mean()) if len(values) else None

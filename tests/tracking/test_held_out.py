@@ -109,3 +109,19 @@ def test_the_sweep_chooses_on_dev_and_reports_on_test_and_without_a_split_says_o
     capsys.readouterr()
     assert cli("compare", "--sweep", parent, "--no-explorer") == 0
     assert " ".join(capsys.readouterr().out.split()).count("No held-out split in the golden set") == 1
+
+
+def test_the_sweepers_objective_is_the_dev_mean_with_a_split(tmp_path):
+    """What run.py returns to Optuna (pipeline: held_out.dev_objective): the dev cases' mean, not all cases'."""
+    from rag_experiments.tracking.held_out import dev_objective
+
+    values = (np.arange(N) % 3 == 0).astype(float)
+    frame = per_case_frame(values)
+    _golden(tmp_path, split=False, name="g.jsonl")
+    path = tmp_path / "experiments" / "golden" / "g.jsonl"
+    assert dev_objective(frame, "recall_at_5", path) is None  # no split: run.py returns the all-cases value
+    freeze(path, seed=13, test_fraction=0.3, who="t")
+    dev = np.array(current_split(GoldenFile(path).read_records()).sides(frame["case_id"])) == DEV
+    assert dev_objective(frame, "recall_at_5", path) == values[dev].mean() != values.mean()
+    exact = dev & (frame["kind"] == "exact").to_numpy()
+    assert dev_objective(frame, "recall_at_5.exact", path) == values[exact].mean()
