@@ -198,6 +198,14 @@ class Promotion:
 def promote(metric: str, sweep: str | None = None, name: str = "default", force: bool = False,
             alpha: float = 0.05, experiment: str | None = None, dry_run: bool = False, n_resamples: int = 10000,
             seed: int = 13, c=None) -> Promotion:
+    from .serving.model_logging import champion_lock
+
+    with champion_lock(name):  # the champion read, the decision and the registration are one step
+        return _promote(metric, sweep, name, force, alpha, experiment, dry_run, n_resamples, seed, c)
+
+
+def _promote(metric: str, sweep: str | None, name: str, force: bool, alpha: float, experiment: str | None,
+             dry_run: bool, n_resamples: int, seed: int, c) -> Promotion:
     c = c or client()
     model_name(name)  # validate early
     runs = candidate_runs(metric, sweep, experiment, c)

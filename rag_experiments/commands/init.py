@@ -101,6 +101,7 @@ mlruns/*
 outputs/
 multirun/
 experiments/golden/.*.lock
+experiments/promoted/.*.lock
 """
 
 

@@ -15,18 +15,16 @@
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
-import sys
 from collections import Counter
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable
 
 from ..cache_key import file_identity
 from ..errors import GoldenSetError
+from ..file_lock import file_lock
 from ..jsonl import json_line
 from .records import Record, canonical, line_hash, new_id, now_iso, parse_record, validate
 
@@ -87,51 +85,16 @@ class _Tally:
 _VERIFIED_READS: dict[Path, tuple[tuple, list[Record], _Tally]] = {}
 
 
-# Paths whose lock this process holds (path -> depth): an append re-reads the file under its own
-# exclusive lock, and asking flock for a shared lock through a second descriptor would wait on itself
-_HELD: dict[Path, int] = {}
-
-
-@contextmanager
 def _file_lock(path: Path, exclusive: bool):
     """The golden set's lock (``.<name>.lock`` beside it): exclusive to append, shared to read.
 
     A reader without it could read the file before another process's append and the manifest
     after it, and report "file truncated ... restore the file from git" for a file that was only
-    growing (8 concurrent ``golden add``: 4 failed so, issue 55). A wait says what it waits for.
-    Without a lock file it can create (a read-only checkout), a read goes ahead unlocked."""
-    key = path.resolve()
-    if key in _HELD:
-        _HELD[key] += 1
-        try:
-            yield
-        finally:
-            _HELD[key] -= 1
-        return
-    lock_path = path.with_name("." + path.name + ".lock")
-    try:
-        if exclusive:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        lock = open(lock_path, "a+")
-    except OSError:
-        if exclusive:
-            raise
-        yield
-        return
-    with lock:
-        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-        try:
-            fcntl.flock(lock.fileno(), mode | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"waiting for another command {'using' if exclusive else 'appending to'} {path} ...",
-                  file=sys.stderr, flush=True)
-            fcntl.flock(lock.fileno(), mode)
-        _HELD[key] = 1
-        try:
-            yield
-        finally:
-            del _HELD[key]
-            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+    growing (8 concurrent ``golden add``: 4 failed so, issue 55). A read-only checkout (no lock
+    file can be created) reads unlocked."""
+    what = f"another command {'using' if exclusive else 'appending to'} {path}"
+    return file_lock(path.with_name("." + path.name + ".lock"), exclusive=exclusive, waiting_for=what,
+                     optional=not exclusive)
 
 
 def _identity_of(path: Path) -> tuple | None:

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from ..errors import UserError
+from ..file_lock import file_lock
 from ..evaluation.metric_key import MEASURES, MetricKey
 from ..tracking.ui_links import run_route
 
@@ -251,6 +252,18 @@ def sync_with_record(name: str, c) -> str | None:
     return register_record(name, record, c)
 
 
+def champion_lock(name: str):
+    """The lock of champion ``name``'s promotions and registrations: two ``promote`` at once both
+    reported "first champion" and registered versions 1 and 2, the second replacing the first
+    without a comparison, and two first runs each registered the record (issue 55). The second
+    now waits, saying so, then decides against (or finds) what the first left."""
+    from ..tracking.champion import model_name, record_path
+
+    model_name(name)  # validate before it names a file
+    return file_lock(record_path(name, for_writing=True).with_name(f".{name}.promote.lock"),
+                     waiting_for=f"another command promoting or registering champion {name!r}")
+
+
 def ensure_registered(name: str = "default") -> str | None:
     """After a single run (``python run.py``, what ``make run`` runs): the registry mirrors the
     committed champion record, so ``mlflow.pyfunc.load_model("models:/rag-retriever-default@champion")``
@@ -262,7 +275,8 @@ def ensure_registered(name: str = "default") -> str | None:
 
     if not record_path(name).exists():
         return None
-    version = sync_with_record(name, client())
+    with champion_lock(name):  # two first runs: one registers, the other finds it registered
+        version = sync_with_record(name, client())
     from ..tracking.champion_newest import refresh_ui
 
     refresh_ui(name)  # its row in the runs list: its value on the newest golden version, when the set grew
