@@ -37,6 +37,7 @@ from .embedding.base import Embedder
 from .embedding.cost import EmbeddingEstimate, estimate
 from .embedding.executor import LocalEmbedding
 from .embedding.shipped import load as load_shipped
+from .db.locks import advisory_lock
 from .errors import DatabaseError
 from .identifiers import extract_identifiers
 from .ingest_progress import IngestEstimate, IngestInterrupted, IngestProgress
@@ -199,7 +200,7 @@ def ingest(conn: psycopg.Connection, docs: list[Document], params: ChunkingParam
     # One builder per strategy across processes (parallel sweep jobs): the others wait here,
     # then find the strategy built and return at once instead of chunking and embedding again.
     lock = _lock_key(key)
-    conn.execute("SELECT pg_advisory_lock(%s)", (lock,))
+    advisory_lock(conn, lock, f"building chunking strategy {key} (another ingest)")
     try:
         row = current()
         if row and row[0] == manifest["digest"] and has_index():
@@ -310,7 +311,7 @@ def _build_steps(conn, docs, params, embedder, hnsw, key, corpus, manifest, row,
         dim = dim or embedder.dim or int(row_dim(conn, key) or 0)
 
         with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHUNKS_WRITER_LOCK,))
+            advisory_lock(conn, CHUNKS_WRITER_LOCK, "writing chunks (another ingest is writing its own)", xact=True)
             show.begin("writing chunks", f"{staged:,} rows with their vectors, tsvector and identifier indexes")
             _upsert_documents(conn, docs, corpus)
             conn.execute(

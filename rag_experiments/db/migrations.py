@@ -11,6 +11,8 @@ from importlib import resources
 
 import psycopg
 
+from .locks import advisory_lock
+
 SCHEMA_LOCK_KEY = 727_001  # pg_advisory_xact_lock key: migrations and CREATE EXTENSION, one at a time
 
 
@@ -28,7 +30,7 @@ def migrate(conn: psycopg.Connection) -> list[str]:
     """Apply pending migrations; return the names applied (empty when up to date)."""
     applied_now: list[str] = []
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK_KEY,))
+        advisory_lock(conn, SCHEMA_LOCK_KEY, "the schema (another command is migrating it)", xact=True)
         conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
             " version integer PRIMARY KEY, name text NOT NULL,"
