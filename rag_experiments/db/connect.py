@@ -16,6 +16,7 @@ from pgvector.psycopg import register_vector
 from ..errors import DatabaseError
 from ..redaction import misread_password, redact_dsn, redact_text
 from .embedded import EmbeddedPostgres
+from .locks import advisory_lock
 from . import native
 from .migrations import SCHEMA_LOCK_KEY, migrate
 
@@ -85,7 +86,8 @@ def ensure_vector_extension(conn: psycopg.Connection, url: str) -> None:
         with conn.transaction():
             # serialise with other processes doing the same on a fresh database (parallel jobs):
             # IF NOT EXISTS alone still races on the catalog's unique index
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK_KEY,))
+            advisory_lock(conn, SCHEMA_LOCK_KEY, "the schema (another command is creating the vector extension)",
+                          xact=True)
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     except psycopg.Error as exc:
         raise DatabaseError(
