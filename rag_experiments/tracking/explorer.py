@@ -311,3 +311,37 @@ def compare_lines(cmp, c=None) -> list[str]:
         out.append(f"case explorers: the baseline against the first {MAX_PAGES} runs of {len(rows) - 1} "
                    "(rag-exp explore BASELINE RUN for another pair)")
     return out
+
+
+def sweep_lines(cmp, best: RunView, parent_id: str, c=None) -> list[str]:
+    """A sweep's best point against each other point (at most :data:`MAX_PAGES`), each page logged
+    to the sweep parent as ``explorer/best_vs_<point>.html``; the Markdown line for the parent's
+    description that links them (relative links: the description is read inside MLflow's UI).
+    Never fails the sweep: a page that cannot be built is left out, a failure is one printed line."""
+    rows = list(cmp.rows)
+    best_row = next((r for r in rows if r.run.id == best.id), None)
+    if best_row is None or len(rows) < 2:
+        return []
+    c = c or client()
+    try:
+        base = Baseline(best_row.run, c)
+    except UserError:
+        return []  # no golden file or per-case table here: the sweep has no pages to show
+    links = []
+    try:
+        for row in [r for r in rows if r.run.id != best.id][:MAX_PAGES]:
+            try:
+                page, data = base.page(row.run, cmp.primary, (best_row.label, row.label))
+            except UserError:
+                continue
+            name = f"{EXPLORER_DIR}/best_vs_{row.run.id[:8]}.html"
+            log_page(c, parent_id, name, page)
+            n = data["counts"]
+            links.append(f"[`{row.label}`]({run_route(row.run.experiment_id, parent_id, name)}) "
+                         f"(W/T/L {n['won']}/{n['tied']}/{n['lost']})")
+    except Exception as exc:  # noqa: BLE001 - the pages are a convenience, the sweep is logged
+        print(f"warning: could not log the case explorers to {parent_id}: {exc}")
+    if not links:
+        return []
+    return [f"Cases side by side, `{best_row.label}` against each point (the cases each lost first): "
+            + ", ".join(links) + "."]

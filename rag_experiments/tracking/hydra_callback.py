@@ -178,7 +178,8 @@ class MlflowSweepCallback(Callback):
         tags = {"children": str(len(children)), "children_failed": str(n_failed)}
         metrics: dict[str, float] = {}
         extra: list[str] = []
-        held = (held_out.lines(best, len(finished), objective, split, S.best_label(cmp, best), markdown=True)
+        held = (held_out.lines(best, len(finished), objective, split, S.best_label(cmp, best), markdown=True,
+                               family=[row.run for row in cmp.rows] if cmp is not None else ())
                 if best is not None and len(finished) >= 2 else [])
         if best is not None:
             overrides = S.child_overrides(best, self.spec)
@@ -194,6 +195,10 @@ class MlflowSweepCallback(Callback):
             tags["optuna.best_params"] = json.dumps(optuna["best_params"])[:5000]
             extra.append("Optuna best: " + ", ".join(f"`{k}={v}`" for k, v in optuna["best_params"].items())
                          + f" → {float(optuna['best_value']):.4f}")
+        if cmp is not None and best is not None:  # the cases behind the verdict, linked from the first lines
+            from .explorer import sweep_lines
+
+            extra += sweep_lines(cmp, best, parent_id, client)
         table = None
         if cmp is not None:  # values and Δ only: the Overview reads in one screen (table.md has the rest)
             from .compare_render import markdown_table

@@ -200,3 +200,26 @@ def test_compare_logs_the_explorer_to_the_candidate_and_links_it_beside_wtl(stor
     assert "W/T/L 1/" in capsys.readouterr().out
     assert cli("compare", a, b, "--no-explorer") == 0
     assert "the cases behind" not in capsys.readouterr().out
+
+
+def test_a_sweeps_best_point_against_each_point_is_logged_to_the_parent_and_linked(store, mini_docs, tmp_path):
+    """The sweep parent's pages (tracking.explorer.sweep_lines, called by the sweep callback): the
+    best point against each other point, logged to the parent, one Markdown line linking them."""
+    from mlflow.tracking import MlflowClient
+
+    from rag_experiments.tracking.compare import build_comparison
+    from rag_experiments.tracking.explorer import sweep_lines
+    from rag_experiments.tracking.runs import get_run
+
+    root, exp_id = store
+    a, b, lost, _ = pair_of_runs(root, mini_docs)
+    c = MlflowClient()
+    parent = c.create_run(exp_id, run_name="sweep").info.run_id
+    runs = [get_run(a), get_run(b)]
+    cmp = build_comparison(runs, primary="recall_at_5", labels=["hybrid", "vector"])
+    (line,) = sweep_lines(cmp, runs[0], parent, c)
+    name = f"explorer/best_vs_{b[:8]}.html"
+    assert line.startswith("Cases side by side, `hybrid` against each point (the cases each lost first): ")
+    assert f"[`vector`](#/experiments/{exp_id}/runs/{parent}/artifacts/{name}?workflowType=machine_learning)" in line
+    assert "(W/T/L 1/" in line
+    assert lost in open(c.download_artifacts(parent, name, str(tmp_path)), encoding="utf-8").read()
