@@ -107,6 +107,11 @@ def cmd_promote(args: argparse.Namespace) -> int:
         from ..tracking.versioned import print_gap
 
         print_gap(d.gap, [cand], [args.metric], console=out)
+    elif d.champion is not None:  # how far unjudged hits could move both values and the Δ (issue 57)
+        from ..tracking.coverage import bounds_lines
+
+        for text in bounds_lines([d.champion.run, cand], args.metric):
+            out.print(text, soft_wrap=True, markup=False)
     if result.already_champion:
         out.print(f"run {cand.id} is already the champion of {model_name(args.name)} "
                   f"(version {result.version}); nothing to do")

@@ -8,7 +8,9 @@ discriminates between the systems, stop when the ordering is certain):
 
 * **the order** (:func:`order`): the passage whose verdict alone moves the paired Δ most first (its
   rank-discounted weight in A minus in B: a passage one side ranks high and the other does not comes
-  first, one both rank alike comes last), then the better rank, then case and span for a stable order;
+  first, one both rank alike comes last; when one end of the range alone keeps the decision open,
+  the passages that end counts against the leader first: :func:`favoured_side`), then the better
+  rank, then case and span for a stable order;
   the copies of one text in a case are one offer (:func:`one_per_text`), their verdict written to each;
 * **the decision** (:func:`outcome`): A ahead / B ahead when the paired t-test on the per-case
   differences is significant at ``alpha`` (two-sided), else a tie;
@@ -55,11 +57,34 @@ class Candidate:
         return f"{ra}, {rb}: its verdict moves {metric} Δ by up to {self.weight:.4f}{copies}"
 
 
-def order(candidates: Iterable[Candidate]) -> list[Candidate]:
+def order(candidates: Iterable[Candidate], favour: str | None = None) -> list[Candidate]:
+    """By weight, then best rank. ``favour`` ("A" or "B"): that side's passages first (only it ranks
+    them), then the shared ones, then the other side's (:func:`favoured_side` says which)."""
     def best(c: Candidate) -> int:
         return min(r for r in (c.rank_a, c.rank_b) if r) if (c.rank_a or c.rank_b) else 10**9
 
-    return sorted(candidates, key=lambda c: (-round(c.weight, 12), best(c), c.case_id, c.key))
+    def side(c: Candidate) -> int:
+        if favour is None:
+            return 0
+        mine, theirs = (c.rank_a, c.rank_b) if favour == "A" else (c.rank_b, c.rank_a)
+        return 0 if mine and not theirs else (2 if theirs and not mine else 1)
+
+    return sorted(candidates, key=lambda c: (side(c), -round(c.weight, 12), best(c), c.case_id, c.key))
+
+
+def favoured_side(settling: Settling) -> str | None:
+    """Whose passages to label first. When only one end of the range keeps the decision open, the
+    passages that end counts as relevant against the leader are the ones to read: the lowest Δ
+    (A - B) takes B's unjudged passages as YES and A's as NO, so when it is the open end, B's
+    passages first (most unjudged passages are not relevant, and each NO on one raises that end);
+    the highest Δ: A's first. Both ends open (or settled): None, by weight alone."""
+    if settling.settled:
+        return None
+    if settling.now.winner == settling.high.winner != settling.low.winner:
+        return "B"
+    if settling.now.winner == settling.low.winner != settling.high.winner:
+        return "A"
+    return None
 
 
 def one_per_text(candidates: Sequence[Candidate]) -> list[Candidate]:

@@ -23,7 +23,7 @@ from typing import Callable, Mapping, Sequence
 from ..errors import UserError
 from ..evaluation import bounds as B
 from ..evaluation.rescore import params_from_flat
-from ..golden.decide import ALPHA, Candidate, State, one_per_text, order, settle
+from ..golden.decide import ALPHA, Candidate, State, favoured_side, one_per_text, order, settle
 from ..golden.resolve import GoldenSet
 from .runs import RunView, get_run, search, sweep_children
 from .versioned import load_ranked_lists
@@ -179,9 +179,9 @@ class PairTracker:
         rows = list(self.cases.values())
         d = B.delta_of(self.metric, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
                        sum(r[3] for r in rows))
-        candidates = order(one_per_text(order(c for r in rows for c in r[4])))
-        return State(settle(d.per_case, d.per_case_low, d.per_case_high, self.alpha), d.text(*self.names),
-                     tuple(candidates))
+        settling = settle(d.per_case, d.per_case_low, d.per_case_high, self.alpha)
+        candidates = order(one_per_text(order(c for r in rows for c in r[4])), favoured_side(settling))
+        return State(settling, d.text(*self.names), tuple(candidates))
 
 
 def decide_state(metric: str, a: Mapping[str, B.CaseView], b: Mapping[str, B.CaseView],
