@@ -209,3 +209,25 @@ def test_the_reference_pages_keep_globs_and_table_names_whole(browser, tmp_path)
         page.screenshot(path=str(SHOTS / "docs-config-experiment-table.png"))
     finally:
         context.close()
+
+
+def test_the_mlflow_links_the_demo_tutorial_names_do_leave_model_training_mode(browser, server, module_store):
+    """docs/tutorials/demo.md says which of MLflow's own links cannot keep Model training mode (no
+    URL the tool prints can change them): a sweep parent's *Child runs* link is one. Opened from
+    the parent's page in a fresh profile, it lands in GenAI mode (no Model registry in the menu);
+    if MLflow changes that, this fails and the page's sentence must go."""
+    root, exp_id, a, b, lost = module_store
+    text = (ROOT / "docs" / "tutorials" / "demo.md").read_text(encoding="utf-8")
+    assert "*Child runs*" in text and "*Source Run*" in text and "*Runs* breadcrumb" in text
+    parent = __import__("mlflow").tracking.MlflowClient().get_run(b).data.tags["mlflow.parentRunId"]
+    context, page = _page(browser)
+    try:
+        page.goto(f"{server}/#/experiments/{exp_id}/runs/{parent}?workflowType=machine_learning")
+        page.get_by_text("Model registry", exact=True).first.wait_for()
+        page.get_by_role("link", name="vector").first.click()  # the Child runs link in "About this run"
+        page.wait_for_url(f"**/runs/{b}**")
+        page.wait_for_timeout(1500)
+        assert "workflowType" not in page.url
+        assert page.get_by_text("Model registry", exact=True).count() == 0  # GenAI mode
+    finally:
+        context.close()
