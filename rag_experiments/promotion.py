@@ -223,7 +223,7 @@ def _promote(metric: str, sweep: str | None, name: str, force: bool, alpha: floa
     best = next((r for r in loaded if r.id == best.id), None) or get_run(best.id, c=c)  # with its per-case table
     # a sweep's best was chosen among its points: the test counts every one (tracking.promote.Selection)
     family = loaded if sweep and champion is not None and len(pool) > 1 else []
-    held = held_out.lines(best, len(pool), metric, split) if sweep and len(pool) > 1 else []
+    held = held_out.lines(best, len(pool), metric, split, family=loaded) if sweep and len(pool) > 1 else []
     decision = refuse_dirty_tree(decide(champion, best, metric, alpha, "beat", GUARD_SEGMENT, n_resamples, seed,
                                         family))
     if champion is not None and champion.run.id == best.id:

@@ -24,6 +24,7 @@ from ..golden.golden_file import GoldenFile
 from ..golden.split import DEV, TEST, FrozenSplit, current_split
 from ..golden.versions import GoldenVersion, prefix_length
 from ..stats.bootstrap import bootstrap_interval
+from ..stats.maxt import simultaneous_intervals
 from .compare import _in_segment
 from .runs import RunView
 from .sweep_parent import best_of
@@ -83,17 +84,21 @@ def best_on_dev(runs: Sequence[RunView], objective: str, split: FrozenSplit, max
 
 
 def lines(best: RunView, n_points: int, objective: str, split: FrozenSplit | None, label: str | None = None,
-          markdown: bool = False) -> list[str]:
+          markdown: bool = False, family: Sequence[RunView] = ()) -> list[str]:
     """What the reader should know about the selected point's value: its dev and test values (which
-    side each is from), or, without a split, that its value is optimistic."""
+    side each is from), or, without a split, that its value is optimistic, and with ``family`` (every
+    point, per-case tables loaded) by how much it could be: its interval counting every point tried."""
     name = label or best.name
     b = "**" if markdown else ""
     code = "`" if markdown else ""
     if split is None:
+        wide = selection_interval(best, family, objective)
+        by_how_much = ("" if wide is None else f"; counting the {n_points} points tried, its 95% interval is "
+                       f"[{wide[0]:.3f}, {wide[1]:.3f}] (max-T simultaneous interval, stats.maxt)")
         return [f"No held-out split in the golden set: {code}{name}{code} was chosen as the best of {n_points} "
-                f"points on the same cases its {objective} is reported on, so that value is optimistic "
-                f"(`rag-exp golden split` freezes a dev/test split; then the choice is made on dev and reported "
-                f"on test)."]
+                f"points on the same cases its {objective} is reported on, so that value is optimistic"
+                f"{by_how_much} (`rag-exp golden split` freezes a dev/test split; then the choice is made on dev "
+                f"and reported on test)."]
     s = sides(best, MetricKey.parse(objective), split)
     if s is None:
         return [f"{code}{name}{code} has no per-case table: no dev/test values."]
@@ -114,7 +119,7 @@ def sweep_lines(cmp, objective: str, maximize: bool = True, markdown: bool = Fal
     if best is None or len(runs) < 2:
         return []
     label = next((row.label for row in cmp.rows if row.run.id == best.id), None)
-    return lines(best, len(runs), objective, split, label, markdown)
+    return lines(best, len(runs), objective, split, label, markdown, family=runs)
 
 
 def dev_objective(per_case, objective: str, golden_path) -> float | None:
@@ -131,3 +136,25 @@ def dev_objective(per_case, objective: str, golden_path) -> float | None:
     dev = np.array(split.sides(per_case["case_id"].astype(str).to_numpy())) == DEV
     values = per_case[key.column].to_numpy(dtype=float)[keep & dev]
     return float(values.mean()) if len(values) else None
+
+
+def selection_interval(best: RunView, family: Sequence[RunView], objective: str) -> tuple[float, float] | None:
+    """The best point's 95% interval that holds for every point of ``family`` at once, on the cases
+    all of them share (:func:`rag_experiments.stats.maxt.simultaneous_intervals`); None without per-case
+    tables for at least two points."""
+    key = MetricKey.parse(objective)
+    columns: dict[str, dict[str, float]] = {}
+    for r in family:
+        pc = r.per_case
+        if pc is None or key.column not in pc:
+            continue
+        keep = np.ones(len(pc), dtype=bool) if key.segment is None else _in_segment(pc, key.segment)
+        columns[r.id] = dict(zip(pc["case_id"].astype(str).to_numpy()[keep], pc[key.column].to_numpy(float)[keep]))
+    if best.id not in columns or len(columns) < 2:
+        return None
+    common = sorted(set.intersection(*(set(v) for v in columns.values())))
+    if not common:
+        return None
+    ids = list(columns)
+    matrix = np.array([[columns[i][c] for i in ids] for c in common])
+    return simultaneous_intervals(matrix)[ids.index(best.id)]

@@ -102,3 +102,23 @@ def test_identical_points_and_bad_input():
         against_control(control, np.ones((4, 2)))
     with pytest.raises(ValueError, match="finite"):
         max_t_adjusted(np.array([[np.nan, 1.0]]))
+
+
+def test_simultaneous_intervals_by_enumeration_and_wider_with_more_points():
+    from rag_experiments.stats.maxt import simultaneous_intervals
+
+    x = np.array([[1, 0], [0, 0], [1, 1], [1, 0.5], [0, 1]], float)
+    d = x - x.mean(axis=0)
+    scale = np.sqrt((d ** 2).sum(axis=0))
+    maxima = [max(abs(np.dot(s, d[:, j])) / scale[j] for j in range(2))
+              for s in itertools.product((1, -1), repeat=5)]
+    q = np.quantile(maxima, 0.95)
+    want = [(x[:, j].mean() - q * scale[j] / 5, x[:, j].mean() + q * scale[j] / 5) for j in range(2)]
+    assert np.allclose(simultaneous_intervals(x), want, atol=1e-12, rtol=0)
+    rng = np.random.default_rng(2)
+    many = (rng.random((200, 20)) < 0.7).astype(float)
+    one = simultaneous_intervals(many[:, :1], n_resamples=2000)[0]
+    assert one == pytest.approx((many[:, 0].mean() - 1.96 * many[:, 0].std() / np.sqrt(200),
+                                 many[:, 0].mean() + 1.96 * many[:, 0].std() / np.sqrt(200)), abs=0.006)
+    lo, hi = simultaneous_intervals(many, n_resamples=2000)[0]
+    assert hi - lo > (one[1] - one[0]) * 1.25  # 20 points tried: a wider interval for each
