@@ -251,3 +251,21 @@ def test_exact_path_counts_what_enumerating_every_sign_vector_counts():
     for trial in range(240):
         a, b = makers[trial % 4](int(rng.integers(1, 13)))
         assert paired_permutation_test(a, b) == _p_by_enumerating_every_sign_vector(a, b), (a, b)
+
+
+# -- the resamples and seed every command uses ----------------------------------------------------
+def test_settings_from_arguments_environment_and_defaults(monkeypatch):
+    from rag_experiments.errors import UserError
+    from rag_experiments.stats.paired import test_settings
+
+    monkeypatch.delenv("RAG_EXP_RESAMPLES", raising=False)
+    monkeypatch.delenv("RAG_EXP_SEED", raising=False)
+    assert test_settings() == (10000, 13)
+    monkeypatch.setenv("RAG_EXP_RESAMPLES", "2000")
+    monkeypatch.setenv("RAG_EXP_SEED", "7")
+    assert test_settings() == (2000, 7) and test_settings(500, 0) == (500, 0)
+    monkeypatch.setenv("RAG_EXP_RESAMPLES", "lots")
+    with pytest.raises(UserError, match="RAG_EXP_RESAMPLES='lots' is not an integer"):
+        test_settings()
+    with pytest.raises(UserError, match="the paired test's resamples: 0 is below 1"):
+        test_settings(0, 1)
