@@ -3,6 +3,7 @@
     .venv/bin/python tools/mutation_pass.py                      # HEAD: every mutant, a summary, the survivors
     .venv/bin/python tools/mutation_pass.py --ref 74a95d2^       # the code and tests of another commit
     .venv/bin/python tools/mutation_pass.py --only ppi.py --list # the mutants of one file, not run
+    .venv/bin/python tools/mutation_pass.py --match "ipw.py:218: * -> /"   # one mutant again
 
 A mutant is the source with one small change on one line: a comparison operator flipped (< to <=, ==
 to !=), an arithmetic operator swapped (+ to -, * to /), an integer constant moved by one, a few
@@ -252,6 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-file", type=int, default=30,
                     help="at most this many mutants per file, drawn at random (seeded; 0: all; default 30)")
     ap.add_argument("--seed", type=int, default=56, help="the draw of --per-file (default 56)")
+    ap.add_argument("--match", action="append", default=None, metavar="TEXT",
+                    help="only the mutants whose name (path:line: what) contains TEXT, repeatable: re-run the "
+                    "survivors of a pass after adding tests (applied before --per-file)")
     ap.add_argument("--list", action="store_true", help="list the mutants and stop")
     ap.add_argument("--keep", action="store_true", help="keep the copy (its path is printed)")
     args = ap.parse_args(argv)
@@ -265,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.only:
             files = [p for p in files if any(str(p.relative_to(copy)).endswith(o) for o in args.only)]
         every = [m for p in files for m in mutants_of(p, str(p.relative_to(copy)))]
+        if args.match:
+            every = [m for m in every if any(t in m.name() for t in args.match)]
         mutants = sample(every, args.per_file, args.seed)
         print(f"{len(mutants)} mutants (of {len(every)}; at most {args.per_file or 'all'} per file) of {len(files)} files at {args.ref} "
               f"({subprocess.run(['git', '-C', str(ROOT), 'rev-parse', '--short', args.ref], capture_output=True, text=True).stdout.strip()})",
