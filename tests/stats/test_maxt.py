@@ -122,3 +122,13 @@ def test_simultaneous_intervals_by_enumeration_and_wider_with_more_points():
                                  many[:, 0].mean() + 1.96 * many[:, 0].std() / np.sqrt(200)), abs=0.006)
     lo, hi = simultaneous_intervals(many, n_resamples=2000)[0]
     assert hi - lo > (one[1] - one[0]) * 1.25  # 20 points tried: a wider interval for each
+
+
+def test_all_pairs_sampled_path_equals_the_pair_columns_resampled():
+    # the fast path (one product for all pairs) gives what max_t_adjusted gives on the pair columns
+    rng = np.random.default_rng(21)
+    shared = (rng.random((230, 1)) < 0.7).astype(float)
+    points = np.where(rng.random((230, 12)) < 0.8, shared, (rng.random((230, 12)) < 0.7).astype(float))
+    left, right = np.triu_indices(12, k=1)
+    fast = all_pairs(points, n_resamples=2000)[left, right]
+    assert fast.tolist() == max_t_adjusted(points[:, left] - points[:, right], n_resamples=2000).tolist()
