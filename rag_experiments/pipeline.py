@@ -18,10 +18,11 @@ from .db.embedded import install_sigterm_handler
 from .errors import UserError
 from .experiment import ExperimentResult, run_experiment
 from .overlap import run_overlapped
-from .paths import tracking_uri
+from .paths import artifact_root, tracking_uri
 from .redaction import redact_text
 from .report import point_line, print_summary
 from .retrieval.systems import system_type
+from .tracking.store_space import out_of_space, quiet_store_full_logs, store_full_line
 
 
 def _in_multirun() -> bool:
@@ -210,6 +211,7 @@ def _job_identity() -> tuple[int | None, list[str]]:
 
 def run_from_hydra(cfg: DictConfig) -> float:
     install_sigterm_handler()
+    quiet_store_full_logs()
     multirun = _in_multirun()
     debug = os.environ.get("HYDRA_FULL_ERROR") == "1"
     try:
@@ -233,6 +235,10 @@ def run_from_hydra(cfg: DictConfig) -> float:
     except BaseException as exc:
         if multirun and not isinstance(exc, KeyboardInterrupt):
             _log_failed_child(cfg, exc)
+        if not multirun and not debug and out_of_space(exc):  # one line, not MLflow's and Hydra's tracebacks
+            uri = tracking_uri((cfg.get("tracking") or {}).get("uri"))
+            print(f"error: {redact_text(store_full_line(uri, artifact_root()))}", file=sys.stderr)
+            sys.exit(2)
         raise
     if multirun:
         print(point_line(result, run_id, *_job_identity()), flush=True)
