@@ -105,6 +105,7 @@ def main(argv=None) -> int:
     ap.add_argument("--metrics", nargs="+", default=["recall_at_5", "mrr_at_10", "ndcg_at_10"])
     ap.add_argument("--keep-evidence", choices=("all", "first"), default="all")
     ap.add_argument("--alpha", type=float, default=0.05)
+    ap.add_argument("--pairs-with", default=None, metavar="RUN_ID", help="only the pairs that include this run")
     args = ap.parse_args(argv)
     if args.runs:
         runs = [get_run(r, per_case=False) for r in args.runs]
@@ -123,6 +124,8 @@ def main(argv=None) -> int:
     wrong, over = 0, 0
     for metric in args.metrics:
         for a, b in itertools.combinations(runs, 2):
+            if args.pairs_with and args.pairs_with not in (a.id, b.id):
+                continue
             min_cov = params_from_flat(a.params).min_coverage
             r = replay_pair(metric, start, truth, ranked[a.id], ranked[b.id], min_cov, text_of, args.alpha)
             share = r["labels"] / r["pool"] if r["pool"] else 0.0
