@@ -60,6 +60,12 @@ def test_ppi_plus_plus_lambda_between_0_and_1():
     assert c.estimate == pytest.approx(0.3125 - 0.25 / 3)
 
 
+def test_ppi_plus_plus_falls_back_to_plain_ppi_when_the_machine_sample_is_constant():
+    # var(M_s) = 0: no slope to estimate, lam = 1: 0.5 + mean([1 - 1, 0 - 1]) = 0 (lam 2 would give -0.5)
+    c = ppi_mean([1, 1, 0, 0], [1, 0], [1, 1], tune=True)
+    assert c.lam == 1.0 and c.estimate == pytest.approx(0.0)
+
+
 def test_a_judge_people_agree_with_changes_nothing_but_the_case_part_remains():
     rng = np.random.default_rng(1)
     m = rng.random(50)
