@@ -10,6 +10,14 @@
 * ``paragraph``: recursive packing of blank-line-separated blocks, ignoring section
   structure; oversize blocks split as above.
 
+The limit always holds, for every strategy (:func:`_bounded`, the last step): no chunk has more
+than ``max_tokens`` tokens, nor more than ``max_tokens * MAX_CHARS_PER_TOKEN`` characters. The
+second bound is for text the tokenizer counts as little: WordPiece makes one ``[UNK]`` of a word
+longer than 100 characters, so a line with no spaces (sqlite3-doc's keyword_index.html: 61,460
+characters) counted 3 tokens and became one chunk that ``golden generate`` sent whole to the LLM.
+A span over either bound (a heading longer than the chunk glued to its first block, such a line)
+is cut into token windows that respect both, a single over-long token by characters.
+
 ``breadcrumbs`` prepends ``Page > Section > Subsection`` (the headings enclosing the chunk's
 start) to the indexed/embedded text of every strategy.
 
@@ -50,6 +58,13 @@ class _Piece:
 # Bump when a change to this module changes the chunks it makes for the same input: the
 # version is part of every strategy id, so old strategies are never mistaken for new ones.
 CHUNKER_VERSION = 2  # 2: definition-list items kept whole
+# the character bound of a chunk, per token of max_tokens: WordPiece averages ~4 characters a token
+# on English prose and ~3 on code; a chunk of 200 tokens over 2,000 characters holds words the
+# tokenizer does not count (see the module). Not a version bump: a chunk changes only where a span
+# was over a bound; the demo's chunks (heading 200 and 120, paragraph, fixed) are identical before and
+# after (compared by a digest of ids, token counts and indexed texts), and the strategy id also keys
+# the demo's shipped vectors and the recorded noise floor
+MAX_CHARS_PER_TOKEN = 10
 
 
 def strategy_key(corpus: str, params: ChunkingParams, model_id: str, language: str = "english") -> str:
@@ -239,6 +254,50 @@ def _spans(doc: Document, params: ChunkingParams, tok: TokenCounter, blocks: lis
     return _pack_units(groups, params.max_tokens)
 
 
+def _bounded(text: str, spans: list[tuple[int, int, int, str]], max_tokens: int,
+             tok: TokenCounter) -> list[tuple[int, int, int, str]]:
+    """``spans`` with every one over ``max_tokens`` tokens or ``max_tokens * MAX_CHARS_PER_TOKEN``
+    characters cut into windows within both (each keeps the span's indexed prefix)."""
+    max_chars = max_tokens * MAX_CHARS_PER_TOKEN
+    out: list[tuple[int, int, int, str]] = []
+    for start, end, n, prefix in spans:
+        if n <= max_tokens and end - start <= max_chars:
+            out.append((start, end, n, prefix))
+            continue
+        out += [(s, e, k, prefix) for s, e, k in _hard_windows(text, start, end, max_tokens, max_chars, tok)]
+    return out
+
+
+def _hard_windows(text: str, start: int, end: int, max_tokens: int, max_chars: int,
+                  tok: TokenCounter) -> list[tuple[int, int, int]]:
+    """Greedy windows of whole tokens of ``text[start:end]``, each at most ``max_tokens`` tokens
+    (recounted on the window's own text: a window cut inside a word is tokenized anew) and
+    ``max_chars`` characters; a token longer than ``max_chars`` alone is cut every ``max_chars`` (and a
+    piece the tokenizer then counts as more than ``max_tokens`` word pieces, into windows of them)."""
+    toks = [(start + a, start + b) for a, b in tok.token_spans(text[start:end])]
+    out: list[tuple[int, int, int]] = []
+    i = 0
+    while i < len(toks):
+        a, b = toks[i]
+        if b - a > max_chars:  # one token (an [UNK] of a long run of letters) longer than a chunk
+            for x in range(a, b, max_chars):  # a piece of 100 characters or fewer is word pieces again
+                y = min(x + max_chars, b)
+                k = tok.count_tokens(text[x:y])
+                out += [(x, y, k)] if k <= max_tokens else _hard_windows(text, x, y, max_tokens, max_chars, tok)
+            i += 1
+            continue
+        j = i + 1
+        while j < len(toks) and j - i < max_tokens and toks[j][1] - a <= max_chars and toks[j][1] - toks[j][0] <= max_chars:
+            j += 1
+        k = tok.count_tokens(text[a:toks[j - 1][1]])
+        while k > max_tokens and j - 1 > i:
+            j -= 1
+            k = tok.count_tokens(text[a:toks[j - 1][1]])
+        out.append((a, toks[j - 1][1], k))
+        i = j
+    return out
+
+
 def breadcrumb(doc: Document, blocks: list[Block], offset: int) -> str:
     path = heading_path_at(blocks, offset)
     if path and path[0] == doc.title:
@@ -250,7 +309,8 @@ def chunk_document(doc: Document, params: ChunkingParams, tok: TokenCounter, key
     """Chunks of one document under ``params``; ``key`` (the strategy id) seeds the chunk ids."""
     blocks = parse_blocks(doc.text)
     out: list[Chunk] = []
-    for ordinal, (start, end, n_tokens, prefix) in enumerate(_spans(doc, params, tok, blocks)):
+    spans = _bounded(doc.text, _spans(doc, params, tok, blocks), params.max_tokens, tok)
+    for ordinal, (start, end, n_tokens, prefix) in enumerate(spans):
         span_text = doc.text[start:end]
         indexed = prefix + span_text
         if params.breadcrumbs:
