@@ -97,12 +97,10 @@ def test_order_puts_the_passage_one_side_ranks_high_first_and_a_budget_stops():
     assert quit_report.stopped == "quit" and quit_report.labels == 0
 
 
-def test_decide_by_hand_end_to_end(store, mini_golden, tmp_path, capsys, monkeypatch):
-    """Two logged runs on the mini golden set: A ranks each case's evidence first; B ranks a
-    passage nobody judged first and the evidence second. --decide --by-hand on MRR@10 offers B's
-    unjudged passages first; NO verdicts piped in settle it (A ahead) before the pool is exhausted;
-    the verdicts are a person's with the decision in their provenance."""
-    from rag_experiments.golden.golden_file import GoldenFile
+def two_runs(mini_golden):
+    """alpha ranks each case's evidence first; beta ranks a passage nobody judged first and the
+    evidence second (MRR@10 1.0 against 0.5 until beta's first passages are judged)."""
+    from rag_experiments.corpus.loader import load_corpus
     from rag_experiments.golden.resolve import load_golden
     from rag_experiments.types import Hit
 
@@ -110,13 +108,10 @@ def test_decide_by_hand_end_to_end(store, mini_golden, tmp_path, capsys, monkeyp
 
     cases = load_golden(mini_golden).scorable
     assert len(cases) >= 4
-    docs = {}
-    from rag_experiments.corpus.loader import load_corpus
-
-    for d in load_corpus(FIXTURES / "mini_corpus", "mini"):
-        docs[d.doc_id] = d
+    docs = {d.doc_id: d for d in load_corpus(FIXTURES / "mini_corpus", "mini")}
     cited = {e.span.doc_id for c in cases for e in c.relevant}
     spare = [d for d in docs.values() if d.doc_id not in cited] or list(docs.values())
+    order = [c.case_id for c in cases]
 
     def first(case):
         s = case.relevant[0].span
@@ -124,16 +119,25 @@ def test_decide_by_hand_end_to_end(store, mini_golden, tmp_path, capsys, monkeyp
 
     def second(case):
         s = case.relevant[0].span
-        i = [c.case_id for c in cases].index(case.case_id)
+        i = order.index(case.case_id)
         d = spare[i % len(spare)]
         lo = 40 * (i // len(spare))
         other = Hit("x", d.doc_id, d.source_uri, d.doc_type, lo, lo + 30, 3.0, 1)
         return (other, Hit("e", s.doc_id, s.source_uri, case.doc_type, s.start, s.end, 2.0, 2))
 
-    run_a = log_golden_run(mini_golden, first, name="alpha")
-    run_b = log_golden_run(mini_golden, second, name="beta")
-    monkeypatch.setattr(sys, "stdin", io.StringIO("n\n" * len(cases)))
     sets = ["--set", f"corpus.path={FIXTURES / 'mini_corpus'}", "--set", "corpus.name=mini"]
+    return log_golden_run(mini_golden, first, name="alpha"), log_golden_run(mini_golden, second, name="beta"), \
+        cases, sets
+
+
+def test_decide_by_hand_end_to_end(store, mini_golden, tmp_path, capsys, monkeypatch):
+    """--decide --by-hand on MRR@10 offers beta's unjudged passages first; NO verdicts piped in
+    settle it (alpha ahead) before the pool is exhausted; the verdicts are a person's with the
+    decision in their provenance."""
+    from rag_experiments.golden.golden_file import GoldenFile
+
+    run_a, run_b, cases, sets = two_runs(mini_golden)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("n\n" * len(cases)))
     code = cli("golden", "label", "--golden", str(mini_golden), "--decide", "alpha", run_b, "--decide-metric",
                "mrr_at_10", "--by-hand", "--labeller", "ann", *sets)
     out = capsys.readouterr().out
@@ -144,3 +148,29 @@ def test_decide_by_hand_end_to_end(store, mini_golden, tmp_path, capsys, monkeyp
     assert got and {j["verdict"] for j in got} == {"NO"} and {j["judge"]["name"] for j in got} == {"ann"}
     assert got[0]["provenance"]["pool"]["decide"] == [run_a, run_b]
     assert len(got) < len(cases)  # settled before every passage was labelled
+
+
+def test_decide_export_in_order_with_why_then_import_settles(store, mini_golden, tmp_path, capsys, monkeypatch):
+    import csv
+
+    _run_a, run_b, cases, sets = two_runs(mini_golden)
+    sheet = tmp_path / "next.csv"
+    base = ["golden", "label", "--golden", str(mini_golden), *sets]
+    assert cli(*base, "--decide", "alpha", run_b, "--decide-metric", "mrr_at_10", "--export", str(sheet)) == 0
+    assert "in the order that settles the decision (column why)" in " ".join(capsys.readouterr().out.split())
+    with sheet.open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(cases) and list(rows[0])[-2:] == ["why", "verdict"]
+    assert rows[0]["why"].startswith("not in alpha's cut-off, rank 1 in beta: its verdict moves mrr@10 Δ by up to")
+    with sheet.open("w", encoding="utf-8", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        for r in rows:
+            w.writerow({**r, "verdict": "n"})
+    assert cli(*base, "--import", str(sheet), "--labeller", "bob") == 0
+    capsys.readouterr()
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # nothing to ask: it must stop before reading
+    assert cli(*base, "--decide", "alpha", run_b, "--decide-metric", "mrr_at_10", "--by-hand") == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "labels done 0, left 0" in out and "every hit in both cut-offs judged" in out
+    assert "stop: the decision is settled after 0 label(s)" in out
