@@ -60,6 +60,13 @@ def test_ppi_plus_plus_lambda_between_0_and_1():
     assert c.estimate == pytest.approx(0.3125 - 0.25 / 3)
 
 
+def test_ppi_plus_plus_clips_lambda_at_one():
+    # M_s = [0, .5, 1], H = [0, 1, 2]: cov = ((-1)(-.5) + 0 + (1)(.5)) / 2 = 0.5, var(M_s) = 0.25 -> lam 2 -> 1:
+    # 0.625 + mean([0, .5, 1]) = 1.125 (unclipped, 2 x 0.625 + mean([0, 0, 0]) = 1.25)
+    c = ppi_mean([0, 0.5, 1, 1], [0, 1, 2], [0, 0.5, 1], tune=True)
+    assert c.lam == 1.0 and c.estimate == pytest.approx(1.125)
+
+
 def test_ppi_plus_plus_falls_back_to_plain_ppi_when_the_machine_sample_is_constant():
     # var(M_s) = 0: no slope to estimate, lam = 1: 0.5 + mean([1 - 1, 0 - 1]) = 0 (lam 2 would give -0.5)
     c = ppi_mean([1, 1, 0, 0], [1, 0], [1, 1], tune=True)
