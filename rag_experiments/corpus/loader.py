@@ -29,6 +29,11 @@ text layer, corrupt, not UTF-8, an unsupported Office format such as ``.doc``) i
 its reason, skipped and counted: :func:`load_corpus` warns with one summary line, and
 :func:`read_corpus` returns the full :class:`LoadReport`. When nothing is left, CorpusError.
 Other files (no extension, images, ``.json``, Office lock files ``~$x.docx``) are ignored.
+
+Nothing outside the corpus folder is read (:mod:`.boundary`): a symbolic link leading out of it,
+a file over the size limit (any format, checked before reading) or a file name that is not UTF-8
+is named with its reason and skipped, for Markdown too; links to folders are never followed.
+Converters run in a child process with a time and a memory limit (:mod:`.convert_worker`).
 """
 
 from __future__ import annotations
@@ -83,26 +88,30 @@ def load_document(file: Path, root: Path, corpus: str) -> Document:
     """The Markdown file ``file`` under ``root`` as a document; CorpusError naming the file when it
     cannot be read (a link out of the folder, over the size limit: :mod:`.boundary`) or parsed."""
     try:
-        data = read_inside(file, root, MAX_FILE_BYTES)
+        raw = _markdown_text(file, root)
     except Refused as exc:
         raise CorpusError(f"{file}: {exc.reason}") from None
     except OSError as exc:
         raise CorpusError(f"{file}: cannot read: {exc.strerror}") from None
-    return _markdown_document(data, file, root, corpus)
+    return _markdown_document(raw, file, root, corpus)
 
 
-def _markdown_document(data: bytes, file: Path, root: Path, corpus: str) -> Document:
+def _markdown_text(file: Path, root: Path) -> str:
+    """The file's text; its bytes are dropped as soon as they are decoded (nobody else holds them:
+    a large file is never in memory as bytes and text and a copy at once)."""
+    data = read_inside(file, root, MAX_FILE_BYTES)
     try:
-        raw = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CorpusError(
             f"{file}: not valid UTF-8 (byte {exc.start})",
             hint="convert it, e.g. iconv -f latin1 -t utf-8",
         ) from None
-    del data  # the bytes are not needed past here: a large file is held once as bytes, not twice
+
+
+def _markdown_document(raw: str, file: Path, root: Path, corpus: str) -> Document:
     check_text(raw, str(file))
     lf = raw.replace("\r\n", "\n") if "\r" in raw else raw
-    del raw
     # a UTF-8 byte order mark (Windows editors write one) is no text and must not hide the front
     # matter; it stays in the raw frame (text_offset), as Python's open() reads it as U+FEFF
     bom = 1 if lf.startswith("\ufeff") else 0
@@ -339,14 +348,14 @@ def _read_files(root: Path, name: str, files: list[tuple[Path, str]], cache: Con
             continue
         if fmt == "md":
             try:
-                data = read_inside(f, root, MAX_FILE_BYTES)
+                raw = _markdown_text(f, root)
             except Refused as exc:  # over the size limit, not a regular file: skipped like any format
                 results.append(FileResult(rel, fmt, failure=exc.reason))
                 continue
             except OSError as exc:
                 raise CorpusError(f"{f}: cannot read: {exc.strerror}") from None
-            doc = _markdown_document(data, f, root, name)  # raises CorpusError, naming the file, as it always has
-            del data
+            doc = _markdown_document(raw, f, root, name)  # raises CorpusError, naming the file, as it always has
+            del raw
             results.append(FileResult(rel, fmt, chars=len(doc.text)))
         elif fmt == "unsupported":
             hint = _UNSUPPORTED[f.suffix.lower()]
