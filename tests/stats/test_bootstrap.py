@@ -50,3 +50,9 @@ def test_the_edge_by_hand_and_only_at_the_edge():
     assert proportion_at_edge(np.array([1.0] * 32 + [0.0])) is None
     assert proportion_at_edge(np.full(5, 0.5)) is None
     assert bootstrap_interval(np.full(5, 0.5)) == (0.5, 0.5)
+
+
+def test_no_resamples_or_one_case_is_the_mean_with_no_width():
+    assert bootstrap_interval(np.array([0.2, 0.4]), samples=0) == pytest.approx((0.3, 0.3))
+    assert bootstrap_interval(np.array([0.25])) == (0.25, 0.25)
+    assert all(np.isnan(bootstrap_interval(np.array([]))))  # no cases: (nan, nan)

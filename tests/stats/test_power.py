@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from rag_experiments.stats.power import (estimate, lattice_step, mde, mde_signflip, n_needed,
-                                         n_needed_signflip, predicted_power, simulated_power, tilt_weights)
+                                         n_needed_signflip, predicted_power, predicted_power_signflip, simulated_power,
+                                         tilt_weights)
 
 # z_{0.975} = 1.959964, z_{0.8} = 0.841621: z_a + z_b = 2.801585
 Z_SUM = 1.959964 + 0.841621
@@ -131,3 +132,12 @@ def test_tilted_weights_have_the_mean_asked_for_and_keep_the_values():
     assert w[0] / w[-1] == pytest.approx(x, rel=1e-6) and w[3] / w[-1] == pytest.approx(1 / x, rel=1e-6)
     assert tilt_weights(d, 1.0) is None and tilt_weights(d, -1.5) is None
 
+
+
+def test_one_case_has_no_mde_and_the_signflip_power_by_hand():
+    # one paired case: no spread to estimate, so no MDE (not the step of its one difference)
+    one = estimate([0.0], [1.0])
+    assert one.mde is None and one.n_for_delta is None and one.short() == "MDE n/a (1 cases)"
+    # the sign-flip variant (reference only): mu 0.1, sd 0.5, n 100: half = 1.959964 sqrt(0.26) = 0.999389;
+    # Phi((1 - 0.999389) / 0.5) + Phi((-1 - 0.999389) / 0.5) = Phi(0.001222) + Phi(-3.998778) = 0.500519
+    assert predicted_power_signflip(0.1, 0.5, 100) == pytest.approx(0.500519, abs=2e-6)
