@@ -56,3 +56,14 @@ def test_no_resamples_or_one_case_is_the_mean_with_no_width():
     assert bootstrap_interval(np.array([0.2, 0.4]), samples=0) == pytest.approx((0.3, 0.3))
     assert bootstrap_interval(np.array([0.25])) == (0.25, 0.25)
     assert all(np.isnan(bootstrap_interval(np.array([]))))  # no cases: (nan, nan)
+
+
+@pytest.mark.parametrize("where", [0, 19])
+def test_every_case_can_be_drawn_the_first_and_the_last(where):
+    """One hit among 20 cases: resampled means are k/20 with k ~ Binomial(20, 1/20), so the 97.5th
+    percentile is 3/20 = 0.15 (P(k >= 3) = 0.075, P(k >= 4) = 0.016); a resampler that never draws the
+    first (or the last) case would give [0, 0] for that case's hit."""
+    values = np.zeros(20)
+    values[where] = 1.0
+    low, high = bootstrap_interval(values, samples=4000, seed=13)
+    assert low == 0.0 and high == pytest.approx(0.15)
