@@ -146,6 +146,9 @@ def test_allocate():
     assert allocate({"a": 3, "b": 4}, 100) == {"a": 3, "b": 4}
     assert allocate({"a": 5, "b": 0}, 3) == {"a": 3, "b": 0}
     assert sum(allocate({"a": 7, "b": 9, "c": 11}, 10).values()) == 10
+    # at least 2 pairs per stratum when n allows (a variance needs two): proportional would give b 6 x 3/103 = 0
+    assert allocate({"a": 100, "b": 3}, 6) == {"a": 4, "b": 2}
+    assert allocate({"a": 5}, 0) == {"a": 0}  # nothing asked, nothing judged
 
 
 def test_difference_mean_by_hand():
