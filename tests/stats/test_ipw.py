@@ -203,6 +203,11 @@ def test_design_bootstrap_spread_matches_the_linearised_variance():
     assert boot.value == pytest.approx(linear.value)
     # 0.0144 against 0.0125 here (a ratio: the two agree to first order); without the (1 - f): about 0.029
     assert boot.se == pytest.approx(linear.se, rel=0.3)
+    assert (boot.low, boot.high) == pytest.approx((boot.value - 1.959964 * boot.se, boot.value + 1.959964 * boot.se))
+    # the quantile methods: a 95% interval around the value, about as wide as the normal one
+    for method in ("basic", "percentile"):
+        q, _ = ratio_mean_bootstrap(cases, strata, samples=4000, seed=5, method=method)
+        assert q.low < q.value < q.high and (q.high - q.low) == pytest.approx(boot.high - boot.low, rel=0.2), method
 
 
 def test_difference_mean_of_one_case():
