@@ -93,6 +93,8 @@ def test_input_validation():
         paired_permutation_test([1, np.nan], [1, 2])
     with pytest.raises(ValueError, match="no cases"):
         paired_permutation_test([], [])
+    with pytest.raises(ValueError, match="n_resamples must be > 0"):  # the sampled path only (m > exact_max)
+        paired_permutation_test(np.zeros(30), np.ones(30), n_resamples=0)
 
 
 # -- paired bootstrap interval of the delta -------------------------------------------------------
