@@ -28,6 +28,16 @@ docs = load_corpus(sys.argv[1])
 took = time.perf_counter() - t
 print(sum(len(d.text) for d in docs), took, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 """
+# rag-exp corpus convert: the load, then the text checks (corpus.quality) over every document
+CONVERT = """
+import contextlib, io, resource, sys, time
+from rag_experiments import cli
+t = time.perf_counter()
+with contextlib.redirect_stdout(io.StringIO()):
+    cli.main(["corpus", "convert", sys.argv[1]])
+took = time.perf_counter() - t
+print(0, took, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
 
 
 def write_markdown(path: Path, mb: int) -> None:
@@ -43,11 +53,15 @@ def write_markdown(path: Path, mb: int) -> None:
             written += len(block)
 
 
-def measure(corpus: str, tree: str | None) -> tuple[int, float, int]:
+def measure(corpus: str, tree: str | None, code: str = CHILD) -> tuple[int, float, int]:
     env = dict(os.environ)
     if tree:
         env["PYTHONPATH"] = tree
-    out = subprocess.run([sys.executable, "-c", CHILD, corpus], capture_output=True, text=True, env=env, check=True)
+    with tempfile.TemporaryDirectory() as cache:
+        env["RAG_EXP_CONVERT_CACHE"] = cache
+        # cwd: python -c puts the working folder first on sys.path, before PYTHONPATH's tree
+        out = subprocess.run([sys.executable, "-c", code, corpus], capture_output=True, text=True, env=env,
+                             check=True, cwd=cache)
     chars, seconds, rss = out.stdout.split()
     return int(chars), float(seconds), int(rss)
 
@@ -65,6 +79,8 @@ def main() -> int:
         chars, seconds, rss = measure(str(folder), args.tree)
         print(f"big.md {size / 2**20:,.0f} MiB: {chars:,} chars loaded in {seconds:.1f} s, "
               f"peak RSS {rss / 2**20:,.0f} MiB ({rss / size:.1f}x the file)")
+        _, seconds, rss = measure(str(folder), args.tree, CONVERT)
+        print(f"rag-exp corpus convert of it: {seconds:.1f} s, peak RSS {rss / 2**20:,.0f} MiB ({rss / size:.1f}x the file)")
     chars, seconds, rss = measure("demo", args.tree)
     print(f"demo corpus: {chars:,} chars loaded in {seconds:.2f} s, peak RSS {rss / 2**20:,.0f} MiB")
     return 0
