@@ -141,3 +141,11 @@ def test_one_case_has_no_mde_and_the_signflip_power_by_hand():
     # the sign-flip variant (reference only): mu 0.1, sd 0.5, n 100: half = 1.959964 sqrt(0.26) = 0.999389;
     # Phi((1 - 0.999389) / 0.5) + Phi((-1 - 0.999389) / 0.5) = Phi(0.001222) + Phi(-3.998778) = 0.500519
     assert predicted_power_signflip(0.1, 0.5, 100) == pytest.approx(0.500519, abs=2e-6)
+
+
+def test_continuity_step_other_than_one_and_a_unit_spread_by_hand():
+    # step 0.5 (recall of two-evidence cases, every difference ±0.5), sd 0.3, Δ 0.1: k = 2.801585 x 0.3 = 0.840476;
+    # x = (k + sqrt(k^2 + 4 x 0.1 x 0.5)) / (2 x 0.1) = (0.840476 + 0.952050) / 0.2 = 8.962627, n = 80.33 -> 81
+    assert n_needed(0.3, 0.1, step=0.5) == 81
+    # sd exactly 1: Phi(1 - 1.959964) + Phi(-1 - 1.959964) = Phi(-0.959964) + Phi(-2.959964) = 0.170075
+    assert predicted_power(0.1, 1.0, 100) == pytest.approx(0.170075, abs=2e-6)
