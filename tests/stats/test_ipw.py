@@ -149,6 +149,8 @@ def test_allocate():
     # at least 2 pairs per stratum when n allows (a variance needs two): proportional would give b 6 x 3/103 = 0
     assert allocate({"a": 100, "b": 3}, 6) == {"a": 4, "b": 2}
     assert allocate({"a": 5}, 0) == {"a": 0}  # nothing asked, nothing judged
+    # fewer than 2 per stratum asked (4 for 3 strata): no floor, proportional with largest remainders
+    assert allocate({"a": 10, "b": 10, "c": 10}, 4) == {"a": 2, "b": 1, "c": 1}
 
 
 def test_difference_mean_by_hand():
