@@ -187,6 +187,11 @@ def cmd_gate(args: argparse.Namespace) -> int:
     columns = list(dict.fromkeys([metric, *comparison_defaults([champion.run, current])[0]]))
     if decision.gap is not None:
         print_gap(decision.gap, [current], columns, console=out)
+    elif decision.unlike is None:  # how far unjudged hits could move both values and the Δ (issue 57)
+        from ..tracking.coverage import bounds_lines
+
+        for text in bounds_lines([champion.run, current], metric):
+            out.print(text, soft_wrap=True, markup=False)
     cmp = None
     pair = list(decision.compared or (champion.run, current))  # rebased onto the shared cases when versions differ
     if pair[0].per_case is not None and decision.unlike is None:  # unlike runs get no side-by-side table
