@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from rag_experiments import cli
-from rag_experiments.corpus import loader
+from rag_experiments.corpus import convert_worker, loader
 from rag_experiments.golden import GoldenFile
 from rag_experiments.golden import add
 
@@ -31,13 +31,14 @@ def corpus(tmp_path, monkeypatch):
     (folder / "guide.md").write_text(GUIDE)
     monkeypatch.setenv("RAG_EXP_CONVERT_CACHE", str(tmp_path / "cache"))  # empty: every read converts
     converted: list[str] = []
-    real = loader.convert_bytes
+    # conversions run in a child process (corpus.convert_worker): count the requests sent to it
+    real = convert_worker.ConversionWorker.convert
 
-    def counting(data, suffix):
+    def counting(self, data, suffix):
         converted.append(next(n for n, h in PAGES.items() if h.encode() == data))
-        return real(data, suffix)
+        return real(self, data, suffix)
 
-    monkeypatch.setattr(loader, "convert_bytes", counting)
+    monkeypatch.setattr(convert_worker.ConversionWorker, "convert", counting)
     loader._LOADED.clear()
     yield folder, converted
     loader._LOADED.clear()
