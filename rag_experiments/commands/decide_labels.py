@@ -28,7 +28,7 @@ from ..golden.resolve import load_golden
 from ..tracking.configured import objective
 from ..golden.label import plan_labelling, run_labelling
 from ..tracking.pool import decide_run, decide_state, decide_views, doc_text_of, ranked_of
-from .golden import _counter_line, _resolve_llm, _run_llm_job, configured_corpus
+from .llm_job import configured_corpus, counter_line, resolve_llm, run_llm_job
 
 DEFAULT_METRIC = "recall_at_5"
 
@@ -132,7 +132,7 @@ def _export(d: Decision, args: argparse.Namespace, console: Any, say) -> int:
     if plan.applied:
         hl.append_held(GoldenFile(args.golden), list(plan.applied))
     say(console, f"wrote {n} passage(s) to {args.export} in the order that settles the decision (column why); "
-                 f"skipped: {_counter_line(plan.skipped)}; fill in the verdict column, import it with "
+                 f"skipped: {counter_line(plan.skipped)}; fill in the verdict column, import it with "
                  f"rag-exp golden label --import {args.export}, then run --decide again to see whether it is settled",
         soft_wrap=True)
     return 0
@@ -159,7 +159,7 @@ def _add_why(path: Path, why: dict[str, str]) -> None:
 def _judge(d: Decision, args: argparse.Namespace, console: Any, say) -> int:
     """The LLM judge, a round of ``--concurrency`` passages at a time (best first), until settled or
     the budget; the first round's confirmation (the estimate of that round) covers the rounds after it."""
-    price = _resolve_llm(args)
+    price = resolve_llm(args)
     size = max(1, args.concurrency)
     done = {"labels": 0, "rounds": 0}
 
@@ -170,7 +170,7 @@ def _judge(d: Decision, args: argparse.Namespace, console: Any, say) -> int:
                               price=price, pool=d.pool, provider=args.provider)
         if not plan.pending:
             return SKIP
-        report = _run_llm_job(args, console, plan, run_labelling, "judging", price)
+        report = run_llm_job(args, console, plan, run_labelling, "judging", price)
         if isinstance(report, int):  # a dry run, or the estimate declined
             return QUIT
         args.yes = True

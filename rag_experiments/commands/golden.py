@@ -15,6 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, GoldenSetError, UserError
+from .llm_job import (  # noqa: F401 (configured_corpus, configured_llm: callers import them from here too)
+    client as _client,
+    configured_corpus,
+    configured_llm,
+    confirm as _confirm,
+    counter_line as _counter_line,
+    price_of as _price,
+    progress_bar as _progress,
+    resolve_llm as _resolve_llm,
+    run_llm_job as _run_llm_job,
+    say as _say,
+)
 
 DEFAULT_GOLDEN = "experiments/golden/demo.jsonl"
 ADD_KINDS = ("exact", "paraphrase", "production", "multi")  # golden.add.KINDS + golden.multi.KIND (not imported at start-up)
@@ -30,17 +42,6 @@ def rates_line(v: dict) -> str:
     return (f"true-positive rate {pct(v.get('tpr'))} (of {v.get('human_relevant', 0)} pairs checked YES/PART), "
             f"true-negative rate {pct(v.get('tnr'))} (of {v.get('human_no', 0)} checked NO); prevalence of YES "
             f"{pct(v.get('prevalence_yes'))}, of YES/PART {pct(v.get('prevalence_relevant'))}")
-
-
-def configured_corpus(overrides: list[str] | None = None) -> str:
-    """The corpus folder the configuration names ('demo' for the packaged default)."""
-    from ..conf_source import config_source
-
-    if config_source().name == "config" and not any(o.startswith(("corpus", "+corpus")) for o in overrides or []):
-        return "demo"
-    from ..configured_paths import configured_paths
-
-    return configured_paths(overrides)["corpus"]  # composed once per configuration (remembered)
 
 
 def configured_golden(overrides: list[str] | None = None) -> str:
@@ -391,62 +392,10 @@ def _console() -> Any:
     return Console(highlight=False)
 
 
-def _say(console: Any, *objects: Any, **kwargs: Any) -> None:
-    """Print without markup: paths, queries and API messages may contain [brackets]."""
-    console.print(*objects, markup=False, **kwargs)
-
-
 def _open_session(overrides: list[str]) -> Any:
     from ..session import open_retriever  # lazy: the database is only needed here
 
     return open_retriever(overrides or None)
-
-
-def _price(args: argparse.Namespace) -> Any:
-    from ..llm import parse_price
-
-    return parse_price(args.price or None, "--price")
-
-
-def configured_llm(overrides: list[str] | None = None) -> Any:
-    """The ``llm`` node of the configuration (``--set llm.provider=openai``, a project's
-    conf/project.yaml): what --provider / --base-url / --price default to. Composed only when
-    something can differ from the packaged default."""
-    from ..conf_source import config_source
-    from ..llm import LLMParams
-
-    if config_source().name == "config" and not any(o.lstrip("+~").split("=")[0].split(".")[0] == "llm"
-                                                    for o in overrides or []):
-        return LLMParams()
-    from ..session import compose_settings
-
-    return compose_settings(list(overrides or []))[0].llm
-
-
-def _resolve_llm(args: argparse.Namespace) -> Any:
-    """Fill args.provider / base_url / model from the flags, else the configured ``llm`` node (its
-    base URL and price only when its provider is the one used), else the provider's defaults;
-    return the price (None: unknown). Refuses --batch with a provider that has no batches."""
-    from ..golden.llm_jobs import check_batch_provider
-    from ..llm import DEFAULT_MODEL, check_base_url
-
-    price = _price(args)
-    conf = configured_llm(getattr(args, "overrides", None)) if None in (args.provider, args.base_url, price) \
-        else None
-    provider = args.provider or (conf.provider if conf else "anthropic")
-    same = conf is not None and conf.provider == provider
-    args.provider = provider
-    args.base_url = check_base_url(args.base_url or (conf.base_url if same else None), "--base-url")
-    if price is None and same:
-        price = conf.price_override
-    if not args.model:
-        if provider != "anthropic":
-            raise ConfigError(f"--model: provider {provider} has no default model",
-                              hint="pass the name your server serves, e.g. --model Qwen/Qwen2.5-7B-Instruct (vLLM) "
-                              "or --model llama3.1:8b (Ollama)")
-        args.model = DEFAULT_MODEL
-    check_batch_provider(args.batch, provider)
-    return price
 
 
 def _check_llm_args(args: argparse.Namespace) -> None:
@@ -456,44 +405,12 @@ def _check_llm_args(args: argparse.Namespace) -> None:
         raise ConfigError(f"--max-retries must be >= 0, got {args.max_retries}")
 
 
-def _confirm(console: Any, estimate: Any, yes: bool) -> bool:
-    _say(console, f"Estimate: {estimate.describe()}")
-    if yes:
-        return True
-    if not sys.stdin.isatty():
-        raise UserError("not confirming the cost without a terminal", hint="pass --yes to proceed non-interactively")
-    answer = input("Proceed? [y/N] ").strip().lower()
-    if answer not in ("y", "yes"):
-        _say(console, "cancelled; nothing was sent")
-        return False
-    return True
-
-
-def _client(args: argparse.Namespace) -> Any:
-    from ..llm import make_client
-
-    return make_client(max_retries=args.max_retries, timeout=args.timeout, provider=args.provider,
-                       base_url=args.base_url)
-
-
-def _progress(total: int, label: str) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    task = progress.add_task(label, total=total)
-    return progress, (lambda entry: progress.advance(task))
-
-
 def _usage_line(report: Any, model: str, provider: str = "anthropic") -> str:
     u = report.usage + report.batch_usage
     cost = "unknown (no price for this model; pass --price)" if report.cost_usd is None else f"${report.cost_usd:.4f}"
     via = f" (provider {provider})" if provider != "anthropic" else ""
     return (f"Usage: {u.requests} responses, {u.input_tokens:,} input + {u.output_tokens:,} output tokens "
             f"on {model}{via}; cost {cost}")
-
-
-def _counter_line(counter: dict) -> str:
-    return ", ".join(f"{k} {v}" for k, v in sorted(counter.items())) or "none"
 
 
 def _corpus_language(session) -> str:
@@ -566,36 +483,6 @@ def _generate_multi(args: argparse.Namespace, console, chunks, bar, price, langu
                   f"multi cases appended: {report.cases_appended} (+{report.cases_reconciled} from the checkpoint), "
                   f"already present: {report.cases_already_present}")
     return _finish_llm_job(args, console, report, "Validation")
-
-
-def _run_llm_job(args: argparse.Namespace, console, plan, runner, verb: str, price):
-    """What generate and label share: dry-run estimate, cost confirmation, client, progress bar,
-    the run itself. Returns the runner's report, or an exit code (dry run 0, declined 1)."""
-    if args.provider != "anthropic" or args.base_url:
-        from ..redaction import redact_text
-
-        where = f" at {redact_text(args.base_url)}" if args.base_url else ""
-        _say(console, f"LLM: provider {args.provider}{where}, model {args.model}")
-    unpriced = plan.pending and plan.estimate.usd is None
-    if args.dry_run:
-        _say(console, f"Estimate: {plan.estimate.describe()}")
-        if unpriced:
-            _say(console, "  note: no price for this model: a real run needs --price IN,OUT (0,0 for your own server)")
-        return 0
-    if unpriced:  # never send without a cost, and never assume it is zero
-        raise ConfigError(f"--price: no price for model {args.model!r} (provider {args.provider}): the cost of "
-                          f"{len(plan.pending)} requests cannot be estimated",
-                          hint="pass --price IN,OUT in USD per million input,output tokens (--price 0,0 for a model "
-                          "on your own server); nothing was sent")
-    client = None
-    if plan.pending or plan.in_open_batches or getattr(plan, "rewrites_pending", 0):  # left by a confirmed run
-        if plan.pending and not _confirm(console, plan.estimate, args.yes):
-            return 1
-        client = _client(args)
-    progress, tick = _progress(len(plan.pending) + plan.in_open_batches, verb)
-    with progress:
-        return runner(plan, client, concurrency=args.concurrency, on_progress=tick,
-                      poll_interval=args.poll_interval, poll_timeout=args.poll_timeout, price=price)
 
 
 def _finish_llm_job(args: argparse.Namespace, console, report, problems_title: str) -> int:

@@ -50,7 +50,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .paired import _BLOCK, DEFAULT_RESAMPLES, DEFAULT_SEED, EXACT_MAX, _sign_block
+from .paired import BLOCK, DEFAULT_RESAMPLES, DEFAULT_SEED, EXACT_MAX, sign_block
 
 #: enumerate every sign vector when ``2**m * columns`` is at most this (2**24: well under a second)
 EXACT_BUDGET = 1 << 24
@@ -108,15 +108,15 @@ def _null_maxima_exact(d: np.ndarray, scale: np.ndarray) -> np.ndarray:
 
 def _null_maxima_sampled(d: np.ndarray, scale: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
     """The same maxima for ``n_resamples`` random sign vectors: the blocks of
-    :func:`.paired._sign_block`, so one column gives the single test's resampled sums exactly."""
+    :func:`.paired.sign_block`, so one column gives the single test's resampled sums exactly."""
     m = d.shape[0]
     maxima = np.zeros(n_resamples)
     for start in range(0, d.shape[1], _CHUNK):
         cols = d[:, start:start + _CHUNK]
         sums = np.zeros((n_resamples, cols.shape[1]))
-        for k in range(0, (m + _BLOCK - 1) // _BLOCK):
-            part = cols[k * _BLOCK:(k + 1) * _BLOCK]
-            sums += _sign_block(seed, n_resamples, k)[:, :len(part)] @ part
+        for k in range(0, (m + BLOCK - 1) // BLOCK):
+            part = cols[k * BLOCK:(k + 1) * BLOCK]
+            sums += sign_block(seed, n_resamples, k)[:, :len(part)] @ part
         np.maximum(maxima, np.abs(sums / scale[start:start + _CHUNK]).max(axis=1), out=maxima)
     return maxima
 
@@ -174,9 +174,9 @@ def _all_pairs_sampled(rows: np.ndarray, left: np.ndarray, right: np.ndarray, n_
     threshold = observed - 1e-9 * (absolute[left] + absolute[right]) / scale
     m = rows.shape[0]
     sums = np.zeros((n_resamples, rows.shape[1]))
-    for k in range(0, (m + _BLOCK - 1) // _BLOCK):
-        part = rows[k * _BLOCK:(k + 1) * _BLOCK]
-        sums += _sign_block(seed, n_resamples, k)[:, :len(part)] @ part
+    for k in range(0, (m + BLOCK - 1) // BLOCK):
+        part = rows[k * BLOCK:(k + 1) * BLOCK]
+        sums += sign_block(seed, n_resamples, k)[:, :len(part)] @ part
     maxima = np.zeros(n_resamples)
     for start in range(0, len(left), _CHUNK):
         a, b = left[start:start + _CHUNK], right[start:start + _CHUNK]

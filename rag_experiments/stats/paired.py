@@ -68,7 +68,7 @@ test_settings.__test__ = False  # a function named test_*: not a pytest test
 #: on how many cases the test has, and the blocks are cached (float64, what the product needs) up
 #: to a budget: a sweep summary runs ~1,000 tests with the same seed and resamples, and drawing
 #: the signs was ~95% of a test's time (10 ms of 10.4 ms at 230 cases, 10,000 resamples)
-_BLOCK = 64
+BLOCK = 64
 _BLOCK_CACHE: OrderedDict[tuple[int, int, int], np.ndarray] = OrderedDict()
 _BLOCK_CACHE_BYTES = 96 << 20
 
@@ -120,14 +120,14 @@ def paired_permutation_test(a: Sequence[float], b: Sequence[float], n_resamples:
     if n_resamples <= 0:
         raise ValueError(f"n_resamples must be > 0, got {n_resamples}")
     sums = np.zeros(n_resamples)
-    for k in range(0, (m + _BLOCK - 1) // _BLOCK):
-        part = d[k * _BLOCK:(k + 1) * _BLOCK]
-        sums += _sign_block(seed, n_resamples, k)[:, :len(part)] @ part
+    for k in range(0, (m + BLOCK - 1) // BLOCK):
+        part = d[k * BLOCK:(k + 1) * BLOCK]
+        sums += sign_block(seed, n_resamples, k)[:, :len(part)] @ part
     hits = int(np.count_nonzero(np.abs(sums) >= observed - tol))
     return float(min(1.0, (hits + 1) / (n_resamples + 1)))
 
 
-def _sign_block(seed: int, n_resamples: int, k: int) -> np.ndarray:
+def sign_block(seed: int, n_resamples: int, k: int) -> np.ndarray:
     """``n_resamples`` x 64 random signs (+1.0 / -1.0) of column block ``k``, cached (LRU within
     ``_BLOCK_CACHE_BYTES``)."""
     key = (seed, n_resamples, k)
@@ -136,7 +136,7 @@ def _sign_block(seed: int, n_resamples: int, k: int) -> np.ndarray:
         _BLOCK_CACHE.move_to_end(key)
         return block
     rng = np.random.default_rng([seed, k])
-    block = (rng.integers(0, 2, size=(n_resamples, _BLOCK), dtype=np.int8) * 2 - 1).astype(np.float64)
+    block = (rng.integers(0, 2, size=(n_resamples, BLOCK), dtype=np.int8) * 2 - 1).astype(np.float64)
     block.setflags(write=False)
     if block.nbytes <= _BLOCK_CACHE_BYTES:
         _BLOCK_CACHE[key] = block

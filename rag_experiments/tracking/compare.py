@@ -230,7 +230,7 @@ def resolve_segments(names: Sequence[str] | None, runs: Sequence[RunView], prima
     return out
 
 
-def _in_segment(per_case: pd.DataFrame, segment: Segment) -> np.ndarray:
+def in_segment(per_case: pd.DataFrame, segment: Segment) -> np.ndarray:
     """Which rows of a per-case table belong to ``segment`` (none when it lacks the column)."""
     if segment.column not in per_case:
         return np.zeros(len(per_case), dtype=bool)
@@ -254,7 +254,7 @@ def _from_cases(per_case: pd.DataFrame, key: MetricKey, samples: int, seed: int)
     if k not in memo:
         vals = per_case[key.column].to_numpy(dtype=float)
         if key.segment is not None:
-            vals = vals[_in_segment(per_case, key.segment)]
+            vals = vals[in_segment(per_case, key.segment)]
         memo[k] = (float(vals.mean()), bootstrap_interval(vals, samples, seed)) if len(vals) else None
     return memo[k]
 
@@ -300,9 +300,9 @@ class Pairing:
             return np.array([]), np.array([])
         ia, ib = self.ia, self.ib
         if segment is not None:
-            keep = _in_segment(self.base, segment)[ia]
+            keep = in_segment(self.base, segment)[ia]
             ia, ib = ia[keep], ib[keep]
-        return _column(self.base, metric)[ia], _column(self.other, metric)[ib]
+        return column_values(self.base, metric)[ia], column_values(self.other, metric)[ib]
 
 
 # a per-case table's columns as float arrays, per table while it lives (the same columns are read
@@ -310,7 +310,7 @@ class Pairing:
 _COLUMNS: dict[int, dict[str, np.ndarray]] = {}
 
 
-def _column(per_case: pd.DataFrame, name: str) -> np.ndarray:
+def column_values(per_case: pd.DataFrame, name: str) -> np.ndarray:
     memo = _COLUMNS.get(id(per_case))
     if memo is None:
         memo = _COLUMNS[id(per_case)] = {}

@@ -26,7 +26,7 @@ from ..golden.resolve import GoldenSet, load_golden
 from ..golden.versions import GoldenVersion, NotAnAncestor
 from .champion_newest import eval_params
 from .runs import RunView
-from .versioned import _logged_precision, _quality_metrics, candidate_files, find_chain, load_ranked_lists
+from .versioned import logged_precision, quality_metrics, candidate_files, find_chain, load_ranked_lists
 
 JUDGED_PREFIX = "judged_at_"
 
@@ -111,9 +111,9 @@ def on_newest_labels(runs: Sequence[RunView], c=None) -> NewestLabels:
     version = GoldenVersion.of(golden)
     out = []
     for r, df in zip(runs, frames):
-        df = _logged_precision(df[df["case_id"].isin(common)].reset_index(drop=True))
+        df = logged_precision(df[df["case_id"].isin(common)].reset_index(drop=True))
         tags = {**r.tags, **version.tags(), "golden_rescored_from": r.golden or ""}
-        out.append(replace(r, per_case=df, metrics=_quality_metrics(df), tags=tags))
+        out.append(replace(r, per_case=df, metrics=quality_metrics(df), tags=tags))
     older = sorted({r.golden[:12] for r in runs if r.golden and r.golden != golden.digest})
     note = (f"rescored, not re-run: every run's stored ranked lists (run.trec) scored on the newest labels, golden "
             f"{golden.digest[:12]} ({len(golden.records)} records), on the {len(common)} cases all of them retrieved "

@@ -25,7 +25,7 @@ from ..golden.split import DEV, TEST, FrozenSplit, current_split
 from ..golden.versions import GoldenVersion, prefix_length
 from ..stats.bootstrap import bootstrap_interval
 from ..stats.maxt import simultaneous_intervals
-from .compare import _in_segment
+from .compare import in_segment
 from .runs import RunView
 from .sweep_parent import best_of
 from .versioned import candidate_files
@@ -66,7 +66,7 @@ def sides(run: RunView, key: MetricKey, split: FrozenSplit, samples: int = 1000,
     pc = run.per_case
     if pc is None or key.column not in pc:
         return None
-    keep = np.ones(len(pc), dtype=bool) if key.segment is None else _in_segment(pc, key.segment)
+    keep = np.ones(len(pc), dtype=bool) if key.segment is None else in_segment(pc, key.segment)
     values = pc[key.column].to_numpy(dtype=float)[keep]
     side = np.array(split.sides(pc["case_id"].astype(str).to_numpy()[keep]))
     dev, test = values[side == DEV], values[side == TEST]
@@ -132,7 +132,7 @@ def dev_objective(per_case, objective: str, golden_path) -> float | None:
     key = MetricKey.parse(objective)
     if split is None or per_case is None or key.column not in per_case:
         return None
-    keep = np.ones(len(per_case), dtype=bool) if key.segment is None else _in_segment(per_case, key.segment)
+    keep = np.ones(len(per_case), dtype=bool) if key.segment is None else in_segment(per_case, key.segment)
     dev = np.array(split.sides(per_case["case_id"].astype(str).to_numpy())) == DEV
     values = per_case[key.column].to_numpy(dtype=float)[keep & dev]
     return float(values.mean()) if len(values) else None
@@ -148,7 +148,7 @@ def selection_interval(best: RunView, family: Sequence[RunView], objective: str)
         pc = r.per_case
         if pc is None or key.column not in pc:
             continue
-        keep = np.ones(len(pc), dtype=bool) if key.segment is None else _in_segment(pc, key.segment)
+        keep = np.ones(len(pc), dtype=bool) if key.segment is None else in_segment(pc, key.segment)
         columns[r.id] = dict(zip(pc["case_id"].astype(str).to_numpy()[keep], pc[key.column].to_numpy(float)[keep]))
     if best.id not in columns or len(columns) < 2:
         return None

@@ -27,7 +27,7 @@ import numpy as np
 from ..stats.maxt import all_pairs
 from ..stats.paired import test_settings
 from ..stats.power import POWER, estimate
-from .compare import Pairing, _column, _in_segment
+from .compare import Pairing, column_values, in_segment
 from .coverage import JUDGED_PREFIX
 from .sweep_parent import best_of
 
@@ -110,12 +110,12 @@ def common_values(paired: Mapping[Any, Pairing], key) -> tuple[np.ndarray, np.nd
             continue
         ia, ib = pairing.ia, pairing.ib
         if key.segment is not None:
-            keep = _in_segment(pairing.base, key.segment)[ia]
+            keep = in_segment(pairing.base, key.segment)[ia]
             ia, ib = ia[keep], ib[keep]
         if not len(ia):
             continue
         base_table = pairing.base
-        picked[name] = (ia, _column(pairing.other, key.column)[ib])
+        picked[name] = (ia, column_values(pairing.other, key.column)[ib])
         shared = set(ia.tolist()) if shared is None else shared & set(ia.tolist())
     if not picked or not shared:
         return np.array([]), np.empty((0, 0)), []
@@ -124,7 +124,7 @@ def common_values(paired: Mapping[Any, Pairing], key) -> tuple[np.ndarray, np.nd
     for ia, vals in picked.values():
         at = dict(zip(ia.tolist(), vals.tolist()))
         columns.append([at[i] for i in common.tolist()])
-    return _column(base_table, key.column)[common], np.array(columns).T, list(picked)
+    return column_values(base_table, key.column)[common], np.array(columns).T, list(picked)
 
 
 def verdict_lines(found: Sequence[ColumnVerdict], alpha: float, max_names: int = 4) -> list[str]:

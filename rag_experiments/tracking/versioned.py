@@ -223,7 +223,7 @@ def load_ranked_lists(run: RunView, c=None):
     return parse_run_file(text, f"run {run.id} {RUN_FILE}")
 
 
-def _logged_precision(per_case: pd.DataFrame) -> pd.DataFrame:
+def logged_precision(per_case: pd.DataFrame) -> pd.DataFrame:
     """Per-case metrics rounded as ``per_case.json`` stores them (mlflow.log_table writes JSON with
     10 decimals): a rescored 1/3 must pair with a logged 0.3333333333 as a tie, not a 3e-11 loss
     that a paired test over hundreds of cases would call significant."""
@@ -234,7 +234,7 @@ def _logged_precision(per_case: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _quality_metrics(per_case: pd.DataFrame) -> dict[str, float]:
+def quality_metrics(per_case: pd.DataFrame) -> dict[str, float]:
     names = [c for c in per_case.columns if MetricKey.parse(str(c)).metric in MEASURES]
     out = aggregate(per_case, names)
     out["n_cases"] = float(len(per_case))
@@ -302,9 +302,9 @@ def align(runs: Sequence[RunView], c=None) -> Alignment:
     shared = tuple(cid for cid in base_ids if cid in common)
     rebased = []
     for r, df in zip(runs, frames):
-        df = _logged_precision(df[df["case_id"].isin(common)].reset_index(drop=True))
+        df = logged_precision(df[df["case_id"].isin(common)].reset_index(drop=True))
         tags = {**r.tags, **old_version.tags(), "golden_rebased_from": r.golden or ""}
-        rebased.append(replace(r, per_case=df, metrics=_quality_metrics(df), tags=tags))
+        rebased.append(replace(r, per_case=df, metrics=quality_metrics(df), tags=tags))
     older_case_ids = {case.case_id for case in older.cases}
     added = pd.DataFrame([{"case_id": case.case_id, "query": case.query, "kind": case.kind, "doc_type": case.doc_type}
                           for case in newer.cases if case.case_id not in older_case_ids],
