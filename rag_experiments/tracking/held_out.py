@@ -14,6 +14,7 @@ optimistic.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -23,10 +24,11 @@ from ..evaluation.metric_key import MetricKey
 from ..golden.golden_file import GoldenFile
 from ..golden.split import DEV, TEST, FrozenSplit, current_split
 from ..golden.versions import GoldenVersion, prefix_length
+from ..paths import project_root
 from ..stats.bootstrap import bootstrap_interval
 from ..stats.maxt import simultaneous_intervals
 from .compare import in_segment
-from .runs import RunView
+from .runs import RunView, local_artifact_dir
 from .sweep_parent import best_of
 from .versioned import candidate_files
 
@@ -42,11 +44,47 @@ class Sides:
     test_interval: tuple[float, float]
 
 
-def split_for(runs: Sequence[RunView]) -> FrozenSplit | None:
-    """The split in force in the golden file the runs used (their ``golden.path``), when their golden
-    version is a prefix of that file (a split appended after the runs counts: it changes no case or
-    label); None without one."""
+def run_project_root(run: RunView) -> Path | None:
+    """The project folder the run was measured in, read from where its artifacts went: the local
+    store keeps them under ``<project>/mlruns/artifacts`` (:func:`rag_experiments.paths.artifact_root`);
+    None for a remote artifact store or another layout."""
+    folder = local_artifact_dir(run.artifact_uri or "")
+    if folder is None or "mlruns" not in folder.parts:
+        return None
+    parts = folder.parts
+    return Path(*parts[:len(parts) - 1 - parts[::-1].index("mlruns")])
+
+
+def golden_files(runs: Sequence[RunView]) -> list[Path]:
+    """Where the runs' golden file may be: each of :func:`.versioned.candidate_files` (a relative
+    ``golden.path`` taken under the current project root) and, for a relative one, the same path
+    under the project root each run was measured in (:func:`run_project_root`): a command run from
+    another folder finds the file the runs used."""
+    here = project_root()
+    roots = [here, *(r for r in map(run_project_root, runs) if r is not None)]
+    out: list[Path] = []
     for path in candidate_files(runs):
+        under = [root / path.relative_to(here) for root in roots] if path.is_relative_to(here) else [path]
+        out.extend(p for p in under if p not in out)
+    return out
+
+
+def golden_not_found(runs: Sequence[RunView]) -> str | None:
+    """One line naming the runs' golden path and where it was looked for, when no such file exists
+    (None when one does): then nothing can be said about a split, so none is claimed missing."""
+    files = golden_files(runs)
+    if not files or any(p.is_file() for p in files):
+        return None
+    used = next((r.params["golden.path"] for r in runs if r.params.get("golden.path")), str(files[0]))
+    return (f"Golden set {used} (the runs' golden.path) not found: looked in {', '.join(map(str, files))}; "
+            f"no dev/test values (run from the project folder or set RAG_EXP_HOME).")
+
+
+def split_for(runs: Sequence[RunView]) -> FrozenSplit | None:
+    """The split in force in the golden file the runs used (their ``golden.path``, :func:`golden_files`),
+    when their golden version (``golden_sha256`` and its line count) is a prefix of that file (a split
+    appended after the runs counts: it changes no case or label); None without one."""
+    for path in golden_files(runs):
         if not path.is_file():
             continue
         try:
@@ -92,6 +130,9 @@ def lines(best: RunView, n_points: int, objective: str, split: FrozenSplit | Non
     b = "**" if markdown else ""
     code = "`" if markdown else ""
     if split is None:
+        missing = golden_not_found([best, *family])
+        if missing:
+            return [missing]
         wide = selection_interval(best, family, objective)
         by_how_much = ("" if wide is None else f"; counting the {n_points} points tried, its 95% interval is "
                        f"[{wide[0]:.3f}, {wide[1]:.3f}] (max-T simultaneous interval, stats.maxt)")

@@ -125,3 +125,34 @@ def test_the_sweepers_objective_is_the_dev_mean_with_a_split(tmp_path):
     assert dev_objective(frame, "recall_at_5", path) == values[dev].mean() != values.mean()
     exact = dev & (frame["kind"] == "exact").to_numpy()
     assert dev_objective(frame, "recall_at_5.exact", path) == values[exact].mean()
+
+
+def test_compare_from_another_folder_finds_the_runs_golden_file_or_says_where_it_looked(store, make_run, tmp_path,
+                                                                                       capsys, monkeypatch):
+    """The runs logged a relative golden.path: compare --sweep run from elsewhere (another working folder,
+    no RAG_EXP_HOME) finds it under the project the runs were measured in, not under the working folder;
+    when the file is gone it names the path and where it looked instead of claiming there is no split."""
+    from rag_experiments.paths import tracking_uri
+    from rag_experiments.tracking.hydra_callback import MlflowSweepCallback
+
+    monkeypatch.setattr(MlflowSweepCallback, "_log_summary", lambda *a: None)
+    parent, _ = _sweep(store, make_run, tmp_path, split=True)
+    root, _ = store
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.delenv("RAG_EXP_HOME")
+    capsys.readouterr()
+    assert cli("compare", "--sweep", parent, "--no-explorer") == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "No held-out split" not in out, out
+    assert "Selected on dev (28 cases) among 3 points: rrf_k=10 recall_at_5 1.0000" in out, out
+
+    (root / "experiments" / "golden" / "split.jsonl").rename(root / "moved.jsonl")
+    assert cli("compare", "--sweep", parent, "--no-explorer") == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "No held-out split" not in out, out
+    assert (f"Golden set experiments/golden/split.jsonl (the runs' golden.path) not found: looked in "
+            f"{elsewhere / 'experiments' / 'golden' / 'split.jsonl'}, {root / 'experiments' / 'golden' / 'split.jsonl'}"
+            ) in out, out
