@@ -88,12 +88,12 @@ def test_the_sweep_chooses_on_dev_and_reports_on_test_and_without_a_split_says_o
     assert tags["best_run_id"] == ids[10]  # best on dev; rrf_k=30 is the best on all cases
     note = " ".join(tags["mlflow.note.content"].split())
     assert "**Best `recall_at_5` on dev**: `rrf_k=10`" in note and "0.8500 on all cases" in note, note
-    assert ("Selected on **dev** (28 cases) among 3 points: `rrf_k=10` recall_at_5 1.0000 (dev, the cases it was "
-            "chosen on: optimistic); **test** (12 held-out cases, not used to choose): **0.5000** [") in note, note
+    assert ("Selected on **dev** (28 cases) among 3 points: `rrf_k=10` recall_at_5 dev 1.0000 (the value it was "
+            "chosen on); **test** (12 held-out cases, not used to choose): **0.5000** [") in note, note
     capsys.readouterr()
     assert cli("compare", "--sweep", parent, "--no-explorer") == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "Selected on dev (28 cases) among 3 points: rrf_k=10 recall_at_5 1.0000" in out, out
+    assert "Selected on dev (28 cases) among 3 points: rrf_k=10 recall_at_5 dev 1.0000" in out, out
     assert "test (12 held-out cases, not used to choose): 0.5000 [" in out, out
     result = promote("recall_at_5", sweep=parent, dry_run=True)
     assert result.decision.candidate.id == ids[10]
@@ -147,7 +147,7 @@ def test_compare_from_another_folder_finds_the_runs_golden_file_or_says_where_it
     assert cli("compare", "--sweep", parent, "--no-explorer") == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "No held-out split" not in out, out
-    assert "Selected on dev (28 cases) among 3 points: rrf_k=10 recall_at_5 1.0000" in out, out
+    assert "Selected on dev (28 cases) among 3 points: rrf_k=10 recall_at_5 dev 1.0000" in out, out
 
     (root / "experiments" / "golden" / "split.jsonl").rename(root / "moved.jsonl")
     assert cli("compare", "--sweep", parent, "--no-explorer") == 0
@@ -156,3 +156,21 @@ def test_compare_from_another_folder_finds_the_runs_golden_file_or_says_where_it
     assert (f"Golden set experiments/golden/split.jsonl (the runs' golden.path) not found: looked in "
             f"{elsewhere / 'experiments' / 'golden' / 'split.jsonl'}, {root / 'experiments' / 'golden' / 'split.jsonl'}"
             ) in out, out
+
+
+def test_the_selected_line_claims_no_direction_when_test_is_above_dev(tmp_path):
+    """Dev below test (as on Cranfield: dev 0.412, test 0.434): the line states both values and does not
+    call the dev value optimistic."""
+    from rag_experiments.tracking.held_out import lines
+    from rag_experiments.tracking.runs import RunView
+
+    _golden(tmp_path, split=True, name="g.jsonl")
+    split = current_split(GoldenFile(tmp_path / "experiments" / "golden" / "g.jsonl").read_records())
+    frame = per_case_frame(np.zeros(N))
+    test = np.array(split.sides(frame["case_id"])) != DEV
+    frame["recall_at_5"] = test.astype(float)  # dev 0, test 1
+    run = RunView("r1", "rrf_k=10", "FINISHED", "0", 0, {}, {}, {}, per_case=frame)
+    (line,) = lines(run, 3, "recall_at_5", split)
+    assert "optimistic" not in line, line
+    assert "recall_at_5 dev 0.0000 (the value it was chosen on); test (12 held-out cases, not used to choose): 1.0000 [" \
+        in line, line
