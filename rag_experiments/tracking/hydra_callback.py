@@ -207,7 +207,10 @@ class MlflowSweepCallback(Callback):
         if cmp is not None:
             from .verdict import verdict_lines, verdicts
 
-            extra = verdict_lines(verdicts(cmp, self.resamples, self.seed), cmp.alpha) + extra
+            # with a split the best point above was chosen on dev; the verdict is on every case: say so
+            n_all = max((len(r.run.per_case) for r in cmp.rows if r.run.per_case is not None), default=0)
+            extra = verdict_lines(verdicts(cmp, self.resamples, self.seed), cmp.alpha,
+                                  all_cases=n_all if split is not None and n_all else None) + extra
         tags["mlflow.note.content"] = S.note(self.name, objective, best, tags.get("best_run_overrides", ""),
                                              len(children), n_failed, table, extra, S.best_label(cmp, best),
                                              held, on_dev=split is not None)

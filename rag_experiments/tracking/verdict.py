@@ -127,11 +127,16 @@ def common_values(paired: Mapping[Any, Pairing], key) -> tuple[np.ndarray, np.nd
     return column_values(base_table, key.column)[common], np.array(columns).T, list(picked)
 
 
-def verdict_lines(found: Sequence[ColumnVerdict], alpha: float, max_names: int = 4) -> list[str]:
-    """The verdicts as Markdown bullets, one per column (the parent run's description)."""
+def verdict_lines(found: Sequence[ColumnVerdict], alpha: float, max_names: int = 4,
+                  all_cases: int | None = None) -> list[str]:
+    """The verdicts as Markdown bullets, one per column (the parent run's description). ``all_cases``
+    (a golden set with a dev/test split): the heading says the verdicts are computed on all those cases,
+    so they are not read as the best point chosen on dev."""
     if not found:
         return []
-    lines = ["", f"Best per metric, and the runs **statistically tied** with it (paired randomization test, "
+    on = ("" if all_cases is None else
+          f" **on all {all_cases} cases** (dev and test together; not the dev-only choice of the best point)")
+    lines = ["", f"Best per metric{on}, and the runs **statistically tied** with it (paired randomization test, "
              f"max-T over every pair of points: it counts every point tried, α={alpha:g}; MDE: the smallest "
              f"difference from the best those paired cases could detect, power {POWER:g}):"]
     for v in found:

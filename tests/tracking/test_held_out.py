@@ -88,6 +88,9 @@ def test_the_sweep_chooses_on_dev_and_reports_on_test_and_without_a_split_says_o
     assert tags["best_run_id"] == ids[10]  # best on dev; rrf_k=30 is the best on all cases
     note = " ".join(tags["mlflow.note.content"].split())
     assert "**Best `recall_at_5` on dev**: `rrf_k=10`" in note and "0.8500 on all cases" in note, note
+    # the verdict (computed on every case: rrf_k=30 best there) says so, beside the dev choice above
+    assert "Best per metric **on all 40 cases** (dev and test together; not the dev-only choice" in note, note
+    assert "- recall@5: **`rrf_k=30`** 0.9000" in note, note
     assert ("Selected on **dev** (28 cases) among 3 points: `rrf_k=10` recall_at_5 dev 1.0000 (the value it was "
             "chosen on); **test** (12 held-out cases, not used to choose): **0.5000** [") in note, note
     capsys.readouterr()
@@ -105,6 +108,7 @@ def test_the_sweep_chooses_on_dev_and_reports_on_test_and_without_a_split_says_o
     assert tags["best_run_id"] == ids[30]  # today's behaviour: the best on all cases
     note = tags["mlflow.note.content"]
     assert note.count("No held-out split in the golden set") == 1, note
+    assert "Best per metric, and the runs" in note and "on all 40 cases" not in note, note  # no split: unchanged
     assert "so that value is optimistic; counting the 3 points tried, its 95% interval is [" in " ".join(note.split())
     capsys.readouterr()
     assert cli("compare", "--sweep", parent, "--no-explorer") == 0
