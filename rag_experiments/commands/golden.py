@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import ConfigError, GoldenSetError, UserError
 from .llm_job import (  # noqa: F401 (configured_corpus, configured_llm: callers import them from here too)
-    client as _client,
+    llm_client as _client,
     configured_corpus,
     configured_llm,
     confirm as _confirm,

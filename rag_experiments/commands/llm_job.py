@@ -89,7 +89,7 @@ def confirm(console: Any, estimate: Any, yes: bool) -> bool:
     return True
 
 
-def client(args: argparse.Namespace) -> Any:
+def llm_client(args: argparse.Namespace) -> Any:
     from ..llm import make_client
 
     return make_client(max_retries=args.max_retries, timeout=args.timeout, provider=args.provider,
@@ -131,7 +131,7 @@ def run_llm_job(args: argparse.Namespace, console, plan, runner, verb: str, pric
     if plan.pending or plan.in_open_batches or getattr(plan, "rewrites_pending", 0):  # left by a confirmed run
         if plan.pending and not confirm(console, plan.estimate, args.yes):
             return 1
-        client = client(args)
+        client = llm_client(args)
     progress, tick = progress_bar(len(plan.pending) + plan.in_open_batches, verb)
     with progress:
         return runner(plan, client, concurrency=args.concurrency, on_progress=tick,
