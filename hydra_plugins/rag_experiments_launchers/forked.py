@@ -186,9 +186,17 @@ def _parent_gone(parent: int) -> bool:
     return os.getppid() != parent
 
 
+_STOPPING = threading.Lock()  # the death signal and the watch thread can both see the parent gone
+
+
 def _stop_parent_gone() -> None:
     """End this worker now, saying so in one line (stderr may be gone too: then silently). No
-    ``finally``, no flush of buffered output: whoever would read it is gone."""
+    ``finally``, no flush of buffered output: whoever would read it is gone. Called from the
+    signal handler, the watch thread and the main loop; only the first says the line (two of them
+    raced and printed it twice), the others wait for its exit (or end silently after 5 s)."""
+    if not _STOPPING.acquire(blocking=False):
+        time.sleep(5.0)
+        os._exit(1)
     with contextlib.suppress(OSError):
         os.write(2, f"sweep parent gone; stopping (worker pid {os.getpid()})\n".encode())
     os._exit(1)
