@@ -56,6 +56,10 @@ def register(subparsers: Any) -> None:
                    help="what one star's Holm correction covers: runs = the runs compared with the baseline, "
                    "separately in each column (default; with two runs nothing is corrected); all = every paired "
                    "test of the table at once (runs x metrics x segments x judged@k)")
+    p.add_argument("--folds", type=int, default=5, metavar="K",
+                   help="with --sweep/--last-sweep on a golden set with no dev/test split: the k-fold estimate of "
+                   "the selection (choose the best point on K-1 folds of the cases, measure it on the one left out; "
+                   "default 5, at least 2, never fewer than 2 cases per fold)")
     p.add_argument("--resamples", type=int, default=None,
                    help="random sign flips per test when cases are too many to enumerate (default: $RAG_EXP_RESAMPLES, else 10000)")
     p.add_argument("--seed", type=int, default=None,
@@ -82,6 +86,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UserError("nothing to compare", hint="give RUN_IDs, --sweep PARENT_ID, --last-sweep or --tag KEY=VALUE")
     if not 0 < args.alpha < 1:
         raise UserError(f"--alpha must be in (0, 1), got {args.alpha}")
+    if args.folds < 2:
+        raise UserError(f"--folds must be at least 2, got {args.folds}")
     c = client()
     runs, parent = select_runs(args.run_ids, args.sweep, args.last_sweep, args.tag, c=c)
     if parent is not None and not args.run_ids:  # the order of the parent's own table
@@ -130,7 +136,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from ..tracking.held_out import sweep_lines
 
         objective = parent.tags.get("objective") or primary
-        for text in sweep_lines(cmp, objective, parent.tags.get(DIRECTION_TAG) != "minimize", args.markdown):
+        for text in sweep_lines(cmp, objective, parent.tags.get(DIRECTION_TAG) != "minimize", args.markdown,
+                                args.folds):
             _say(args, text)
     from ..tracking.ui_links import compare_route, line
 

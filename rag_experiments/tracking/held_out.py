@@ -8,7 +8,9 @@ states both values and claims no direction: a given sweep's test value may come 
 computed from each run's per-case table (``per_case.json``): nothing is re-run.
 
 Without a split the tool behaves as before (the best on all cases) and says once that the value is
-optimistic.
+optimistic, with the selection-adjusted interval (:func:`selection_interval`), and adds the k-fold
+estimate of the selection procedure (:func:`kfold_line`, :mod:`rag_experiments.stats.kfold_selection`):
+choose on k-1 folds of the cases, measure on the one left out, from the same per-case tables.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ import numpy as np
 from ..errors import GoldenSetError
 from ..evaluation.metric_key import MetricKey
 from ..golden.golden_file import GoldenFile
-from ..golden.split import DEV, TEST, FrozenSplit, current_split
+from ..golden.split import DEFAULT_SEED, DEV, STRATA, TEST, FrozenSplit, current_split, unit
 from ..golden.versions import GoldenVersion, prefix_length
 from ..paths import project_root
 from ..stats.bootstrap import bootstrap_interval
+from ..stats.kfold_selection import DEFAULT_FOLDS, MIN_PER_FOLD, out_of_fold_selection, stratified_folds
 from ..stats.maxt import simultaneous_intervals
-from .compare import in_segment
+from .compare import in_segment, run_labels
 from .runs import RunView, local_artifact_dir
 from .sweep_parent import best_of
 from .versioned import candidate_files
@@ -122,10 +125,12 @@ def best_on_dev(runs: Sequence[RunView], objective: str, split: FrozenSplit, max
 
 
 def lines(best: RunView, n_points: int, objective: str, split: FrozenSplit | None, label: str | None = None,
-          markdown: bool = False, family: Sequence[RunView] = ()) -> list[str]:
+          markdown: bool = False, family: Sequence[RunView] = (), folds: int = DEFAULT_FOLDS,
+          maximize: bool | None = None) -> list[str]:
     """What the reader should know about the selected point's value: its dev and test values (which
     side each is from), or, without a split, that its value is optimistic, and with ``family`` (every
-    point, per-case tables loaded) by how much it could be: its interval counting every point tried."""
+    point, per-case tables loaded) by how much it could be: its interval counting every point tried,
+    and the ``folds``-fold out-of-fold estimate of the selection (:func:`kfold_line`)."""
     name = label or best.name
     b = "**" if markdown else ""
     code = "`" if markdown else ""
@@ -139,7 +144,8 @@ def lines(best: RunView, n_points: int, objective: str, split: FrozenSplit | Non
         return [f"No held-out split in the golden set: {code}{name}{code} was chosen as the best of {n_points} "
                 f"points on the same cases its {objective} is reported on, so that value is optimistic"
                 f"{by_how_much} (`rag-exp golden split` freezes a dev/test split; then the choice is made on dev "
-                f"and reported on test)."]
+                f"and reported on test)."] + [line for line in [kfold_line(best, family, objective, folds, maximize,
+                                                                           markdown)] if line]
     s = sides(best, MetricKey.parse(objective), split)
     if s is None:
         return [f"{code}{name}{code} has no per-case table: no dev/test values."]
@@ -151,9 +157,11 @@ def lines(best: RunView, n_points: int, objective: str, split: FrozenSplit | Non
             f"used to choose): {b}{s.test:.4f}{b} [{lo:.3f}, {hi:.3f}] (split {split.id})."]
 
 
-def sweep_lines(cmp, objective: str, maximize: bool = True, markdown: bool = False) -> list[str]:
+def sweep_lines(cmp, objective: str, maximize: bool = True, markdown: bool = False,
+                folds: int = DEFAULT_FOLDS) -> list[str]:
     """``compare --sweep``'s lines for a sweep's comparison ``cmp``: its best point (on dev with a
-    split, else on all cases: the sweep parent's choice) on dev and test, or why its value is optimistic."""
+    split, else on all cases: the sweep parent's choice) on dev and test, or why its value is optimistic
+    and its ``folds``-fold out-of-fold estimate."""
     runs = [row.run for row in cmp.rows]
     split = split_for(runs)
     scored = [r for r in runs if r.metrics.get(objective) is not None]
@@ -162,7 +170,7 @@ def sweep_lines(cmp, objective: str, maximize: bool = True, markdown: bool = Fal
     if best is None or len(runs) < 2:
         return []
     label = next((row.label for row in cmp.rows if row.run.id == best.id), None)
-    return lines(best, len(runs), objective, split, label, markdown, family=runs)
+    return lines(best, len(runs), objective, split, label, markdown, family=runs, folds=folds, maximize=maximize)
 
 
 def dev_objective(per_case, objective: str, golden_path) -> float | None:
@@ -181,23 +189,88 @@ def dev_objective(per_case, objective: str, golden_path) -> float | None:
     return float(values.mean()) if len(values) else None
 
 
+def shared_cases(family: Sequence[RunView], objective: str) -> tuple[list[RunView], list[str], np.ndarray] | None:
+    """The points of ``family`` whose per-case table holds ``objective`` (its segment's cases), the case
+    ids all of them share (sorted), and their values (cases x points); None without such a case."""
+    key = MetricKey.parse(objective)
+    columns: dict[str, dict[str, float]] = {}
+    runs = []
+    for r in family:
+        pc = r.per_case
+        if pc is None or key.column not in pc or r.id in columns:
+            continue
+        keep = np.ones(len(pc), dtype=bool) if key.segment is None else in_segment(pc, key.segment)
+        columns[r.id] = dict(zip(pc["case_id"].astype(str).to_numpy()[keep], pc[key.column].to_numpy(float)[keep]))
+        runs.append(r)
+    common = sorted(set.intersection(*(set(v) for v in columns.values()))) if columns else []
+    if not common:
+        return None
+    return runs, common, np.array([[columns[r.id][c] for r in runs] for c in common])
+
+
 def selection_interval(best: RunView, family: Sequence[RunView], objective: str) -> tuple[float, float] | None:
     """The best point's 95% interval that holds for every point of ``family`` at once, on the cases
     all of them share (:func:`rag_experiments.stats.maxt.simultaneous_intervals`); None without per-case
     tables for at least two points."""
-    key = MetricKey.parse(objective)
-    columns: dict[str, dict[str, float]] = {}
-    for r in family:
-        pc = r.per_case
-        if pc is None or key.column not in pc:
-            continue
-        keep = np.ones(len(pc), dtype=bool) if key.segment is None else in_segment(pc, key.segment)
-        columns[r.id] = dict(zip(pc["case_id"].astype(str).to_numpy()[keep], pc[key.column].to_numpy(float)[keep]))
-    if best.id not in columns or len(columns) < 2:
+    shared = shared_cases(family, objective)
+    if shared is None:
         return None
-    common = sorted(set.intersection(*(set(v) for v in columns.values())))
-    if not common:
+    runs, _, matrix = shared
+    ids = [r.id for r in runs]
+    if best.id not in ids or len(ids) < 2:
         return None
-    ids = list(columns)
-    matrix = np.array([[columns[i][c] for i in ids] for c in common])
     return simultaneous_intervals(matrix)[ids.index(best.id)]
+
+
+def case_strata(runs: Sequence[RunView], cases: Sequence[str]) -> list[str]:
+    """Each case's stratum as the golden split forms it (kind x doc_type, :data:`.split.STRATA`), read from
+    the runs' per-case tables (the first table that has the case); "" where a column is missing."""
+    stratum: dict[str, str] = {}
+    for r in runs:
+        pc = r.per_case
+        cols = [c for c in STRATA if c in pc]
+        ids = pc["case_id"].astype(str).to_numpy()
+        parts = [pc[c].astype(str).to_numpy() for c in cols]
+        for i, case in enumerate(ids):
+            stratum.setdefault(case, "/".join(p[i] for p in parts))
+    return [stratum.get(c, "") for c in cases]
+
+
+def kfold_line(best: RunView, family: Sequence[RunView], objective: str, folds: int = DEFAULT_FOLDS,
+               maximize: bool | None = None, markdown: bool = False) -> str | None:
+    """The k-fold estimate of the sweep's selection when no case was held out
+    (:func:`rag_experiments.stats.kfold_selection.out_of_fold_selection`): the cases every point scored
+    are dealt into ``folds`` folds (stratified like the golden split, seeded by the case ids); each fold's
+    point is chosen on the others with the one tie rule (:func:`.sweep_parent.best_of`) and measured on
+    it. ``maximize`` None: read from which end of the points ``best`` sits at. None without two points'
+    per-case tables; a line saying why when the cases are fewer than 2 per fold."""
+    shared = shared_cases(family, objective)
+    if shared is None or len(shared[0]) < 2:
+        return None
+    runs, cases, matrix = shared
+    b = "**" if markdown else ""
+    code = "`" if markdown else ""
+    n = len(cases)
+    if n < MIN_PER_FOLD * folds:
+        fewer = (f"use `compare --sweep PARENT_ID --folds K` with K at most {n // MIN_PER_FOLD}"
+                 if n // MIN_PER_FOLD >= 2 else "too few to choose on some and measure on the others")
+        return (f"No k-fold estimate: the {n} cases every point scored are fewer than {MIN_PER_FOLD} per fold "
+                f"for {folds} folds ({fewer}).")
+    pos = {r.id: j for j, r in enumerate(runs)}
+
+    def choose(means: np.ndarray, up: bool) -> int:
+        return pos[best_of(runs, lambda r: means[pos[r.id]], up).id]
+
+    if maximize is None:  # the caller chose ``best`` on all cases: it sits at the top, or at the bottom if minimised
+        means = matrix.mean(axis=0)
+        maximize = not (choose(means, False) == pos.get(best.id) != choose(means, True))
+    up = maximize
+    fold_of = stratified_folds(case_strata(runs, cases), [unit(DEFAULT_SEED, c) for c in cases], folds)
+    r = out_of_fold_selection(matrix, fold_of, lambda means: choose(means, up), up)
+    labels = run_labels(runs)
+    chose = ", ".join(f"{code}{labels[j]}{code} ×{count}" for j, count in r.stability())
+    return (f"{b}k-fold estimate{b} (no split needed): choosing the best of {len(runs)} points on {folds - 1} of "
+            f"{folds} folds of the {n} cases (stratified by kind and doc type) and measuring it on the fold left out "
+            f"gives {objective} {b}{r.out_of_fold:.4f}{b} [{r.interval[0]:.3f}, {r.interval[1]:.3f}] out of fold, "
+            f"against {r.in_sample_best:.4f} for the best on all cases ({code}{labels[r.in_sample_choice]}{code}): "
+            f"optimism {r.optimism:+.4f}; the folds chose {chose}.")

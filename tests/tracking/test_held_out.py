@@ -110,9 +110,20 @@ def test_the_sweep_chooses_on_dev_and_reports_on_test_and_without_a_split_says_o
     assert note.count("No held-out split in the golden set") == 1, note
     assert "Best per metric, and the runs" in note and "on all 40 cases" not in note, note  # no split: unchanged
     assert "so that value is optimistic; counting the 3 points tried, its 95% interval is [" in " ".join(note.split())
+    assert note.count("**k-fold estimate** (no split needed): choosing the best of 3 points on 4 of 5 folds of "
+                      "the 40 cases") == 1, note
     capsys.readouterr()
     assert cli("compare", "--sweep", parent, "--no-explorer") == 0
-    assert " ".join(capsys.readouterr().out.split()).count("No held-out split in the golden set") == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.count("No held-out split in the golden set") == 1, out
+    assert out.count("k-fold estimate (no split needed): choosing the best of 3 points on 4 of 5 folds") == 1, out
+    assert cli("compare", "--sweep", parent, "--no-explorer", "--folds", "4") == 0
+    assert "on 3 of 4 folds of the 40 cases" in capsys.readouterr().out
+    assert cli("compare", "--sweep", parent, "--no-explorer", "--folds", "21") == 0
+    assert ("No k-fold estimate: the 40 cases every point scored are fewer than 2 per fold for 21 folds (use "
+            "`compare --sweep PARENT_ID --folds K` with K at most 20).") in capsys.readouterr().out
+    assert cli("compare", "--sweep", parent, "--no-explorer", "--folds", "1") != 0
+    assert "--folds must be at least 2, got 1" in capsys.readouterr().err
 
 
 def test_the_sweepers_objective_is_the_dev_mean_with_a_split(tmp_path):
@@ -178,3 +189,45 @@ def test_the_selected_line_claims_no_direction_when_test_is_above_dev(tmp_path):
     assert "optimistic" not in line, line
     assert "recall_at_5 dev 0.0000 (the value it was chosen on); test (12 held-out cases, not used to choose): 1.0000 [" \
         in line, line
+
+
+def _lucky_sweep(n: int) -> list:
+    """n points of one sweep on n cases: point j scores 1 on case j only, 0 elsewhere (each point lucky on
+    one case, none better than another)."""
+    from rag_experiments.tracking.runs import RunView
+
+    runs = []
+    for j in range(n):
+        frame = per_case_frame(np.eye(n)[j])
+        runs.append(RunView(f"r{j}", f"fusion.rrf_k={j}", "FINISHED", "0", j,
+                            {"mlflow.parentRunId": "p", "sweep.job_num": str(j)}, {}, {"fusion.rrf_k": str(j)},
+                            per_case=frame))
+    return runs
+
+
+def test_without_a_split_the_kfold_estimate_shows_the_selections_optimism():
+    """By hand, for any fold assignment: on all cases every point has mean 1/10 (a tie: the earliest point,
+    rrf_k=0, 0.1000). A fold's training cases give 1/8 to each point whose lucky case is in them and 0 to the
+    two whose case is held out, so it chooses the earliest point whose case is in training, and that point
+    scores 0 on the held-out cases: out of fold 0 on every case (Clopper-Pearson for 0 of 10:
+    [0, 1 - 0.025 ** (1/10)] = [0, 0.308]), optimism +0.1000. rrf_k=0 is chosen by the 4 folds that do not
+    hold case 0 out. The maxT line stays, the k-fold line comes after it."""
+    from rag_experiments.tracking.held_out import lines
+
+    runs = _lucky_sweep(10)
+    out = lines(runs[0], 10, "recall_at_5", None, "rrf_k=0", family=runs)
+    assert len(out) == 2 and out[0].startswith("No held-out split in the golden set"), out
+    assert "max-T simultaneous interval" in out[0], out
+    assert out[1].startswith("k-fold estimate (no split needed): choosing the best of 10 points on 4 of 5 folds "
+                             "of the 10 cases (stratified by kind and doc type) and measuring it on the fold left "
+                             "out gives recall_at_5 0.0000 [0.000, 0.308] out of fold, against 0.1000 for the best "
+                             "on all cases (rrf_k=0): optimism +0.1000; the folds chose rrf_k=0 ×4, rrf_k="), out
+    assert out[1].endswith(" ×1."), out
+    # fewer than 2 cases per fold: one line saying why, and what K would do
+    (_, short) = lines(runs[0], 10, "recall_at_5", None, family=runs, folds=6)
+    assert short == ("No k-fold estimate: the 10 cases every point scored are fewer than 2 per fold for 6 folds "
+                     "(use `compare --sweep PARENT_ID --folds K` with K at most 5)."), short
+    # 3 cases: no K works
+    (_, tiny) = lines(runs[0], 3, "recall_at_5", None, family=_lucky_sweep(3), folds=2)
+    assert tiny.endswith("fewer than 2 per fold for 2 folds (too few to choose on some and measure on the "
+                         "others)."), tiny
