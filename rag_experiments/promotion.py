@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,8 @@ from .tracking.champion import (
     record_path,
 )
 from .tracking.champion_newest import RANKED_SUFFIX, eval_params, ranked_path, refresh_ui, write_ranked
-from .tracking import held_out
+from .golden.split import DEV, TEST
+from .tracking import held_out, split_decision
 from .tracking.configured import headline_metrics
 from .tracking.mlflow_run import flatten
 from .tracking.promote import (
@@ -58,6 +59,7 @@ from .tracking.promote import (
     pick_best,
     refuse_dirty_tree,
     same_level,
+    selection_check,
 )
 from .tracking.runs import RunView, artifact_bytes, client, get_run, load_config_text
 
@@ -224,8 +226,13 @@ def _promote(metric: str, sweep: str | None, name: str, force: bool, alpha: floa
     # a sweep's best was chosen among its points: the test counts every one (tracking.promote.Selection)
     family = loaded if sweep and champion is not None and len(pool) > 1 else []
     held = held_out.lines(best, len(pool), metric, split, family=loaded) if sweep and len(pool) > 1 else []
-    decision = refuse_dirty_tree(decide(champion, best, metric, alpha, "beat", GUARD_SEGMENT, n_resamples, seed,
-                                        family))
+    if split is not None and champion is not None:  # chosen on dev: the champion is tested on the test cases
+        decision = decide_on_test(champion, best, loaded, metric, split, alpha, n_resamples, seed)
+        held = [split_decision.promote_line(best, decision.compared or (champion.run, best), metric, split,
+                                            decision.checks[0].p if decision.checks else None)]
+    else:
+        decision = decide(champion, best, metric, alpha, "beat", GUARD_SEGMENT, n_resamples, seed, family)
+    decision = refuse_dirty_tree(decision)
     if champion is not None and champion.run.id == best.id:
         return Promotion(decision, False, False, champion.version, already_champion=True, held_out=held)
     if dry_run or not (decision.ok or force):
@@ -247,6 +254,24 @@ def _promote(metric: str, sweep: str | None, name: str, force: bool, alpha: floa
     files = write_files(decision, name, config_text, version, forced, when)
     refresh_champion_row(name, c)
     return Promotion(decision, True, forced, version, files, held_out=held)
+
+
+def decide_on_test(champion, best: RunView, points: list[RunView], metric: str, split, alpha: float,
+                   n_resamples: int, seed: int) -> Decision:
+    """``promote --sweep`` with a dev/test split: ``best`` was chosen on the dev cases, so the paired
+    checks against the champion run on the held-out test cases only (one uncorrected test is honest
+    there: nothing was chosen on them). The max-T test over every point (:class:`.tracking.promote.Selection`)
+    is computed on the dev cases, where the choice was made, and shown, not decided on."""
+    test = split_decision.side_ids([best, champion.run], split, TEST)
+    decision = decide(champion, best, metric, alpha, "beat", GUARD_SEGMENT, n_resamples, seed, cases=test)
+    dev = split_decision.side_ids(points, split, DEV)
+    chosen = selection_check(split_decision.on_cases(champion.run, dev),
+                             [split_decision.on_cases(r, dev) for r in points], best.id, metric, n_resamples, seed)
+    if chosen is None:
+        return decision
+    line = (f"on dev, where it was chosen: {chosen.line(MetricKey.parse(metric).title, alpha)}; shown, not decided "
+            f"on: the decision reads {decision.decided_on}")
+    return replace(decision, selection=chosen, notes=[line, *decision.notes])
 
 
 def refresh_champion_row(name: str, c=None) -> None:

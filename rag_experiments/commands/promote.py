@@ -22,8 +22,10 @@ def register(subparsers: Any) -> None:
         "cases: it must be significantly better on --metric and not significantly worse on the "
         "'exact' segment. With --sweep the best point was chosen among the sweep's points, so it must also beat "
         "the champion once every point is counted (max-T over all points' paired differences, Westfall-Young; "
-        "refused otherwise), and with a dev/test split in the golden set (rag-exp golden split) it is chosen on "
-        "the dev cases and its value on the held-out test cases is printed; ties go to the earliest point. "
+        "refused otherwise); ties go to the earliest point. With a dev/test split in the golden set (rag-exp golden "
+        "split) the point is chosen on the dev cases, and the paired tests against the champion run on the "
+        "held-out test cases only (nothing was chosen there, so one uncorrected test is honest; the max-T test "
+        "is then shown on dev, not decided on); dev and test values are printed side by side. "
         "Only runs evaluated at the champion's level (eval.level: chunk or document) are "
         "candidates; when there is none, the decision refuses, naming both runs and both levels. No champion "
         "yet: promote. Champion on an earlier version of the same golden set "
@@ -80,7 +82,9 @@ def cmd_promote(args: argparse.Namespace) -> int:
     value = cand.metrics[args.metric]
     line = f"best on {args.metric}: run {cand.id} ({cand.label}) = {value:.4f}"
     primary = next((c for c in d.checks if c.key == args.metric and c.candidate is not None), None)
-    if d.champion is not None and primary is not None and f"{primary.candidate:.4f}" != f"{value:.4f}":
+    if d.decided_on:  # a dev/test split: the table below reads the held-out cases (tracking.split_decision)
+        line += f" on all its cases; the decision compares it with the champion on {d.decided_on} only"
+    elif d.champion is not None and primary is not None and f"{primary.candidate:.4f}" != f"{value:.4f}":
         # the table pairs the two runs on the cases they share (another golden version): say which
         # value is which here, before the table shows the other one (issue 48, item 1)
         line += (f" on all its cases (golden {str(cand.golden or '?')[:12]}); {primary.candidate:.4f} on the "
@@ -102,7 +106,8 @@ def cmd_promote(args: argparse.Namespace) -> int:
     for w in d.warnings:
         out.print(Panel(w, title="WARNING", style="bold red"))
     if d.champion is not None and d.checks:
-        out.print(decision_table(d, f"candidate vs champion {d.champion.run.id[:12]} ({cut_label(d.champion.run.label)})"))
+        out.print(decision_table(d, f"candidate vs champion {d.champion.run.id[:12]} ({cut_label(d.champion.run.label)})"
+                                 + (f" on {d.decided_on}" if d.decided_on else "")))
     if d.gap is not None:
         from ..tracking.versioned import print_gap
 

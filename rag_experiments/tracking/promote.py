@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from ..errors import UserError
 from ..evaluation.metric_key import MetricKey, Segment
@@ -39,6 +39,7 @@ from .compare import Pairing, paired_values
 from .coverage import JUDGED_PREFIX, CoverageGap, fix_command, judged_columns
 from .judge_corrected_log import judge_corrected_lines
 from .sampled_log import sampled_lines
+from .split_decision import on_cases, shared_ids
 from .noise_floor import floor_for, within_line
 from .ownership import KILLED_REASON
 from .runs import RunView, client, get_run, search, sweep_children
@@ -118,6 +119,9 @@ class Decision:
     # the best of a sweep's points against the champion with every point counted (stats.maxt), None
     # when the candidate was not chosen among several points (promote without --sweep, the gate)
     selection: Selection | None = None
+    # the cases the checks were restricted to, in words ("the 69 held-out test cases"), None for every
+    # case: promote --sweep with a dev/test split, gate --decide-on test (tracking.split_decision)
+    decided_on: str | None = None
 
 
 # -- candidates -----------------------------------------------------------------------------------
@@ -251,12 +255,13 @@ def _has_kind(run: RunView, kind: str) -> bool:
 
 def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: float = 0.05, mode: str = "beat",
            guard_segment: str = GUARD_SEGMENT, n_resamples: int = 10000, seed: int = 13,
-           family: Sequence[RunView] = ()) -> Decision:
+           family: Sequence[RunView] = (), cases: Collection[str] | None = None) -> Decision:
     """The gate. ``mode='beat'`` (promote): the candidate must beat the champion on ``metric`` and
     not lose on ``guard_segment``. ``mode='no_loss'`` (nightly gate): it must lose on neither.
     ``family``: every point the candidate was chosen from (``promote --sweep``, with per-case tables);
     with two or more, the candidate must also beat the champion once all of them are counted
-    (:class:`Selection`), else it is refused."""
+    (:class:`Selection`), else it is refused. ``cases``: check only these case ids (the held-out test
+    cases of a dev/test split, :mod:`.split_decision`), after aligning golden versions."""
     if champion is None:
         return Decision(candidate, None, metric, alpha, [], True, ["no champion yet"])
     champ_run, cand_run, gap = champion.run, candidate, None
@@ -279,6 +284,10 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
     if warnings:
         return Decision(candidate, champion, metric, alpha, [], False,
                         ["champion and candidate cannot be compared case by case"], warnings)
+    decided_on = None
+    if cases is not None:  # the held-out cases only: the runs' tables and values cut to them
+        champ_run, cand_run = on_cases(champ_run, cases), on_cases(cand_run, cases)
+        decided_on = f"the {len(shared_ids(champ_run, cand_run))} held-out test cases"
     seg = Segment("kind", guard_segment) if guard_segment else None
     checks = [paired_check(champ_run, cand_run, metric, None, alpha, mode, n_resamples, seed)]
     if seg is not None:
@@ -301,11 +310,13 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
             reasons.append(f"{chk.title}: {chk.note}")
         elif mode == "beat" and chk.key == metric:
             reasons.append(f"{chk.title}: not significantly better than the champion "
-                           f"(Δ{chk.delta:+.3f}, p={chk.p:.3f}, alpha {alpha:g})"
+                           + (f"on {decided_on} " if decided_on else "")
+                           + f"(Δ{chk.delta:+.3f}, p={chk.p:.3f}, alpha {alpha:g})"
                            + (f"; {chk.power.sentence()}" if chk.power is not None else "")
                            + (f"; {chk.noise}" if chk.noise else ""))
         else:
-            reasons.append(f"{chk.title}: significantly worse than the champion (Δ{chk.delta:+.3f}, p={chk.p:.3f})"
+            reasons.append(f"{chk.title}: significantly worse than the champion "
+                           + (f"on {decided_on} " if decided_on else "") + f"(Δ{chk.delta:+.3f}, p={chk.p:.3f})"
                            + (f"; but {chk.noise}" if chk.noise else ""))
     selection = None
     if mode == "beat" and len(family) > 1:
@@ -325,7 +336,7 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
         notes.insert(0, newest.line(metric, champion.run.metric(metric)))
     return Decision(candidate, champion, metric, alpha, checks, not reasons, reasons, warnings, gap,
                     (champ_run, cand_run) if gap is not None else None, notes=notes, newest=newest,
-                    selection=selection)
+                    selection=selection, decided_on=decided_on)
 
 
 def selection_check(champion: RunView, family: Sequence[RunView], best_id: str, metric: str,
