@@ -28,7 +28,8 @@ from ..golden.split import DEFAULT_SEED, DEV, STRATA, TEST, FrozenSplit, current
 from ..golden.versions import GoldenVersion, prefix_length
 from ..paths import project_root
 from ..stats.bootstrap import bootstrap_interval
-from ..stats.kfold_selection import DEFAULT_FOLDS, MIN_PER_FOLD, out_of_fold_selection, stratified_folds
+from ..stats.kfold_selection import (DEFAULT_FOLDS, MIN_PER_FOLD, KFoldSelection, out_of_fold_selection,
+                                     stratified_folds)
 from ..stats.maxt import simultaneous_intervals
 from .compare import in_segment, run_labels
 from .runs import RunView, local_artifact_dir
@@ -236,6 +237,17 @@ def case_strata(runs: Sequence[RunView], cases: Sequence[str]) -> list[str]:
     return [stratum.get(c, "") for c in cases]
 
 
+def kfold_estimate(runs: Sequence[RunView], cases: Sequence[str], matrix: np.ndarray, folds: int = DEFAULT_FOLDS,
+                   maximize: bool = True) -> KFoldSelection:
+    """The out-of-fold estimate for :func:`shared_cases`' result: the cases dealt into ``folds`` folds
+    (stratified like the golden split, :func:`case_strata`; seeded by the case ids, ``split.unit``), the
+    point chosen on each fold's complement with the one tie rule (:func:`.sweep_parent.best_of`)."""
+    pos = {r.id: j for j, r in enumerate(runs)}
+    fold_of = stratified_folds(case_strata(runs, cases), [unit(DEFAULT_SEED, c) for c in cases], folds)
+    return out_of_fold_selection(matrix, fold_of, lambda means: pos[best_of(runs, lambda r: means[pos[r.id]],
+                                                                            maximize).id], maximize)
+
+
 def kfold_line(best: RunView, family: Sequence[RunView], objective: str, folds: int = DEFAULT_FOLDS,
                maximize: bool | None = None, markdown: bool = False) -> str | None:
     """The k-fold estimate of the sweep's selection when no case was held out
@@ -256,17 +268,12 @@ def kfold_line(best: RunView, family: Sequence[RunView], objective: str, folds: 
                  if n // MIN_PER_FOLD >= 2 else "too few to choose on some and measure on the others")
         return (f"No k-fold estimate: the {n} cases every point scored are fewer than {MIN_PER_FOLD} per fold "
                 f"for {folds} folds ({fewer}).")
-    pos = {r.id: j for j, r in enumerate(runs)}
-
-    def choose(means: np.ndarray, up: bool) -> int:
-        return pos[best_of(runs, lambda r: means[pos[r.id]], up).id]
-
     if maximize is None:  # the caller chose ``best`` on all cases: it sits at the top, or at the bottom if minimised
         means = matrix.mean(axis=0)
-        maximize = not (choose(means, False) == pos.get(best.id) != choose(means, True))
-    up = maximize
-    fold_of = stratified_folds(case_strata(runs, cases), [unit(DEFAULT_SEED, c) for c in cases], folds)
-    r = out_of_fold_selection(matrix, fold_of, lambda means: choose(means, up), up)
+        ids = [r.id for r in runs]
+        top, bottom = (best_of(runs, lambda r: means[ids.index(r.id)], up).id for up in (True, False))
+        maximize = not (bottom == best.id != top)
+    r = kfold_estimate(runs, cases, matrix, folds, maximize)
     labels = run_labels(runs)
     chose = ", ".join(f"{code}{labels[j]}{code} ×{count}" for j, count in r.stability())
     return (f"{b}k-fold estimate{b} (no split needed): choosing the best of {len(runs)} points on {folds - 1} of "
