@@ -27,6 +27,7 @@ from typing import Any, Sequence
 from .cache_key import canonical_json
 from .chunk_index import HnswParams
 from .chunking import ChunkingParams
+from .corpus.copies import COPIES_MODES
 from .embedding.options import EmbeddingParams
 from .errors import ConfigError
 from .evaluation.evaluate import EvalParams
@@ -55,11 +56,20 @@ class CorpusParams:
     # the PostgreSQL text search configuration of the keyword leg (stemming, stop words), its BM25
     # statistics and RM3: english, german, french, spanish, simple... (rag-exp corpus languages)
     language: str = "english"
+    # documents that are mostly copies of others (rag_experiments.corpus.copies): report (find and
+    # report them, index everything), exclude (index without them), keep (do not look)
+    copies: str = "report"
+    copy_threshold: float = 0.8  # a copy: at least this share of its words is in 5-word runs of kept documents
 
     def __post_init__(self) -> None:
         if not isinstance(self.language, str) or not _LANGUAGE_NAME.match(self.language):
             raise ConfigError(f"corpus.language: {self.language!r} is not a text search configuration name "
                               "(lower-case, e.g. english, german, french, simple; rag-exp corpus languages lists them)")
+        if self.copies not in COPIES_MODES:
+            raise ConfigError(f"corpus.copies: {self.copies!r} is not one of {', '.join(COPIES_MODES)}")
+        if not 0 < self.copy_threshold <= 1:
+            raise ConfigError(f"corpus.copy_threshold: {self.copy_threshold!r} must be in (0, 1] "
+                              "(the share of a document's text found in others that makes it a copy; default 0.8)")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import psycopg
 from .chunk_index import IngestReport, StrategyInfo, check_language, ingest, strategy_info
 from .collector import collector_paused
 from .config import Settings
+from .corpus.copies import indexed_documents
 from .corpus.loader import DEMO, corpus_manifest, load_corpus
 from .db.connect import connect, resolve_database_url
 from .embedding.api import api_key
@@ -105,6 +106,11 @@ def load_checked_golden(settings: Settings) -> tuple[GoldenSet, list]:
     return golden, docs
 
 
+def evidence_in(golden: GoldenSet, doc_ids: frozenset[str]) -> int:
+    """The relevant labelled spans of the scorable cases that lie in ``doc_ids``."""
+    return sum(1 for c in golden.scorable for e in c.evidence if e.grade > 0 and e.span.doc_id in doc_ids)
+
+
 def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -> ExperimentResult:
     """Load, ingest, retrieve, evaluate; the result carries when the work started (wall clock),
     so the MLflow run that records it starts there too, not when logging began."""
@@ -121,7 +127,17 @@ def _run_experiment(settings: Settings, conn: psycopg.Connection | None = None) 
     # the golden set and the corpus first: a bad golden set stops the run before any other work
     golden, docs = load_checked_golden(settings)
     check_filters(settings.retrieval.filters, docs, str(settings.corpus.path))  # a filter matching nothing
-    manifest = corpus_manifest(docs)
+    # corpus.copies: the documents indexed (all, or all but the copies) and the copies found, logged
+    indexed, copies = indexed_documents(docs, settings.corpus.copies, settings.corpus.copy_threshold)
+    builtin = system_type(settings.retrieval.variant).kind != "team"  # a team's system indexes itself
+    manifest = corpus_manifest(indexed if builtin else docs)
+    if copies is not None:
+        manifest["copies"] = {"mode": settings.corpus.copies, **copies.to_json()}
+        lost = evidence_in(golden, copies.doc_ids) if settings.corpus.copies == "exclude" and builtin else 0
+        if lost:
+            warnings.warn(f"corpus.copies=exclude: {lost} labelled span(s) of {settings.golden.file} lie in the "
+                          f"{len(copies.copies)} excluded copies and cannot be retrieved (their text lives on in the "
+                          "documents kept; label it there, or run with corpus.copies=report)", stacklevel=2)
     drift = drift_status(golden, docs)  # read-only: evaluation never writes the golden set
     message = drift_warning(drift, settings.golden.file, settings.corpus.path)
     if message:
@@ -146,7 +162,7 @@ def _run_experiment(settings: Settings, conn: psycopg.Connection | None = None) 
 
         t = time.perf_counter()
         executor = embedding_executor(settings.ingest, embedder, settings.embedding)
-        report = ingest(conn, docs, settings.chunking, embedder, settings.retrieval.hnsw, progress=settings.progress,
+        report = ingest(conn, indexed, settings.chunking, embedder, settings.retrieval.hnsw, progress=settings.progress,
                         model_batch_size=settings.embedding.batch_size, before_paying=gate, executor=executor,
                         language=settings.corpus.language)
         timings["ingest_s"] = time.perf_counter() - t

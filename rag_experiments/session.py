@@ -13,6 +13,7 @@ from pathlib import Path
 from psycopg.rows import dict_row
 
 from .config import Settings, check_override_keys, free_mapping_overrides, settings_from_cfg
+from .corpus.copies import indexed_documents
 from .corpus.loader import load_corpus
 from .embedding.cost import CostGate
 from .experiment import check_credentials, corpus_path, load_settings_embedder, open_database
@@ -74,6 +75,8 @@ class RetrieverSession:
         docs = load_corpus(corpus_path(settings), settings.corpus.name)
         self._docs = {d.doc_id: d for d in docs}
         self._by_uri = {d.source_uri: d for d in docs}
+        # corpus.copies: what is indexed, and the copies found (rag-exp ingest prints them)
+        indexed, self.copy_report = indexed_documents(docs, settings.corpus.copies, settings.corpus.copy_threshold)
         if system_type(settings.retrieval.variant).kind == "team":  # a team's system: nothing of ours to ingest
             self._open_external(settings, docs)
             return
@@ -81,7 +84,7 @@ class RetrieverSession:
         self.cost_gate = CostGate(self.embedder, confirm=settings.embedding.confirm and not yes,
                                   dry_run=dry_run)
         try:
-            self.ingest_report = ingest(self.conn, docs, settings.chunking, self.embedder, settings.retrieval.hnsw,
+            self.ingest_report = ingest(self.conn, indexed, settings.chunking, self.embedder, settings.retrieval.hnsw,
                                         progress=progress, model_batch_size=settings.embedding.batch_size,
                                         before_paying=self.cost_gate, language=settings.corpus.language)
         except BaseException:

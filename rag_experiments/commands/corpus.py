@@ -35,10 +35,15 @@ def register(sub) -> None:
         "(a warning): garbled text (words glued or split by the converter: 'aDocument', 'Dele gation'; or "
         "hardly any known words), and tables of contents or indexes (boilerplate: dot leaders, page numbers; "
         "for a PDF, which pages). Known words: those in 2+ files of the folder, plus /usr/share/dict/words when "
-        "installed (Debian: wamerican). Example: rag-exp corpus convert docs/")
+        "installed (Debian: wamerican). Last, the documents that are mostly copies of others (an all-in-one page, "
+        "an index page, the HTML and the source of one page: corpus.copies=exclude indexes without them), each "
+        "with the share of it found elsewhere. Example: rag-exp corpus convert docs/")
     cv.add_argument("path", nargs="?", default="demo", help="corpus folder ('demo' = shipped corpus)")
     cv.add_argument("--strict", action="store_true",
                     help="exit 1 when any file could not be loaded or has a warning (garbled text, boilerplate)")
+    cv.add_argument("--copy-threshold", type=float, default=0.8, metavar="SHARE",
+                    help="a document is listed as a copy when this share of its words (in runs of 5) is found in the "
+                    "documents kept (default 0.8, as corpus.copy_threshold)")
     cv.set_defaults(func=_convert)
 
     def corpus_opt(sp) -> None:
@@ -116,6 +121,7 @@ def _stats(args) -> int:
 def _convert(args) -> int:
     import sys
 
+    from ..corpus.copies import find_copies
     from ..corpus.loader import corpus_manifest, read_corpus
     from ..corpus.quality import assess
 
@@ -135,6 +141,8 @@ def _convert(args) -> int:
     word = "failed" if args.strict else "warning"
     for path, w in flagged:
         print(f"  {word} {path}: {w}")
+    for line in find_copies(loaded.docs, args.copy_threshold).lines():  # corpus.copies=exclude would drop these
+        print(line)
     return 1 if args.strict and (report.failures or flagged) else 0
 
 

@@ -31,6 +31,8 @@ def _ingest(args) -> int:
         if args.dry_run and not session.cost_gate.estimates:
             print("dry run: nothing to pay (every text is cached or the model is local)")
         print(session.ingest_report.summary())
+        if session.copy_report is not None:  # corpus.copies=report|exclude
+            print(session.copy_report.line() + _copies_tail(session.settings.corpus.copies, session.copy_report))
         line = describe_usage({**session.cost_gate.metrics(), **usage_metrics(session.embedder, ApiUsage())})
         if line:
             print(line)
@@ -43,3 +45,12 @@ def _ingest(args) -> int:
         session.close()
     return 0
 
+
+
+def _copies_tail(mode: str, report) -> str:
+    """What was done with the copies found, and how to change it."""
+    if not report.copies:
+        return ""
+    if mode == "exclude":
+        return f"; excluded from the index (corpus.copies=exclude; {report.n_documents - len(report.copies)} documents indexed)"
+    return "; indexed all the same (corpus.copies=report; --set corpus.copies=exclude indexes without them)"

@@ -39,6 +39,7 @@ from ..chunk_index import ingest
 from ..chunking import strategy_key
 from ..chunking.markdown_blocks import heading_path_at, parse_blocks
 from ..config import schema
+from ..corpus.copies import indexed_documents, indexed_name
 from ..corpus.loader import DEMO, corpus_manifest, demo_corpus_dir, load_corpus, resolve_corpus_dir
 from ..embedding import load_embedder
 from ..limits import MAX_QUERY_CHARS  # noqa: E402,F401 - one limit for every entry point (re-exported)
@@ -92,7 +93,8 @@ def corpus_name(settings: Settings) -> str:
     from ..experiment import corpus_path
 
     root = resolve_corpus_dir(str(corpus_path(settings)))
-    return settings.corpus.name or (DEMO if root == demo_corpus_dir() else root.name)
+    return indexed_name(settings.corpus.name or (DEMO if root == demo_corpus_dir() else root.name),
+                        settings.corpus.copies)
 
 
 def ingest_command(overrides: Sequence[str]) -> str:
@@ -134,7 +136,7 @@ class Retriever:
         the corpus must be the one the champion was measured on."""
         from ..experiment import external_index
 
-        docs = self._promoted_corpus()
+        docs = self._promoted_corpus(indexed=False)  # a team's system indexes itself: corpus.copies is ours
         self._engine = build_system(BuildInputs(self.settings, None, docs, serving=True))
         self.embedder = None
         self.strategy, _ = external_index(self.settings, self._engine.system, docs)
@@ -197,12 +199,14 @@ class Retriever:
                               f"{expected[:12]}: {how}")
         return self._ingest(key)
 
-    def _promoted_corpus(self) -> list:
+    def _promoted_corpus(self, indexed: bool = True) -> list:
         """The configured corpus's documents, refused when they are not the corpus the retriever
         was promoted on (its chunks, or an external system's placed passages, would be another's)."""
         from ..experiment import corpus_path
 
         docs = load_corpus(corpus_path(self.settings), self.settings.corpus.name)
+        if indexed:  # the documents a run indexed (corpus.copies=exclude: without the copies)
+            docs, _ = indexed_documents(docs, self.settings.corpus.copies, self.settings.corpus.copy_threshold)
         digest = corpus_manifest(docs)["digest"]
         if self.expected_corpus_digest and digest != self.expected_corpus_digest:
             raise NotIngested(f"the corpus at {corpus_path(self.settings)} has digest {digest[:12]}, but this "

@@ -193,6 +193,9 @@ def log_experiment(result: ExperimentResult, config_dict: dict, *, run_name: str
         **execution_tags(),
         **owner_tags(),
     }
+    copies = result.corpus_manifest.get("copies")  # corpus.copies: the list is in corpus_manifest.json
+    if copies:
+        tags["corpus.copies_found"] = str(copies["n_copies"])
     if judge_validation is not None:
         status = judge_validation.get("status")  # validated | NOT-VALIDATED | no-machine-labels, as written
         tags["labels_validated"] = str(status) if status else str(bool(judge_validation.get("validated"))).lower()

@@ -1,0 +1,219 @@
+"""Documents that are mostly copies of other documents, found by word shingles at load time.
+
+Documentation sets repeat themselves: an "all functions on one page" page repeats the pages of
+each function, an index page is the other pages' titles and first lines, a manual ships as HTML
+and as its source text. Each copy floods the pooled passages a person or a judge must label and
+the keyword leg's top ranks with the same text (issue 57: a 210-page ``capi3ref.html``).
+
+What is measured is *containment*, not a symmetric similarity: the share of a document's words
+that lie in a shingle (a run of :data:`SHINGLE` lower-cased words, link targets dropped) found in
+other documents. A small page inside a big one is 100% contained though the two are far from
+equal, and an index page is contained in the pages it lists together, not in any one of them
+(words, not shingles, are counted: the shingles running from one short entry into the next are
+found nowhere, the entries' words all are).
+
+Which of two copies goes: documents are taken largest first, and one is a copy when at least
+``threshold`` of its words are in shingles of documents still kept; a copy then stops counting
+as a source for the documents after it. So the aggregate page goes and the pages it repeats
+stay, dropping the copies loses at most ``1 - threshold`` of any copy's text, and the result does
+not depend on the order the files were read in (ties by doc id).
+
+Exact, no sampling: every shingle is a 64-bit hash (a polynomial over word hashes, so equal
+across processes), documents share a shingle when the hashes are equal; numpy does the counting.
+Measured: 0.75 s for the 57 files of git-doc (1.57 M characters), 0.64 s for the demo's 186 pages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..types import Document
+
+SHINGLE = 5  # words per shingle: long enough that shared runs are copied text, not common phrases
+COPIES_MODES = ("keep", "report", "exclude")
+_WORD = re.compile(r"\w+")
+_LINK_TARGET = re.compile(r"\]\([^)\s]*\)")  # Markdown [text](target): the target is no prose
+_MULT = np.uint64(1_000_003)
+
+
+@dataclass(frozen=True)
+class Copy:
+    """One document found to be mostly a copy: the share of its words found in the kept documents
+    together (when it was found), and the one kept document that shares most of its shingles."""
+
+    doc_id: str
+    contained: float
+    source: str
+    source_share: float  # the share held by ``source`` alone
+
+    def describe(self) -> str:
+        if self.source_share >= self.contained - 0.05:  # (nearly) all of it in one document
+            return f"{self.doc_id} ⊂ {self.source} ({self.contained:.0%})"
+        return (f"{self.doc_id} ⊂ other documents together ({self.contained:.0%}; "
+                f"most in {self.source}: {self.source_share:.0%})")
+
+    def to_json(self) -> dict:
+        return {"doc_id": self.doc_id, "contained": round(self.contained, 4), "source": self.source,
+                "source_share": round(self.source_share, 4)}
+
+
+@dataclass(frozen=True)
+class CopyReport:
+    """The copies among ``n_documents`` documents, largest first."""
+
+    copies: tuple[Copy, ...]
+    n_documents: int
+    threshold: float
+    seconds: float = 0.0
+
+    @property
+    def doc_ids(self) -> frozenset[str]:
+        return frozenset(c.doc_id for c in self.copies)
+
+    def line(self, limit: int = 8) -> str:
+        """``3 documents are mostly copies of others (≥ 80% contained): a.html ⊂ b.html (93%), ...``"""
+        n = len(self.copies)
+        if not n:
+            return f"no document is mostly a copy of others (≥ {self.threshold:.0%} contained; {self.n_documents} checked)"
+        listed = ", ".join(c.describe() for c in self.copies[:limit])
+        more = f", and {n - limit} more" if n > limit else ""
+        noun = "document is" if n == 1 else "documents are"
+        return f"{n} of {self.n_documents} {noun} mostly copies of others (≥ {self.threshold:.0%} contained): {listed}{more}"
+
+    def lines(self) -> list[str]:
+        """A heading and one line per copy (``rag-exp corpus convert``)."""
+        if not self.copies:
+            return [self.line()]
+        head = (f"{len(self.copies)} of {self.n_documents} documents are mostly copies of others "
+                f"(≥ {self.threshold:.0%} of their words in 5-word runs found in the documents kept; {self.seconds:.2f}s):")
+        return [head] + [f"  {c.describe()}" for c in self.copies]
+
+    def to_json(self) -> dict:
+        return {"threshold": self.threshold, "shingle_words": SHINGLE, "n_documents": self.n_documents,
+                "n_copies": len(self.copies), "copies": [c.to_json() for c in self.copies]}
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(_LINK_TARGET.sub("]", text).lower())
+
+
+class _WordHashes:
+    """A stable 64-bit hash per word (blake2b: Python's own hash differs between processes)."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, int] = {}
+
+    def __call__(self, words: list[str]) -> np.ndarray:
+        known = self._known
+        out = np.empty(len(words), dtype=np.uint64)
+        for i, w in enumerate(words):
+            h = known.get(w)
+            if h is None:
+                h = known[w] = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "little")
+            out[i] = h
+        return out
+
+
+def shingles(text: str, hashes: _WordHashes | None = None, size: int = SHINGLE) -> tuple[np.ndarray, int]:
+    """The hash of the shingle starting at each word of ``text`` (a text shorter than ``size``
+    words is one shingle), and the number of words."""
+    ids = (hashes or _WordHashes())(_words(text))
+    if len(ids) == 0:
+        return ids, 0
+    n = max(1, len(ids) - size + 1)
+    h = np.zeros(n, dtype=np.uint64)
+    with np.errstate(over="ignore"):  # the polynomial wraps modulo 2**64 on purpose
+        for j in range(min(size, len(ids))):
+            h = h * _MULT + ids[j: j + n]
+    return h, len(ids)
+
+
+def covered(found: np.ndarray, n_words: int, size: int = SHINGLE) -> float:
+    """The share of the ``n_words`` words that lie in at least one shingle marked ``found`` (one
+    flag per shingle position). Words, not shingles: an index page's short entries are found
+    elsewhere whole, while the shingles that run from one entry into the next are found nowhere."""
+    if n_words == 0:
+        return 0.0
+    starts = np.flatnonzero(found)
+    edges = np.zeros(n_words + 1, dtype=np.int64)
+    np.add.at(edges, starts, 1)
+    np.add.at(edges, np.minimum(starts + size, n_words), -1)
+    return float((np.cumsum(edges[:n_words]) > 0).mean())
+
+
+# (every document's id and content hash, threshold) -> the report: a sweep's points load one corpus
+_FOUND: dict[tuple, CopyReport] = {}
+
+
+def find_copies(docs: list[Document], threshold: float = 0.8) -> CopyReport:
+    """The documents at least ``threshold`` of whose words lie in shingles of other, kept
+    documents (the rule in the module docstring)."""
+    key = (tuple((d.doc_id, d.content_hash) for d in docs), threshold)
+    known = _FOUND.get(key)
+    if known is None:
+        if len(_FOUND) >= 4:
+            _FOUND.clear()
+        known = _FOUND[key] = _find_copies(docs, threshold)
+    return known
+
+
+def _find_copies(docs: list[Document], threshold: float) -> CopyReport:
+    t0 = time.perf_counter()
+    hashes = _WordHashes()
+    at, n_words = zip(*(shingles(d.text, hashes) for d in docs)) if docs else ((), ())
+    if len(docs) < 2:
+        return CopyReport((), len(docs), threshold, time.perf_counter() - t0)
+    sets = [np.unique(h) for h in at]  # each document counts once per shingle
+    unique, df = np.unique(np.concatenate(sets), return_counts=True)
+    slots = [np.searchsorted(unique, s) for s in sets]  # a document's distinct shingles, as indices of ``unique``
+    where = [np.searchsorted(unique, h) for h in at]  # the shingle at each word, likewise
+    kept_df = df.copy()
+
+    def share(i: int, df_now: np.ndarray) -> float:  # in itself and at least one other kept document
+        return covered(df_now[where[i]] >= 2, n_words[i])
+
+    # the documents that could be copies: the share only falls as copies stop counting
+    candidates = [i for i in range(len(docs)) if n_words[i] and share(i, df) >= threshold]
+    candidates.sort(key=lambda i: (-n_words[i], docs[i].doc_id))
+    dropped: dict[int, float] = {}  # document -> its share in the kept documents when it was dropped
+    for i in candidates:
+        contained = share(i, kept_df)
+        if contained >= threshold:
+            kept_df[slots[i]] -= 1
+            dropped[i] = contained
+    kept = [j for j in range(len(docs)) if j not in dropped]
+    copies = []
+    for i, contained in dropped.items():
+        best = max(kept, key=lambda j: (len(np.intersect1d(slots[i], slots[j], assume_unique=True)), -j))
+        alone = covered(np.isin(at[i], sets[best]), n_words[i])
+        copies.append(Copy(docs[i].doc_id, contained, docs[best].doc_id, alone))
+    return CopyReport(tuple(copies), len(docs), threshold, time.perf_counter() - t0)
+
+
+# The corpus name of the documents indexed without their copies: a strategy of its own (the
+# strategy key hashes the corpus name), so a sweep over corpus.copies never rewrites the other's chunks.
+EXCLUDED_SUFFIX = "~without-copies"
+
+
+def indexed_name(corpus: str, mode: str) -> str:
+    """The corpus name the index keys documents by under ``corpus.copies=mode``."""
+    return corpus + EXCLUDED_SUFFIX if mode == "exclude" else corpus
+
+
+def indexed_documents(docs: list[Document], mode: str, threshold: float = 0.8
+                      ) -> tuple[list[Document], CopyReport | None]:
+    """The documents to index under ``corpus.copies=mode`` and the copies found (None for
+    ``keep``, which does not look): ``report`` indexes all of them, ``exclude`` all but the copies,
+    under the corpus name :func:`indexed_name` gives."""
+    if mode == "keep" or not docs:
+        return docs, None
+    report = find_copies(docs, threshold)
+    if mode == "report":
+        return docs, report
+    gone = report.doc_ids
+    return [replace(d, corpus=indexed_name(d.corpus, mode)) for d in docs if d.doc_id not in gone], report

@@ -1,0 +1,127 @@
+"""Documents that are mostly copies of others (issue 57 item 4): found at load by word-shingle
+containment, reported by rag-exp corpus convert, ingest and the run, excluded by
+corpus.copies=exclude; a small corpus written here: pages, an all-in-one page repeating two of
+them, an index page made of the pages' first lines, an unrelated page."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from rag_experiments import cli
+from rag_experiments.config import CorpusParams, settings_from_cfg
+from rag_experiments.corpus.copies import find_copies, indexed_documents
+from rag_experiments.errors import ConfigError
+from rag_experiments.experiment import run_experiment
+from rag_experiments.types import Document
+
+from ..conftest import FIXTURES
+from ..test_config import _compose
+
+WORDS = ("index table column lock write scan build option server query plan cost row page vacuum "
+         "replica slot wal segment checkpoint buffer cache tuple heap toast").split()
+
+
+def _prose(seed: int, n: int) -> str:
+    """``n`` words of text no other seed repeats five words of (a linear walk over WORDS)."""
+    return " ".join(f"{WORDS[(seed * 7 + i * (seed + 3)) % len(WORDS)]}{(i * 31 + seed) % 97}" for i in range(n)) + "."
+
+
+def _doc(doc_id: str, text: str) -> Document:
+    return Document(doc_id=doc_id, source_uri=doc_id, title=doc_id, doc_type="doc", text=text, corpus="t")
+
+
+PAGE_A = "# A\n\n" + _prose(1, 300)
+PAGE_B = "# B\n\n" + _prose(2, 300)
+OTHER = "# Other\n\n" + _prose(5, 300)
+
+
+def test_the_all_in_one_page_goes_and_the_pages_it_repeats_stay():
+    docs = [_doc("a.html", PAGE_A), _doc("b.html", PAGE_B), _doc("all.html", PAGE_A + "\n\n" + PAGE_B),
+            _doc("other.html", OTHER)]
+    report = find_copies(docs)
+    assert [c.doc_id for c in report.copies] == ["all.html"]
+    (copy,) = report.copies
+    assert copy.contained > 0.97 and copy.source in ("a.html", "b.html") and 0.4 < copy.source_share < 0.6
+    assert report.line().startswith("1 of 4 document is mostly copies of others (≥ 80% contained): all.html ⊂ "
+                                     "other documents together (")
+
+
+def test_a_page_inside_a_bigger_page_is_the_copy_and_an_unrelated_page_is_not():
+    docs = [_doc("page.html", PAGE_A), _doc("big.html", PAGE_A + "\n\n" + _prose(3, 900)), _doc("other.html", OTHER)]
+    report = find_copies(docs)
+    assert report.line() == ("1 of 3 document is mostly copies of others (≥ 80% contained): "
+                             "page.html ⊂ big.html (100%)")
+
+
+def test_an_index_page_of_the_pages_first_lines_is_contained_in_them_together():
+    pages = [_doc(f"p{i}.html", f"p{i} - {_prose(10 + i, 12)}\n\n{_prose(30 + i, 200)}") for i in range(6)]
+    index = _doc("index.txt", "\n".join(f"p{i} - {_prose(10 + i, 12)}" for i in range(6)))
+    report = find_copies([*pages, index])
+    assert [c.doc_id for c in report.copies] == ["index.txt"]
+    assert report.copies[0].contained == pytest.approx(1.0, abs=0.1) and report.copies[0].source_share < 0.3
+
+
+def test_two_equal_copies_lose_exactly_one_and_no_text_is_lost():
+    docs = [_doc("manual.html", PAGE_A), _doc("manual.txt", PAGE_A.replace("# A", "A\n=")), _doc("o.html", OTHER)]
+    report = find_copies(docs)
+    assert len(report.copies) == 1 and report.copies[0].source in ("manual.html", "manual.txt")
+    assert find_copies(docs[:1] + docs[2:]).copies == ()  # nothing repeated: nothing found
+
+
+def test_exclude_drops_the_copies_and_keys_the_index_by_its_own_corpus_name():
+    docs = [_doc("a.html", PAGE_A), _doc("all.html", PAGE_A + _prose(4, 200)), _doc("o.html", OTHER)]
+    kept, report = indexed_documents(docs, "exclude")
+    assert [d.doc_id for d in kept] == ["all.html", "o.html"] and report.doc_ids == {"a.html"}
+    assert {d.corpus for d in kept} == {"t~without-copies"}  # a strategy of its own: no rewrite of the other's
+    assert indexed_documents(docs, "report")[0] == docs
+    assert indexed_documents(docs, "keep") == (docs, None)
+
+
+@pytest.mark.parametrize("bad", [{"copies": "drop"}, {"copy_threshold": 0}, {"copy_threshold": 1.5}])
+def test_bad_copies_settings_are_refused_naming_the_key(bad):
+    with pytest.raises(ConfigError, match="corpus.cop"):
+        CorpusParams(**bad)
+
+
+def _folder_with_an_all_in_one_page(tmp_path):
+    folder = tmp_path / "corpus"
+    shutil.copytree(FIXTURES / "mini_corpus", folder)
+
+    def body(name: str) -> str:
+        return (folder / name).read_text().split("\n---\n", 1)[1]
+
+    (folder / "all-in-one.md").write_text("---\nsource_uri: mini/all-in-one.html\ntitle: Everything\n---\n"
+                                          + body("sql-createindex.md") + body("textsearch-controls.md"))
+    return folder
+
+
+def test_corpus_convert_lists_the_copies(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RAG_EXP_CONVERT_CACHE", str(tmp_path / "cc"))
+    assert cli.main(["corpus", "convert", str(_folder_with_an_all_in_one_page(tmp_path))]) == 0
+    out = capsys.readouterr().out
+    assert "1 of 7 documents are mostly copies of others" in out
+    assert "  mini/all-in-one.html ⊂ other documents together (" in out
+
+
+def test_a_run_with_exclude_indexes_without_the_copy_and_logs_it(project, tmp_path, mini_golden):
+    from rag_experiments.pipeline import log_result
+
+    folder = _folder_with_an_all_in_one_page(tmp_path)
+    base = [f"corpus.path={folder}", "corpus.name=mini", f"golden.path={mini_golden}", "chunking.max_tokens=60",
+            "progress=false", "eval.bootstrap_samples=50", "tracking.plots=false", "retrieval=keyword"]
+    runs = {}
+    for mode in ("report", "exclude"):
+        cfg = _compose([*base, f"corpus.copies={mode}"])
+        runs[mode] = result = run_experiment(settings_from_cfg(cfg))
+        assert result.corpus_manifest["copies"]["copies"][0]["doc_id"] == "mini/all-in-one.html"
+        run_id = log_result(result, cfg, mode)
+        assert MlflowClient().get_run(run_id).data.tags["corpus.copies_found"] == "1"
+    assert runs["report"].ingest.n_documents == 7 and runs["exclude"].ingest.n_documents == 6
+    assert runs["report"].ingest.strategy_id != runs["exclude"].ingest.strategy_id
+    assert "mini/all-in-one.html" not in runs["exclude"].corpus_manifest["documents"]
+    hits = {h.doc_id for r in runs["exclude"].results.values() for h in r.hits}
+    assert hits and "mini/all-in-one.html" not in hits
+    assert "mini/all-in-one.html" in {h.doc_id for r in runs["report"].results.values() for h in r.hits}
