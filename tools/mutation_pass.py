@@ -64,6 +64,7 @@ RELEVANT = {"bootstrap": ["tests/stats/test_bootstrap.py", "tests/evaluation/tes
             "power": ["tests/stats/test_power.py"], "ppi": ["tests/stats/test_ppi.py"],
             "ipw": ["tests/stats/test_ipw.py", "tests/evaluation/test_sampled_difference.py"],
             "maxt": ["tests/stats/test_maxt.py"],
+            "kfold_selection": ["tests/stats/test_kfold_selection.py"],
             "metrics": ["tests/evaluation/test_metrics.py", "tests/evaluation/test_evidence_groups.py",
                         "tests/evaluation/test_crediting.py", "tests/evaluation/test_incomplete_judgements.py"],
             "measures": ["tests/evaluation/test_metrics.py", "tests/evaluation/test_incomplete_judgements.py"]}
