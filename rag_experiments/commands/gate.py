@@ -12,7 +12,9 @@ version is a prefix of today's file), the test runs on the champion version's ca
 beside it, the new production cases one by one. Exit 1 on a significant regression on the
 primary metric or on the ``exact`` segment, or when the two cannot be compared (a run evaluated at
 another level, ``eval.level``; a golden version that is not an ancestor; another corpus); 0 otherwise. The verdict is logged as tags on the
-run (``gate=pass|fail``, ``gate_reason``, ...).
+run (``gate=pass|fail``, ``gate_reason``, ``gate_decided_on``, ...). With a dev/test split in the golden set
+(``rag-exp golden split``) each check is also printed on the dev and on the test cases, saying which side
+each number is from; the verdict reads every case unless ``--decide-on test`` (the held-out cases only).
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--name", default="default", help="champion name (default: default)")
     p.add_argument("--metric", help="primary metric (default: the one the champion was promoted on)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
+    p.add_argument("--decide-on", choices=("all", "test"), default="all",
+                   help="the cases the verdict reads when the golden set has a dev/test split (rag-exp golden "
+                   "split): all (default: every case, as without a split) or test (the held-out test cases only). "
+                   "Either way, with a split, each check's values are printed on dev and on test")
     p.add_argument("--markdown-summary", metavar="FILE", help="append a Markdown report to FILE "
                    "(e.g. $GITHUB_STEP_SUMMARY)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -132,7 +138,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from ..tracking.compare import build_comparison
     from ..tracking.compare_render import decision_markdown, decision_table, print_comparison
     from ..tracking.configured import comparison_defaults
+    from ..golden.split import TEST
     from ..tracking.champion import current_champion, model_name, record_path
+    from ..tracking.held_out import golden_not_found, split_for
+    from ..tracking.split_decision import side_ids, side_lines
     from ..tracking.promote import GUARD_SEGMENT, decide
     from ..tracking.runs import client, get_run
     from ..tracking.versioned import gap_markdown, gap_tags, print_gap
@@ -168,7 +177,17 @@ def cmd_gate(args: argparse.Namespace) -> int:
         raise UserError(f"run {current.id} is the champion's own run: nothing to check",
                         hint="give --run with a newer run, or --run-now")
     metric = args.metric or champion.metric or champion_objective(champion.run)
-    decision = decide(champion, current, metric, args.alpha, "no_loss", GUARD_SEGMENT, args.resamples, args.seed)
+    split = split_for([champion.run, current])
+    if args.decide_on == "test" and split is None:
+        raise UserError("--decide-on test: the golden set of these runs has no dev/test split "
+                        f"({golden_not_found([champion.run, current]) or 'no split record'})",
+                        hint="rag-exp golden split freezes one; or drop --decide-on")
+    test_cases = side_ids([champion.run, current], split, TEST) if args.decide_on == "test" else None
+    decision = decide(champion, current, metric, args.alpha, "no_loss", GUARD_SEGMENT, args.resamples, args.seed,
+                      cases=test_cases)
+    decided_on = decision.decided_on or "every case"
+    sides = (side_lines(list(decision.compared or (champion.run, current)), [chk.key for chk in decision.checks],
+                        split, ("champion", "current"), decided_on) if split is not None else [])
     passed = decision.ok
     verdict = "pass" if passed else "fail"
     reason = "; ".join(decision.reasons) if not passed else "no significant regression"
@@ -180,7 +199,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
     title = (f"gate: run {current.id[:12]} ({current.label}) vs champion {champion.run.id[:12]} "
              f"({where}{', version ' + champion.version if champion.version else ''})")
     if decision.checks:
-        out.print(decision_table(decision, title, candidate_label="current"))
+        out.print(decision_table(decision, title + (f" on {decision.decided_on}" if decision.decided_on else ""),
+                                 candidate_label="current"))
+    for text in sides:  # each check on dev and on test (tracking.split_decision)
+        out.print(text, soft_wrap=True, markup=False)
     out.print(f"[bold {'green' if passed else 'red'}]gate {verdict.upper()}[/]: {reason}")
     if decision.unlike is not None:
         out.print(f"  hint: {decision.unlike.hint}")
@@ -202,7 +224,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     tags = {"gate": verdict, "gate_reason": reason[:5000], "gate_champion_run": champion.run.id,
             "gate_champion_source": champion.source, "gate_metric": metric, "gate_alpha": f"{args.alpha:g}",
-            "gate_model": model_name(args.name)}
+            "gate_model": model_name(args.name), "gate_decided_on": decided_on}
     if champion.version:
         tags["gate_champion_version"] = champion.version
     tags.update(gap_tags(decision.gap, current))
@@ -227,6 +249,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
             md += [f"**Why:** {reason}", ""]
         if decision.checks:
             md += [decision_markdown(decision, candidate_label="current")]
+        md += [f"- {text}" for text in sides] + ([""] if sides else [])
         if decision.gap is not None:
             md += [gap_markdown(decision.gap, current if current.golden == decision.gap.newer.sha256 else None,
                                 columns)]
