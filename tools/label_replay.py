@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import random
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,28 +32,14 @@ from rag_experiments.corpus.loader import load_corpus  # noqa: E402
 from rag_experiments.evaluation import bounds as B  # noqa: E402
 from rag_experiments.evaluation.relevance import credit  # noqa: E402
 from rag_experiments.evaluation.rescore import params_from_flat  # noqa: E402
-from rag_experiments.golden.decide import outcome, run_loop  # noqa: E402
-from rag_experiments.golden.golden_file import GoldenFile  # noqa: E402
-from rag_experiments.golden.records import Case, Judgement  # noqa: E402
-from rag_experiments.golden.resolve import load_golden, resolve  # noqa: E402
+from rag_experiments.golden.decide import outcome, run_loop, without_judgements  # noqa: E402
+from rag_experiments.golden.decide_stop import LEVEL, SEED  # noqa: E402
+from rag_experiments.golden.resolve import load_golden  # noqa: E402
 from rag_experiments.paths import project_path  # noqa: E402
-from rag_experiments.tracking.pool import PairTracker, doc_text_of  # noqa: E402
+from rag_experiments.tracking.decide_tracker import STOP_RULES, PairTracker  # noqa: E402
+from rag_experiments.tracking.pool import doc_text_of  # noqa: E402
 from rag_experiments.tracking.runs import get_run, select_runs  # noqa: E402
 from rag_experiments.tracking.versioned import load_ranked_lists  # noqa: E402
-
-
-def start_golden(path: Path, keep: str):
-    """The truth's file without its judgements (and, with keep=first, each case's first relevant span only)."""
-    records = GoldenFile(path).read_records()
-    kept = []
-    for r in records:
-        if isinstance(r, Judgement):
-            continue
-        if keep == "first" and isinstance(r, Case) and r.evidence:
-            best = max(range(len(r.evidence)), key=lambda i: (r.evidence[i][1], -i))
-            r = replace(r, evidence=(r.evidence[best],), groups=(r.groups[best],) if r.groups else r.groups)
-        kept.append(r)
-    return resolve(tuple(kept), path, "start")
 
 
 def truth_grades(truth, ranked, k: int, min_coverage: float) -> dict[tuple[str, str], int]:
@@ -68,7 +56,10 @@ def truth_grades(truth, ranked, k: int, min_coverage: float) -> dict[tuple[str, 
     return out
 
 
-def replay_pair(metric: str, start, truth, ra, rb, min_cov: float, text_of, alpha: float):
+def replay_pair(metric: str, start, truth, ra, rb, min_cov: float, text_of, alpha: float, *,
+                stop: str = "confident", seed: int = SEED, shuffle: int | None = None, level: float = LEVEL):
+    """Label in the decide order (or, ``shuffle`` a seed, in a random order) with the truth's verdicts
+    until the rule says settled; the decision declared against the full pool's."""
     k = B.metric_parts(metric)[1]
     va, vb = B.views(start, ra, k, min_cov), B.views(start, rb, k, min_cov)
     ta, tb = B.views(truth, ra, k, min_cov), B.views(truth, rb, k, min_cov)
@@ -79,7 +70,7 @@ def replay_pair(metric: str, start, truth, ra, rb, min_cov: float, text_of, alph
     grades = truth_grades(truth, ra, k, min_cov)
     for key, g in truth_grades(truth, rb, k, min_cov).items():
         grades[key] = max(grades.get(key, 0), g)
-    tracker = PairTracker(metric, va, vb, text_of, alpha=alpha)
+    tracker = PairTracker(metric, va, vb, text_of, alpha=alpha, stop=stop, seed=seed, level=level)
     first = tracker.state()
     pool = len(first.candidates)
     pool_passages = sum(1 + len(c.copies) for c in first.candidates)
@@ -88,10 +79,36 @@ def replay_pair(metric: str, start, truth, ra, rb, min_cov: float, text_of, alph
         tracker.apply(c.case_id, (c.key, *c.copies), grades.get((c.case_id, c.key), 0))
         return 1
 
-    report = run_loop(tracker.state, label, budget=None, say=lambda _t: None)
-    declared = report.last.settling.low
-    return {"pool": pool, "passages": pool_passages, "labels": report.labels, "declared": declared.winner,
-            "full": full.winner, "full_delta": full.delta, "full_p": full.p, "stopped": report.stopped}
+    current = tracker.state
+    if shuffle is not None:
+        rng = random.Random(shuffle)
+
+        def current():
+            st = tracker.state()
+            cands = list(st.candidates)
+            rng.shuffle(cands)
+            return replace(st, candidates=tuple(cands))
+
+    started = time.perf_counter()
+    report = run_loop(current, label, budget=None, say=lambda _t: None)
+    s = report.last.settling
+    return {"pool": pool, "passages": pool_passages, "labels": report.labels, "declared": s.declared,
+            "rule": "certain" if s.certain else "confident", "p": s.confidence.probability if s.confidence else 1.0,
+            "full": full.winner, "full_delta": full.delta, "full_p": full.p, "stopped": report.stopped,
+            "seconds": time.perf_counter() - started}
+
+
+def null_lists(ra, rb, seed: int):
+    """Two runs made exchangeable: per case a coin decides which of the two real lists each side gets,
+    so neither side is better by construction (the full pool's decision is a tie but for chance)."""
+    rng = random.Random(seed)
+    xa, xb = {}, {}
+    for cid in sorted(set(ra) & set(rb)):
+        if rng.random() < 0.5:
+            xa[cid], xb[cid] = ra[cid], rb[cid]
+        else:
+            xa[cid], xb[cid] = rb[cid], ra[cid]
+    return xa, xb
 
 
 def main(argv=None) -> int:
@@ -106,39 +123,90 @@ def main(argv=None) -> int:
     ap.add_argument("--keep-evidence", choices=("all", "first"), default="all")
     ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--pairs-with", default=None, metavar="RUN_ID", help="only the pairs that include this run")
+    ap.add_argument("--stop", nargs="+", choices=STOP_RULES, default=list(STOP_RULES),
+                    help="the stopping rules to replay (a table each)")
+    ap.add_argument("--level", type=float, default=LEVEL, help="the confident rule's level")
+    ap.add_argument("--seeds", type=int, default=1,
+                    help="the confident rule's Monte Carlo seeds per pair (a row each): its wrong-settled rate")
+    ap.add_argument("--random-orders", type=int, default=0, metavar="N",
+                    help="also label each pair in N random orders (seeded): the rule without the decide order")
+    ap.add_argument("--null", type=int, default=0, metavar="N",
+                    help="instead: N null pairs per pair (per case a coin swaps the two lists), the rate at which "
+                    "a decision other than a tie is declared settled where the full pool gives a tie")
     args = ap.parse_args(argv)
     if args.runs:
         runs = [get_run(r, per_case=False) for r in args.runs]
     else:
         runs, _ = select_runs((), args.sweep, args.last_sweep, None)
     truth = load_golden(args.golden)
-    start = start_golden(args.golden, args.keep_evidence)
+    start = without_judgements(args.golden, args.keep_evidence)
     docs = load_corpus(args.corpus if args.corpus == "demo" else project_path(args.corpus), args.corpus_name)
     text_of = doc_text_of(docs)
     ranked = {r.id: load_ranked_lists(r) for r in runs}
     label = {r.id: r.tags.get("variant") or r.label for r in runs}
     print(f"truth: {args.golden} ({len(truth.scorable)} scorable cases); start: its judgements removed"
           f"{' and each case cut to its first relevant span' if args.keep_evidence == 'first' else ''}")
-    print("| metric | pair (A vs B) | pool (passages) | labels to settle | share | declared | full pool | agree |")
-    print("|---|---|---|---|---|---|---|---|")
-    wrong, over = 0, 0
-    for metric in args.metrics:
-        for a, b in itertools.combinations(runs, 2):
-            if args.pairs_with and args.pairs_with not in (a.id, b.id):
-                continue
-            min_cov = params_from_flat(a.params).min_coverage
-            r = replay_pair(metric, start, truth, ranked[a.id], ranked[b.id], min_cov, text_of, args.alpha)
-            share = r["labels"] / r["pool"] if r["pool"] else 0.0
-            names = {"A": label[a.id], "B": label[b.id], "tie": "tie"}
-            agree = r["declared"] == r["full"]
-            wrong += not agree
-            over += r["full"] != "tie" and share > 0.30
-            full = f"{names[r['full']]} (Δ{r['full_delta']:+.3f}, p={r['full_p']:.3f})"
-            print(f"| {metric} | {label[a.id]} vs {label[b.id]} | {r['pool']} ({r['passages']}) | {r['labels']} | "
-                  f"{share:.0%} | {names[r['declared']]} | {full} | {'yes' if agree else 'NO'} |")
-            sys.stdout.flush()
-    print(f"wrong decisions declared settled: {wrong}; pairs the full pool separates that took more than 30% "
-          f"of the pool: {over}")
+    pairs = [(a, b) for a, b in itertools.combinations(runs, 2) if not args.pairs_with or args.pairs_with in (a.id, b.id)]
+    if args.null:
+        return null_table(args, pairs, ranked, label, start, truth, text_of)
+    for stop in args.stop:
+        print(f"\n### --stop {stop}" + (f" (level {args.level:g})" if stop == "confident" else ""))
+        print("| metric | pair (A vs B) | order | pool | labels to settle | share | declared | rule | P | full pool "
+              "| agree |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        wrong = over = rows = 0
+        for metric in args.metrics:
+            for a, b in pairs:
+                min_cov = params_from_flat(a.params).min_coverage
+                names = {"A": label[a.id], "B": label[b.id], "tie": "tie"}
+                seeds = range(SEED, SEED + (args.seeds if stop == "confident" else 1))
+                variants = [("decide", s, None) for s in seeds]
+                variants += [(f"random {i}", SEED, 1000 + i) for i in range(args.random_orders)]
+                for order_name, seed, shuffle in variants:
+                    r = replay_pair(metric, start, truth, ranked[a.id], ranked[b.id], min_cov, text_of, args.alpha,
+                                    stop=stop, seed=seed, shuffle=shuffle, level=args.level)
+                    share = r["labels"] / r["pool"] if r["pool"] else 0.0
+                    agree = r["declared"] == r["full"]
+                    rows += 1
+                    wrong += not agree
+                    over += r["full"] != "tie" and share > 0.30 and shuffle is None
+                    full = f"{names[r['full']]} (Δ{r['full_delta']:+.3f}, p={r['full_p']:.3f})"
+                    seed_note = f" seed {seed}" if args.seeds > 1 and shuffle is None else ""
+                    print(f"| {metric} | {label[a.id]} vs {label[b.id]} | {order_name}{seed_note} | {r['pool']} | "
+                          f"{r['labels']} | {share:.0%} | {names[r['declared']]} | {r['rule']} | {r['p']:.3f} | "
+                          f"{full} | {'yes' if agree else 'NO'} |")
+                    sys.stdout.flush()
+        print(f"--stop {stop}: wrong decisions declared settled: {wrong} of {rows} replays; pairs the full pool "
+              f"separates that took more than 30% of the pool (decide order): {over}")
+    return 0
+
+
+def null_table(args, pairs, ranked, label, start, truth, text_of) -> int:
+    """The null rate of settled: replays on exchangeable pairs, per rule."""
+    for stop in args.stop:
+        declared_non_tie = full_tie = wrong = n = 0
+        labels = 0.0
+        for metric in args.metrics:
+            for a, b in pairs:
+                min_cov = params_from_flat(a.params).min_coverage
+                for i in range(args.null):
+                    xa, xb = null_lists(ranked[a.id], ranked[b.id], 5700 + i)
+                    r = replay_pair(metric, start, truth, xa, xb, min_cov, text_of, args.alpha, stop=stop,
+                                    level=args.level)
+                    n += 1
+                    labels += r["labels"] / max(r["pool"], 1)
+                    if r["full"] == "tie":
+                        full_tie += 1
+                        declared_non_tie += r["declared"] != "tie"
+                    wrong += r["declared"] != r["full"]
+                    print(f"null {stop} {metric} {label[a.id]}~{label[b.id]} #{i}: pool {r['pool']}, labels "
+                          f"{r['labels']}, declared {r['declared']} ({r['rule']}, P {r['p']:.3f}), full {r['full']} "
+                          f"(p={r['full_p']:.3f})")
+                    sys.stdout.flush()
+        print(f"--stop {stop}: {n} null pairs; the full pool gives a tie in {full_tie}; of those a decision other "
+              f"than a tie was declared settled in {declared_non_tie} ({declared_non_tie / max(full_tie, 1):.1%}); "
+              f"declared differs from the full pool in {wrong} of {n}; mean share of the pool labelled "
+              f"{labels / max(n, 1):.0%}")
     return 0
 
 

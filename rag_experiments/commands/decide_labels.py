@@ -17,17 +17,23 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..corpus.loader import load_corpus
 from ..errors import UserError
 from ..evaluation import bounds as B
 from ..evaluation.metric_key import MetricKey
 from ..golden import hand_label as hl
-from ..golden.decide import QUIT, SKIP, Candidate, run_loop
+from ..golden.decide import ALPHA, QUIT, SKIP, Candidate, run_loop, without_judgements
 from ..golden.golden_file import GoldenFile
-from ..golden.resolve import load_golden
-from ..tracking.configured import objective
 from ..golden.label import plan_labelling, run_labelling
-from ..tracking.pool import decide_run, decide_state, decide_views, doc_text_of, ranked_of
+from ..golden.resolve import load_golden
+from ..stats.maxt import all_pairs
+from ..tracking.configured import objective
+from ..tracking.decide_tracker import PairTracker, SweepTracker, judged_in_pool
+from ..tracking.pool import decide_run, decide_views, doc_text_of, ranked_of
+from ..tracking.runs import sweep_children
+from ..tracking.sweep_parent import best_of
 from .llm_job import configured_corpus, counter_line, resolve_llm, run_llm_job
 
 DEFAULT_METRIC = "recall_at_5"
@@ -43,27 +49,50 @@ def decide_metric(args: argparse.Namespace, run) -> str:
 
 
 class Decision:
-    """The two runs, their ranked lists, the corpus: the state read again after every verdict."""
+    """The runs, their ranked lists, the corpus: the state read again after every verdict. Two runs
+    (``--decide A B``), or a sweep's best point against the points max-T cannot tell from it
+    (``--decide --sweep PARENT``: :func:`sweep_points`)."""
 
     def __init__(self, args: argparse.Namespace, docs) -> None:
         self.args = args
-        self.a, self.b = decide_run(args.decide[0]), decide_run(args.decide[1])
-        if self.a.id == self.b.id:
-            raise UserError(f"--decide: {args.decide[0]} and {args.decide[1]} are the same run",
-                            hint="give two different runs")
-        self.metric = decide_metric(args, self.a)
+        if args.sweep:
+            runs = [r for r in sweep_children(args.sweep, per_case=False) if r.status == "FINISHED"]
+            if len(runs) < 2:
+                raise UserError(f"--sweep {args.sweep}: {len(runs)} finished point(s); a choice needs two or more",
+                                hint="give a sweep parent's run id (rag-exp history lists them)")
+        else:
+            runs = [decide_run(args.decide[0]), decide_run(args.decide[1])]
+            if runs[0].id == runs[1].id:
+                raise UserError(f"--decide: {args.decide[0]} and {args.decide[1]} are the same run",
+                                hint="give two different runs")
+        self.metric = decide_metric(args, runs[0])
         self.k = B.metric_parts(self.metric)[1]
-        self.ranked = ranked_of(self.a), ranked_of(self.b)
+        self.ranked = {r.id: ranked_of(r) for r in runs}
         self.docs = {d.doc_id: d for d in docs}
         self.text_of = doc_text_of(docs)
-        self.names = (self.a.label, self.b.label)
-        self.pool = {"decide": [self.a.id, self.b.id], "metric": self.metric, "k": self.k}
+        self.start = without_judgements(args.golden)
+        if args.sweep:
+            runs = sweep_points(runs, self.views(load_golden(args.golden), runs), self.metric)
+        self.runs = runs
+        self.a, self.b = runs[0], runs[1]
+        self.names = (self.a.label, self.b.label) if not args.sweep else (self.a.label, "the tied points")
+        self.pool = {"decide": [r.id for r in runs], "metric": self.metric, "k": self.k}
+
+    def views(self, golden, runs) -> dict[str, dict]:
+        return {r.id: decide_views(golden, r, self.ranked[r.id], self.metric) for r in runs}
+
+    def tracker(self, a, b, now: dict, start: dict) -> PairTracker:
+        judged, known = judged_in_pool(start[a.id], start[b.id], now[a.id], now[b.id], self.k, self.text_of)
+        return PairTracker(self.metric, now[a.id], now[b.id], self.text_of, (a.label, b.label),
+                           stop=self.args.stop, level=self.args.stop_level, judged=judged, known=known)
 
     def state(self):
-        golden = load_golden(self.args.golden)
-        va = decide_views(golden, self.a, self.ranked[0], self.metric)
-        vb = decide_views(golden, self.b, self.ranked[1], self.metric)
-        return decide_state(self.metric, va, vb, self.text_of, self.names)
+        now = self.views(load_golden(self.args.golden), self.runs)
+        start = self.views(self.start, self.runs)
+        if not self.args.sweep:
+            return self.tracker(self.a, self.b, now, start).state()
+        best = self.runs[0]
+        return SweepTracker({(best.label, r.label): self.tracker(best, r, now, start) for r in self.runs[1:]}).state()
 
     def hits(self, c: Candidate) -> list[dict]:
         """The passage and its copies as labelling's hit dicts (the copies become near-duplicates)."""
@@ -85,12 +114,34 @@ class Decision:
         return lambda q: by_query.get(q, [])
 
 
+def sweep_points(runs: list, views: dict[str, dict], metric: str) -> list:
+    """The sweep's best point on ``metric`` as the labels read now (:func:`sweep_parent.best_of`, the
+    one tie rule) first, then the points the max-T test over every pair of points cannot tell from it
+    (:func:`rag_experiments.stats.maxt.all_pairs`, as the sweep parent's verdict); when it tells every
+    point from the best, the runner-up, so there is a choice to settle."""
+    name, k = B.metric_parts(metric)
+    shared = sorted(set.intersection(*(set(v) for v in views.values())))
+    values = {r.id: [B.value(name, k, views[r.id][c]) for c in shared] for r in runs}
+    mean = {rid: sum(v) / len(v) if v else 0.0 for rid, v in values.items()}
+    best = best_of(runs, lambda r: mean[r.id])
+    others = sorted((r for r in runs if r.id != best.id), key=lambda r: -mean[r.id])
+    p = all_pairs(np.column_stack([values[r.id] for r in (best, *others)]))[0, 1:]
+    tied = [r for r, q in zip(others, p) if q >= ALPHA]
+    return [best, *(tied or others[:1])]
+
+
 def label_decide(args: argparse.Namespace, console: Any, say, labeller: str) -> int:
     docs = load_corpus(configured_corpus(args.overrides))
     d = Decision(args, docs)
     a, b = d.names
-    say(console, f"deciding {a} ({d.a.id[:12]}) vs {b} ({d.b.id[:12]}) on {MetricKey.parse(d.metric).title}: "
-                 f"the passages unjudged in either top {d.k}, the one whose verdict can move Δ most first")
+    if args.sweep:
+        say(console, f"deciding the best point of sweep {args.sweep[:12]} on {MetricKey.parse(d.metric).title}: {a} "
+                     f"against {', '.join(r.label for r in d.runs[1:])} (max-T cannot tell them from it); the "
+                     f"passages unjudged in any top {d.k}, the one whose verdict can move a Δ most first",
+            soft_wrap=True)
+    else:
+        say(console, f"deciding {a} ({d.a.id[:12]}) vs {b} ({d.b.id[:12]}) on {MetricKey.parse(d.metric).title}: "
+                     f"the passages unjudged in either top {d.k}, the one whose verdict can move Δ most first")
     if args.export is not None:
         return _export(d, args, console, say)
     if args.by_hand:

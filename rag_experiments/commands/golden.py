@@ -194,11 +194,19 @@ def register(subparsers: Any) -> None:
                         help="record the filled verdict column of an exported CSV (YES / PART / NO or y / p / n; "
                         "empty = skip); every row is checked first; importing twice labels nothing twice")
     dec = sp.add_argument_group("deciding between two runs (rag_experiments.golden.decide)")
-    dec.add_argument("--decide", nargs=2, metavar=("A", "B"), default=None,
-                     help="label only the passages unjudged in either run's cut-off (run ids or names), the one "
-                     "whose verdict can move the paired Δ most first, and stop when the decision is settled "
-                     "whatever the rest turn out to be; prints labels done, left, Δ with its bounds and the "
-                     "decision at each step; with --by-hand, --export (in that order, with a why column) or the LLM")
+    dec.add_argument("--decide", nargs="*", metavar="A B", default=None,
+                     help="label only the passages unjudged in either run's cut-off (two run ids or names; none "
+                     "with --sweep PARENT: the sweep's best point against the points max-T cannot tell from it), "
+                     "the one whose verdict can move the paired Δ most first, and stop when the decision is "
+                     "settled (--stop); prints labels done, left, Δ with its bounds and the decision at each step; "
+                     "with --by-hand, --export (in that order, with a why column) or the LLM")
+    dec.add_argument("--stop", choices=("confident", "certain"), default="confident",
+                     help="with --decide: confident (default): settled when the same decision comes out in at least "
+                     "--stop-level of 2,000 seeded draws of the unjudged verdicts, each relevant at the rate the "
+                     "judged passages of its rank band and side show; certain: only when every verdict the "
+                     "unjudged passages could get gives the same decision (needs far more labels)")
+    dec.add_argument("--stop-level", type=float, metavar="P", default=0.95,
+                     help="with --stop confident: the probability of the same decision that settles it (0.5-1)")
     dec.add_argument("--decide-metric", metavar="METRIC", default=None,
                      help="the metric decided on (recall_at_K, mrr_at_K, ndcg_at_K, hit_at_K; default: run A's "
                      "objective, else recall_at_5); its K is the labelling depth")
@@ -614,10 +622,16 @@ def cmd_label(args: argparse.Namespace) -> int:
                         "--sample / --budget go with --export", hint="drop --sample / --budget")
     if args.per_run_depth and not (args.pool or args.sweep):
         raise UserError("--per-run-depth needs a pool", hint="add --pool RUN_ID ... or --sweep PARENT_ID")
-    if args.decide:  # the pool is the two runs' cut-offs; the order and the stop are golden.decide's
-        if args.pool or args.sweep or args.sample is not None or args.budget is not None or args.import_csv:
-            raise UserError("--decide picks its own passages: it goes without --pool, --sweep, --sample, --budget "
+    if args.decide is not None:  # the pool is the runs' cut-offs; the order and the stop are golden.decide's
+        if len(args.decide) != (0 if args.sweep else 2):
+            raise UserError(f"--decide {' '.join(args.decide)}: give two runs (--decide A B), or none with --sweep "
+                            "PARENT", hint="e.g. --decide champion candidate, or --decide --sweep PARENT_ID")
+        if args.pool or args.sample is not None or args.budget is not None or args.import_csv:
+            raise UserError("--decide picks its own passages: it goes without --pool, --sample, --budget "
                             "and --import", hint="import a --decide export with --import alone, then --decide again")
+        if not 0.5 <= args.stop_level < 1:
+            raise UserError(f"--stop-level {args.stop_level}: a probability from 0.5 to below 1",
+                            hint="e.g. --stop-level 0.95")
         from ..golden.hand_label import default_labeller
         from . import decide_labels
 

@@ -25,13 +25,17 @@ discriminates between the systems, stop when the ordering is certain):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
 from scipy import stats as sps
 
+from .decide_stop import Confidence
+from .golden_file import GoldenFile
 from .normalise import normalised
+from .records import Case, Judgement
+from .resolve import GoldenSet, resolve
 
 ALPHA = 0.05
 SKIP, QUIT = 0, -1  # what a labelling step returns besides the number of verdicts it recorded
@@ -92,7 +96,7 @@ def one_per_text(candidates: Sequence[Candidate]) -> list[Candidate]:
     others become its ``copies`` and their weights add to its own."""
     kept: dict[tuple[str, str], Candidate] = {}
     for c in candidates:
-        text = _normalised(c.text) if c.text else c.key
+        text = normalised_text(c.text) if c.text else c.key
         slot = (c.case_id, text)
         if slot in kept:
             first = kept[slot]
@@ -104,7 +108,7 @@ def one_per_text(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 
 @lru_cache(maxsize=65536)
-def _normalised(text: str) -> str:  # the loop reads the same passages again after every verdict
+def normalised_text(text: str) -> str:  # the loop reads the same passages again after every verdict
     return normalised(text)[0]
 
 
@@ -141,18 +145,44 @@ class Settling:
     now: Outcome  # unjudged passages as misses (what compare shows)
     low: Outcome  # every per-case Δ at its lowest
     high: Outcome  # at its highest
+    confidence: Confidence | None = None  # the confident rule's reading (None: --stop certain, or certain)
+
+    @property
+    def certain(self) -> bool:
+        """The worst-case rule: the same decision at both ends of every per-case Δ."""
+        return self.low.winner == self.high.winner
 
     @property
     def settled(self) -> bool:
-        return self.low.winner == self.high.winner
+        return self.certain or (self.confidence is not None and self.confidence.settled)
+
+    @property
+    def declared(self) -> str:
+        """The decision the rule declares (or would, once settled): "A", "B" or "tie"."""
+        if self.certain or self.confidence is None:
+            return self.low.winner if self.certain else self.now.winner
+        return self.confidence.winner
 
     def text(self, a: str = "A", b: str = "B") -> str:
-        if self.settled:
-            return (f"settled: {self.low.text(a, b).split(' (')[0]} whatever the unjudged passages turn out to be "
-                    f"(lowest Δ{self.low.delta:+.3f}, {_p(self.low.p)}; highest Δ{self.high.delta:+.3f}, "
-                    f"{_p(self.high.p)})")
-        return (f"not settled: with every unjudged passage against {a} it would be {self.low.text(a, b)}, "
-                f"with every one for {a} {self.high.text(a, b)}")
+        ends = (f"lowest Δ{self.low.delta:+.3f}, {_p(self.low.p)}; highest Δ{self.high.delta:+.3f}, "
+                f"{_p(self.high.p)}")
+        if self.certain:
+            return (f"settled (rule: certain): {self.low.text(a, b).split(' (')[0]} whatever the unjudged passages "
+                    f"turn out to be ({ends})")
+        worst = (f"with every unjudged passage against {a} it would be {self.low.text(a, b)}, "
+                 f"with every one for {a} {self.high.text(a, b)}")
+        c = self.confidence
+        if c is None:
+            return f"not settled: {worst}"
+        said = said_as(c.winner, a, b)
+        sure = f"P({said}) = {c.probability:.3f} ± {c.error:.3f} over {c.draws} draws of the unjudged verdicts"
+        if c.settled:
+            return f"settled (rule: confident, level {c.level:g}): {said}, {sure}; the worst case is still open: {worst}"
+        return f"not settled: {sure}, below {c.level:g}; {worst}"
+
+
+def said_as(winner: str, a: str, b: str) -> str:
+    return {"A": f"{a} ahead", "B": f"{b} ahead", "tie": "no significant difference"}[winner]
 
 
 def _p(p: float) -> str:
@@ -163,6 +193,21 @@ def settle(now: Sequence[float], low: Sequence[float], high: Sequence[float], al
     return Settling(outcome(now, alpha), outcome(low, alpha), outcome(high, alpha))
 
 
+def without_judgements(path, keep: str = "all") -> GoldenSet:
+    """The golden file as it was before any verdict: its judgements taken away (with ``keep="first"``
+    each case's best-graded relevant span only, for a benchmark whose qrels are all evidence). Its
+    views tell which passages of a run's cut-off are pool passages (unjudged there)."""
+    kept = []
+    for r in GoldenFile(path).read_records():
+        if isinstance(r, Judgement):
+            continue
+        if keep == "first" and isinstance(r, Case) and r.evidence:
+            best = max(range(len(r.evidence)), key=lambda i: (r.evidence[i][1], -i))
+            r = replace(r, evidence=(r.evidence[best],), groups=(r.groups[best],) if r.groups else r.groups)
+        kept.append(r)
+    return resolve(tuple(kept), GoldenFile(path).path, "start")
+
+
 # -- the loop -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class State:
@@ -171,6 +216,7 @@ class State:
     settling: Settling
     bounds_line: str  # DeltaBounds.text
     candidates: tuple[Candidate, ...]  # ordered, one per text
+    names: tuple[str, str] | None = None  # the pair ``settling`` is about, when not the loop's (a sweep)
 
 
 @dataclass
@@ -181,10 +227,21 @@ class LoopReport:
 
 
 def step_line(state: State, done: int, a: str = "A", b: str = "B") -> str:
+    a, b = state.names or (a, b)
     left = len(state.candidates)
     moving = sum(1 for c in state.candidates if c.weight > 0)
     return (f"labels done {done}, left {left} ({moving} can move Δ); {state.bounds_line}; decision now: "
             f"{state.settling.now.text(a, b)}; {state.settling.text(a, b)}")
+
+
+def stop_reason(settling: Settling, a: str = "A", b: str = "B") -> str:
+    """Which rule settled the decision, and how sure it is."""
+    said = said_as(settling.declared, a, b)
+    if settling.certain:
+        return f"rule certain: {said} whatever they turn out to be"
+    c = settling.confidence
+    assert c is not None
+    return f"rule confident: {said} with probability {c.probability:.3f} >= {c.level:g}"
 
 
 def run_loop(current: Callable[[], State], label: Callable[[Candidate], int], *, budget: int | None,
@@ -198,14 +255,14 @@ def run_loop(current: Callable[[], State], label: Callable[[Candidate], int], *,
     while True:
         state = current()
         if skipped:
-            state = State(state.settling, state.bounds_line,
-                          tuple(c for c in state.candidates if (c.case_id, c.key) not in skipped))
+            state = replace(state, candidates=tuple(c for c in state.candidates if (c.case_id, c.key) not in skipped))
         report.last = state
         say(step_line(state, report.labels, a, b))
         if state.settling.settled:
             report.stopped = "settled"
-            say(f"stop: the decision is settled after {report.labels} label(s); {len(state.candidates)} passage(s) "
-                "left unlabelled cannot change it")
+            reason = stop_reason(state.settling, *(state.names or (a, b)))
+            say(f"stop: the decision is settled after {report.labels} label(s) ({reason}); "
+                f"{len(state.candidates)} passage(s) left unlabelled")
             return report
         if not state.candidates:
             report.stopped = "no passage left"

@@ -23,7 +23,6 @@ from typing import Callable, Mapping, Sequence
 from ..errors import UserError
 from ..evaluation import bounds as B
 from ..evaluation.rescore import params_from_flat
-from ..golden.decide import ALPHA, Candidate, State, favoured_side, one_per_text, order, settle
 from ..golden.resolve import GoldenSet
 from .runs import RunView, get_run, search, sweep_children
 from .versioned import load_ranked_lists
@@ -145,50 +144,6 @@ def decide_views(golden: GoldenSet, run: RunView, ranked: Mapping, metric: str) 
     """The run's cases as the newest labels see them, to the metric's cut-off."""
     _name, k = B.metric_parts(metric)
     return B.views(golden, ranked, k, params_from_flat(run.params).min_coverage)
-
-
-class PairTracker:
-    """The decision between two runs, kept per case so a verdict re-reads only its own case (the
-    loop asks after every label; the replay labels hundreds): per case the Δ's ends, its value now,
-    and the weights of its unjudged passages."""
-
-    def __init__(self, metric: str, a: Mapping[str, B.CaseView], b: Mapping[str, B.CaseView],
-                 text_of: Callable[[str], str], names: tuple[str, str] = ("A", "B"), alpha: float = ALPHA) -> None:
-        self.metric, self.text_of, self.names, self.alpha = metric, text_of, names, alpha
-        self.name, self.k = B.metric_parts(metric)
-        shared = [cid for cid in a if cid in b]
-        self.a, self.b = {c: a[c] for c in shared}, {c: b[c] for c in shared}
-        self.cases: dict[str, tuple] = {}
-        for cid in shared:
-            self._read(cid)
-
-    def _read(self, cid: str) -> None:
-        va, vb = self.a[cid], self.b[cid]
-        cands = [Candidate(s.case_id, s.key, s.weight, s.rank_a, s.rank_b, self.text_of(s.key))
-                 for s in B.case_sways(self.name, self.k, cid, va, vb, len(self.a))]
-        self.cases[cid] = (*B.case_delta(self.name, self.k, va, vb), cands)
-
-    def apply(self, case_id: str, keys: Sequence[str], grade: int) -> None:
-        """Record a verdict on ``keys`` (a passage and its copies) of one case."""
-        for key in keys:
-            self.a[case_id] = B.with_verdict(self.a[case_id], key, grade)
-            self.b[case_id] = B.with_verdict(self.b[case_id], key, grade)
-        self._read(case_id)
-
-    def state(self) -> State:
-        rows = list(self.cases.values())
-        d = B.delta_of(self.metric, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
-                       sum(r[3] for r in rows))
-        settling = settle(d.per_case, d.per_case_low, d.per_case_high, self.alpha)
-        candidates = order(one_per_text(order(c for r in rows for c in r[4])), favoured_side(settling))
-        return State(settling, d.text(*self.names), tuple(candidates))
-
-
-def decide_state(metric: str, a: Mapping[str, B.CaseView], b: Mapping[str, B.CaseView],
-                 text_of: Callable[[str], str], names: tuple[str, str] = ("A", "B"), alpha: float = ALPHA) -> State:
-    """The decision between two runs now: the paired Δ's bounds, the stopping rule's reading, and the
-    unjudged passages in the order that settles it (one per text in a case)."""
-    return PairTracker(metric, a, b, text_of, names, alpha).state()
 
 
 def doc_text_of(docs: Sequence) -> Callable[[str], str]:

@@ -12,7 +12,7 @@ import sys
 
 from rag_experiments.evaluation.bounds import CaseView, with_verdict
 from rag_experiments.golden.decide import QUIT, outcome, run_loop
-from rag_experiments.tracking.pool import decide_state
+from rag_experiments.tracking.decide_tracker import decide_state
 
 from ..tracking.conftest import _template_db, cli, store  # noqa: F401 - fixtures
 from ..tracking.golden_runs import log_golden_run
@@ -65,7 +65,7 @@ def test_a_passage_that_can_flip_the_decision_keeps_it_open():
     assert report.last.settling.low.winner == report.last.settling.high.winner == "A"
     assert lines[0].startswith("labels done 0, left 10 (10 can move Δ); recall@5 Δ(A - B) +0.500, could be "
                                "+0.250 to +0.500 with 10 passages unjudged")
-    assert "not settled" in lines[0] and "settled: A ahead" in lines[-2]
+    assert "not settled" in lines[0] and "settled (rule: certain): A ahead" in lines[-2]
     assert lines[-1].startswith(f"stop: the decision is settled after {report.labels} label(s)")
 
     # the truth: every one relevant. The decision the full pool gives is a tie, and it is not

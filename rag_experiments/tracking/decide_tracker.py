@@ -1,0 +1,169 @@
+"""The decision of ``golden label --decide`` kept per case: a verdict re-reads only its own case (the
+loop asks after every label; the replay labels hundreds).
+
+:class:`PairTracker` holds two runs' case views (:mod:`rag_experiments.evaluation.bounds`), the Δ's
+ends per case, the weights of the unjudged passages, and for the confident rule
+(:mod:`rag_experiments.golden.decide_stop`) each case's table of units to draw. The judged pool
+passages that feed the rule's model are the verdicts applied here plus those given before
+(:func:`judged_in_pool`: passages unjudged in the views without any judgement, judged now).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Mapping, Sequence
+
+from ..evaluation import bounds as B
+from ..golden.decide import ALPHA, Candidate, State, favoured_side, normalised_text, one_per_text, order, settle
+from ..golden.decide_stop import DRAWS, LEVEL, SEED, CaseTable, Judged, RelevanceModel, cell_of, confidence
+
+STOP_RULES = ("confident", "certain")
+
+
+def judged_in_pool(start_a: Mapping[str, B.CaseView], start_b: Mapping[str, B.CaseView],
+                   now_a: Mapping[str, B.CaseView], now_b: Mapping[str, B.CaseView], k: int,
+                   text_of: Callable[[str], str]) -> tuple[list[Judged], dict[tuple[str, str], int]]:
+    """The pool passages judged since the start views (the golden set without its judgements): per
+    passage where each run ranks it and its grade now; and (case, normalised text) -> grade."""
+    judged: list[Judged] = []
+    known: dict[tuple[str, str], int] = {}
+    for cid in start_a:
+        if cid not in start_b or cid not in now_a or cid not in now_b:
+            continue
+        ua, ub = start_a[cid].unknown(k), start_b[cid].unknown(k)
+        for key in dict.fromkeys([*ua, *ub]):
+            ra = start_a[cid].slots.index(key) + 1 if key in ua else None
+            rb = start_b[cid].slots.index(key) + 1 if key in ub else None
+            grade = now_a[cid].slots[ra - 1] if ra else now_b[cid].slots[rb - 1]
+            if isinstance(grade, int):
+                judged.append(Judged(ra, rb, grade))
+                text = text_of(key)
+                if text:
+                    known[(cid, normalised_text(text))] = grade
+    return judged, known
+
+
+class PairTracker:
+    """The decision between two runs, per case: the Δ's ends, its value now, the unjudged passages'
+    weights, and (``stop="confident"``) the table the rule draws from."""
+
+    def __init__(self, metric: str, a: Mapping[str, B.CaseView], b: Mapping[str, B.CaseView],
+                 text_of: Callable[[str], str], names: tuple[str, str] = ("A", "B"), alpha: float = ALPHA, *,
+                 stop: str = "confident", level: float = LEVEL, draws: int = DRAWS, seed: int = SEED,
+                 judged: Sequence[Judged] = (), known: Mapping[tuple[str, str], int] | None = None) -> None:
+        if stop not in STOP_RULES:
+            raise ValueError(f"stop rule {stop!r}: one of {', '.join(STOP_RULES)}")
+        self.metric, self.text_of, self.names, self.alpha = metric, text_of, names, alpha
+        self.stop, self.level, self.draws, self.seed = stop, level, draws, seed
+        self.judged = list(judged)
+        self.known = dict(known or {})
+        self.name, self.k = B.metric_parts(metric)
+        shared = [cid for cid in a if cid in b]
+        self.a, self.b = {c: a[c] for c in shared}, {c: b[c] for c in shared}
+        self.cases: dict[str, tuple] = {}
+        for cid in shared:
+            self._read(cid)
+
+    def _read(self, cid: str) -> None:
+        va, vb = self.a[cid], self.b[cid]
+        cands = [Candidate(s.case_id, s.key, s.weight, s.rank_a, s.rank_b, self.text_of(s.key))
+                 for s in B.case_sways(self.name, self.k, cid, va, vb, len(self.a))]
+        self.cases[cid] = (*B.case_delta(self.name, self.k, va, vb), cands, self._table(va, vb, cands))
+
+    def _table(self, va: B.CaseView, vb: B.CaseView, cands: Sequence[Candidate]):
+        """The case's units (one per text: copies take one verdict), their cells and texts; or None."""
+        if not cands:
+            return None
+        group_of: dict[str, int] = {}
+        texts: list[str] = []
+        ranks: list[list[int | None]] = []
+        for c in cands:
+            text = normalised_text(c.text) if c.text else c.key
+            if text not in texts:
+                texts.append(text)
+                ranks.append([c.rank_a, c.rank_b])
+            i = texts.index(text)
+            group_of[c.key] = i
+            ranks[i] = [_best(ranks[i][0], c.rank_a), _best(ranks[i][1], c.rank_b)]
+        table = CaseTable(self.name, self.k, va, vb, texts, group_of)
+        return table, [cell_of(ra, rb) for ra, rb in ranks], texts
+
+    def apply(self, case_id: str, keys: Sequence[str], grade: int) -> None:
+        """Record a verdict on ``keys`` (a passage and its copies) of one case."""
+        mine = [c for c in self.cases[case_id][4] if c.key in keys]
+        if mine:
+            self.judged.append(Judged(_best(*(c.rank_a for c in mine)), _best(*(c.rank_b for c in mine)), grade))
+            if mine[0].text:
+                self.known[(case_id, normalised_text(mine[0].text))] = grade
+        for key in keys:
+            self.a[case_id] = B.with_verdict(self.a[case_id], key, grade)
+            self.b[case_id] = B.with_verdict(self.b[case_id], key, grade)
+        self._read(case_id)
+
+    def state(self) -> State:
+        rows = list(self.cases.values())
+        d = B.delta_of(self.metric, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+                       sum(r[3] for r in rows))
+        settling = settle(d.per_case, d.per_case_low, d.per_case_high, self.alpha)
+        if self.stop == "confident" and not settling.certain:
+            settling = replace(settling, confidence=self.confidence(rows, [r[2] for r in rows]))
+        candidates = order(one_per_text(order(c for r in rows for c in r[4])), favoured_side(settling))
+        return State(settling, d.text(*self.names), tuple(candidates))
+
+    def confidence(self, rows, now: Sequence[float]):
+        tables, cells, fixed = [], [], []
+        for (cid, row), delta in zip(zip(self.cases, rows), now):
+            if row[5] is None:
+                tables.append(delta)
+                cells.append(())
+                fixed.append(())
+                continue
+            table, unit_cells, texts = row[5]
+            tables.append(table)
+            cells.append(unit_cells)
+            fixed.append([self.known.get((cid, t)) for t in texts])
+        return confidence(tables, cells, fixed, RelevanceModel(self.judged), alpha=self.alpha, level=self.level,
+                          draws=self.draws, seed=self.seed)
+
+
+def _best(*ranks: int | None) -> int | None:
+    found = [r for r in ranks if r]
+    return min(found) if found else None
+
+
+def decide_state(metric: str, a: Mapping[str, B.CaseView], b: Mapping[str, B.CaseView],
+                 text_of: Callable[[str], str], names: tuple[str, str] = ("A", "B"), alpha: float = ALPHA,
+                 **rule) -> State:
+    """The decision between two runs now: the paired Δ's bounds, the stopping rule's reading, and the
+    unjudged passages in the order that settles it (one per text in a case). ``rule``: PairTracker's
+    stop, level, draws, seed, judged, known."""
+    return PairTracker(metric, a, b, text_of, names, alpha, **rule).state()
+
+
+class SweepTracker:
+    """The choice among a sweep's best points: the best against each point it cannot be told from,
+    one :class:`PairTracker` a pair, one verdict for all. Settled when every pair is; the passages are
+    offered by the most a verdict can move any open pair's Δ (one per text in a case)."""
+
+    def __init__(self, pairs: Mapping[tuple[str, str], PairTracker]) -> None:
+        self.pairs = dict(pairs)
+
+    def apply(self, case_id: str, keys: Sequence[str], grade: int) -> None:
+        for tracker in self.pairs.values():
+            if case_id in tracker.cases:
+                tracker.apply(case_id, keys, grade)
+
+    def state(self) -> State:
+        states = {names: t.state() for names, t in self.pairs.items()}
+        open_ = {names: s for names, s in states.items() if not s.settling.settled}
+        best: dict[tuple[str, str], Candidate] = {}
+        for s in open_.values():
+            for c in s.candidates:
+                slot = (c.case_id, c.key)
+                if slot not in best or c.weight > best[slot].weight:
+                    best[slot] = c
+        shown_names, shown = next(iter(open_.items())) if open_ else next(reversed(states.items()))
+        lines = "; ".join(f"{s.bounds_line.split(':')[0]} [{'settled' if s.settling.settled else 'open'}]"
+                          for s in states.values())
+        return State(shown.settling, f"{len(open_)} of {len(states)} pair(s) open: {lines}",
+                     tuple(order(one_per_text(order(best.values())))), shown_names)

@@ -1,0 +1,115 @@
+"""The confident stopping rule of `golden label --decide` (rag_experiments.golden.decide_stop):
+
+* its vectorised values equal evaluation.bounds.value on random case views, for every bounded metric
+  (a draw's verdicts scored the way compare scores them);
+* a cold start is uncertain: with nothing judged it does not settle a decision that the unjudged
+  passages could flip, and it does settle once the labels show they are rarely relevant;
+* the stop line names the rule and its probability.
+
+Before this change there was no decide_stop module and no confident rule: every test here fails."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from rag_experiments.evaluation.bounds import CaseView, value, with_verdict
+from rag_experiments.golden.decide import run_loop
+from rag_experiments.golden.decide_stop import CaseTable, Judged, RelevanceModel, cell_of
+from rag_experiments.tracking.decide_tracker import PairTracker, decide_state
+
+
+def random_view(rng: random.Random, keys: list[str], depth: int) -> CaseView:
+    slots = [rng.choice([0, 0, 1, 2, rng.choice(keys)]) for _ in range(depth)]
+    seen = set()
+    for i, s in enumerate(slots):  # a passage appears once in a list
+        if isinstance(s, str):
+            if s in seen:
+                slots[i] = 0
+            seen.add(s)
+    grades = tuple(rng.choice([1, 2]) for _ in range(rng.randint(0, 3)))
+    return CaseView(tuple(slots), grades)
+
+
+@pytest.mark.parametrize("metric", ["recall", "mrr", "hit", "ndcg"])
+def test_draws_score_as_bounds_value(metric):
+    rng = random.Random(7)
+    k = 10
+    for trial in range(60):
+        keys = [f"p{i}" for i in range(6)]
+        a, b = random_view(rng, keys, k), random_view(rng, keys, k)
+        b = CaseView(b.slots, a.grades)  # one case: one set of relevant units
+        units = list(dict.fromkeys(s for s in (*a.slots, *b.slots) if isinstance(s, str)))
+        if not units:
+            continue
+        table = CaseTable(metric, k, a, b, units, {u: i for i, u in enumerate(units)})
+        grades = np.array([[rng.choice([0, 1, 2]) for _ in units] for _ in range(8)])
+        got = table.deltas(grades)
+        for row, d in zip(grades, got):
+            va, vb = a, b
+            for u, g in zip(units, row):
+                va, vb = with_verdict(va, u, int(g)), with_verdict(vb, u, int(g))
+            # with_verdict adds a relevant verdict's unit once per list: both lists carry it
+            va = CaseView(va.slots, a.grades + tuple(int(g) for g in row if g > 0))
+            vb = CaseView(vb.slots, va.grades)
+            want = value(metric, k, va) - value(metric, k, vb)
+            assert d == pytest.approx(want, abs=1e-12), (trial, metric, row)
+
+
+def open_pair(n_win: int, n_open: int):
+    """``n_win`` cases A wins (Δ +1 on recall@5); ``n_open`` cases where only B ranks an unjudged
+    passage first (Δ 0 if it is not relevant, -0.5 if it is)."""
+    a, b = {}, {}
+    for i in range(n_win):
+        a[f"w{i}"], b[f"w{i}"] = CaseView((2, 0, 0, 0, 0), (2,)), CaseView((0, 0, 0, 0, 0), (2,))
+    for i in range(n_open):
+        a[f"o{i}"], b[f"o{i}"] = CaseView((0, 0, 0, 0, 0), (2,)), CaseView((f"d{i}", 0, 0, 0, 0), (2,))
+    return a, b
+
+
+def test_cold_start_is_uncertain_and_labels_that_say_no_settle_it():
+    a, b = open_pair(6, 30)  # A ahead now (Δ +0.167); 30 open passages at B's rank 1 could make it B
+    st = decide_state("recall_at_5", a, b, str)
+    assert not st.settling.certain and st.settling.confidence is not None
+    assert not st.settling.settled and st.settling.confidence.probability < 0.95
+    assert "not settled: P(" in st.settling.text()
+
+    # the truth: none of them relevant; the confident rule stops well before the worst-case one
+    def replay(stop):
+        tracker = PairTracker("recall_at_5", a, b, str, stop=stop)
+        lines: list[str] = []
+
+        def label(c):
+            tracker.apply(c.case_id, (c.key, *c.copies), 0)
+            return 1
+        return run_loop(tracker.state, label, budget=None, say=lines.append), lines
+
+    confident, lines = replay("confident")
+    certain, _ = replay("certain")
+    assert confident.stopped == certain.stopped == "settled"
+    assert confident.last.settling.declared == certain.last.settling.declared == "A"
+    assert confident.labels < certain.labels
+    assert lines[-1].startswith(f"stop: the decision is settled after {confident.labels} label(s) (rule confident: "
+                                "A ahead with probability 0.9")
+
+
+def test_labels_that_say_yes_keep_it_open():
+    """The rate is learned from the labels: when the first labels all come back relevant, the rule
+    must not declare A ahead, which the unjudged-as-miss reading shows (most remaining passages
+    relevant give B the lead)."""
+    a, b = open_pair(6, 30)
+    judged = [Judged(None, 1, 2)] * 10
+    st = decide_state("recall_at_5", a, b, str, judged=judged)
+    assert st.settling.now.winner == "A"
+    assert st.settling.declared != "A" and st.settling.confidence.winner == "B"
+
+
+def test_model_cells_and_prior():
+    assert cell_of(1, None) == 0 and cell_of(None, 1) == 1 and cell_of(1, 4) == 2 and cell_of(None, 7) == 10
+    assert cell_of(12, 30) == 14
+    cold = RelevanceModel([])
+    assert np.allclose(cold.mean(), 0.5)
+    warm = RelevanceModel([Judged(1, None, 0)] * 40 + [Judged(1, None, 2)] * 2)
+    assert warm.mean()[0] < 0.1 and 0.05 < warm.mean()[9] < 0.15  # an unseen cell shrinks to the overall rate
