@@ -195,6 +195,7 @@ class MlflowSweepCallback(Callback):
             tags["optuna.best_params"] = json.dumps(optuna["best_params"])[:5000]
             extra.append("Optuna best: " + ", ".join(f"`{k}={v}`" for k, v in optuna["best_params"].items())
                          + f" → {float(optuna['best_value']):.4f}")
+        dev_test = self._dev_test(client, parent_id, cmp, objective, split, best)
         if cmp is not None and best is not None:  # the cases behind the verdict, linked from the first lines
             from .explorer import sweep_lines
 
@@ -211,6 +212,7 @@ class MlflowSweepCallback(Callback):
             n_all = max((len(r.run.per_case) for r in cmp.rows if r.run.per_case is not None), default=0)
             extra = verdict_lines(verdicts(cmp, self.resamples, self.seed), cmp.alpha,
                                   all_cases=n_all if split is not None and n_all else None) + extra
+        extra += ["", dev_test] if dev_test else []  # the points' dev and test columns, under the verdict
         tags["mlflow.note.content"] = S.note(self.name, objective, best, tags.get("best_run_overrides", ""),
                                              len(children), n_failed, table, extra, S.best_label(cmp, best),
                                              held, on_dev=split is not None)
@@ -220,6 +222,24 @@ class MlflowSweepCallback(Callback):
         log_batch(client, parent_id, params=params, metrics=metrics, tags=tags)
         if cmp is not None:
             self._log_summary(cmp, parent_id, client)
+
+    def _dev_test(self, client, parent_id: str, cmp, objective: str, split, best) -> str:
+        """With a frozen split: every point's objective on dev (chosen on) and test (held out), as a table
+        for the description (the first :data:`.sweep_parent.DEV_TEST_ROWS` points) and, whole, the
+        artifact ``comparison/dev_test.md``. Empty without a split; never fails the sweep."""
+        if split is None or cmp is None or best is None:
+            return ""
+        try:
+            from .split_decision import dev_test_rows
+
+            rows = dev_test_rows([r.run for r in cmp.rows], [r.label for r in cmp.rows], objective, split, best.id,
+                                 self.resamples or 10000, self.seed or 13)
+            client.log_text(parent_id, S.dev_test_table(rows, objective, split.id, cmp.alpha, limit=None),
+                            "comparison/dev_test.md")
+            return S.dev_test_table(rows, objective, split.id, cmp.alpha)
+        except Exception as exc:  # noqa: BLE001 - a table of the summary; the sweep is logged
+            print(f"warning: could not compute the sweep's dev/test table for {parent_id}: {exc}")
+            return ""
 
     def _comparison(self, client, finished: list, objective: str):
         """Children compared with the first point, the rest best-first (:func:`.compare.sweep_order`,

@@ -9,7 +9,7 @@ both sides either way. Values come from the runs' per-case tables: nothing is re
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -17,9 +17,12 @@ import numpy as np
 from ..evaluation.metric_key import MetricKey
 from ..golden.split import DEV, TEST, FrozenSplit
 from ..stats.bootstrap import bootstrap_interval
+from ..stats.maxt import all_pairs
 from ..stats.paired import paired_bootstrap_delta_ci
-from .compare import in_segment, paired_values
+from . import held_out
+from .compare import Pairing, in_segment, paired_values
 from .runs import RunView
+from .verdict import common_values
 from .versioned import quality_metrics
 
 
@@ -101,3 +104,43 @@ def shared_ids(*runs: RunView) -> set[str]:
     """The case ids every one of ``runs`` has in its per-case table (none when one has no table)."""
     sets = [set(r.per_case["case_id"].astype(str)) if r.per_case is not None else set() for r in runs]
     return set.intersection(*sets) if sets else set()
+
+
+@dataclass(frozen=True)
+class DevTestRow:
+    """One sweep point's objective on each side of the split, and the dev verdict against the chosen point."""
+
+    label: str
+    run_id: str
+    dev: float
+    dev_n: int
+    test: float
+    test_n: int
+    test_interval: tuple[float, float]
+    chosen: bool
+    # max-T adjusted p (all pairs of points, on the dev cases all share) of this point against the chosen
+    # one, where the choice was made; None for the chosen point or a point with no shared dev case
+    p_dev: float | None = None
+
+
+def dev_test_rows(runs: Sequence[RunView], labels: Sequence[str], objective: str, split: FrozenSplit, chosen_id: str,
+                  n_resamples: int = 10000, seed: int = 13) -> list[DevTestRow]:
+    """Every point's ``objective`` on dev (where the point was chosen) and on test (held out, with its
+    95% bootstrap interval), with the dev verdict against the chosen point (:func:`.stats.maxt.all_pairs`
+    over the points, valid although the chosen one was picked on those very cases). Runs without a
+    per-case table are left out; rows in the order given."""
+    key = MetricKey.parse(objective)
+    dev_ids = side_ids(runs, split, DEV)
+    values = {r.id: held_out.sides(r, key, split) for r in runs}
+    chosen = next((r for r in runs if r.id == chosen_id), None)
+    p_dev: dict[str, float] = {}
+    if chosen is not None and chosen.per_case is not None:
+        base = on_cases(chosen, dev_ids).per_case
+        others = {r.id: Pairing(base, on_cases(r, dev_ids).per_case) for r in runs
+                  if r.id != chosen_id and r.per_case is not None}
+        ref, matrix, names = common_values(others, key)
+        if names:
+            adjusted = all_pairs(np.column_stack([ref, matrix]), n_resamples=n_resamples, seed=seed)[0, 1:]
+            p_dev = {name: float(q) for name, q in zip(names, adjusted)}
+    return [DevTestRow(label, r.id, s.dev, s.dev_n, s.test, s.test_n, s.test_interval, r.id == chosen_id,
+                       p_dev.get(r.id)) for r, label in zip(runs, labels) if (s := values[r.id]) is not None]

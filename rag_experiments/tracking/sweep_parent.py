@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Mapping, Sequence
 
-from ..evaluation.metric_key import MetricKey
+from ..evaluation.metric_key import MetricKey, metric_title
 from .runs import RunView
 
 #: MLflow's limit on a tag value (the run description is a tag)
@@ -209,3 +209,42 @@ def note(name: str, objective: str, best: RunView | None, overrides: str, n_chil
             break
         out += line + "\n"
     return out + footer
+
+
+#: points the dev/test table shows in the run description (the artifact comparison/dev_test.md has all)
+DEV_TEST_ROWS = 20
+
+
+def dev_test_table(rows: Sequence, objective: str, split_id: str, alpha: float = 0.05,
+                   limit: int | None = DEV_TEST_ROWS) -> str:
+    """The sweep's points on each side of a frozen split, best on dev first (the chosen point at the
+    top): ``dev`` is where the point was chosen (with the dev verdict against the chosen point, max-T over
+    all pairs of points), ``test`` the held-out cases no choice looked at, with a 95% interval. ``rows``:
+    :class:`.split_decision.DevTestRow`. Markdown that GitHub and MLflow's viewer render."""
+    if not rows:
+        return ""
+    title = metric_title(objective)
+    ordered = sorted(rows, key=lambda r: (not r.chosen, -r.dev if r.dev == r.dev else math.inf))
+    shown = ordered if limit is None else ordered[:limit]
+    dev_n, test_n = max(r.dev_n for r in rows), max(r.test_n for r in rows)
+    lines = [f"**{title} on each side of the split** `{split_id}`: **dev** ({dev_n} cases) is where the point "
+             f"was chosen; **test** ({test_n} held-out cases) took no part in the choice.", "",
+             f"| point | {title} dev (chosen on) | dev verdict vs the chosen point | {title} test (held out) [95%] |",
+             "|---|---:|---|---:|"]
+    for r in shown:
+        if r.chosen:
+            verdict = "**chosen** (best on dev)"
+        elif r.p_dev is None:
+            verdict = "no shared dev case"
+        else:
+            verdict = (f"worse\\* (max-T p={r.p_dev:.3f})" if r.p_dev < alpha
+                       else f"tied (max-T p={r.p_dev:.3f})")
+        dev = f"**{r.dev:.4f}**" if r.chosen else f"{r.dev:.4f}"
+        lo, hi = r.test_interval
+        test = f"{r.test:.4f} [{lo:.3f}, {hi:.3f}]" if r.test_n else "no test case"
+        lines.append(f"| `{r.label.replace('|', '/')}` | {dev} | {verdict} | {test} |")
+    if len(shown) < len(rows):
+        lines.append(f"| … {len(rows) - len(shown)} more: artifact `comparison/dev_test.md` | | | |")
+    lines += ["", f"_\\* the point is significantly worse than the chosen one on dev (single-step max-T over "
+                  f"every pair of points, α {alpha:g}); the choice reads dev only, test is reported, never chosen on._"]
+    return "\n".join(lines) + "\n"
