@@ -93,3 +93,27 @@ def test_null_out_of_fold_is_unbiased_and_the_in_sample_best_is_not():
         best.append(r.in_sample_best)
     assert abs(np.mean(oof) - 0.5) < 0.015, np.mean(oof)
     assert np.mean(best) - 0.5 > 0.08, np.mean(best)
+
+
+def test_two_folds_and_one_point_by_hand():
+    # folds [0, 0, 0, 1, 1, 1]. Fold 0 out (train 3-5): A 1/3, B 2/3, C 2/3 -> B; B on cases 0-2: 0, 1, 1.
+    # Fold 1 out (train 0-2): A, B, C all 2/3 -> A; A on cases 3-5: 1, 0, 0. Out of fold 3/6;
+    # in-sample B 4/6: optimism 1/6
+    r = out_of_fold_selection(VALUES, [0, 0, 0, 1, 1, 1])
+    assert r.chosen == (1, 0) and r.k == 2
+    assert r.out_of_fold == pytest.approx(0.5) and r.optimism == pytest.approx(1 / 6)
+    # one point (a sweep of one): nothing is chosen, so nothing is flattered: out of fold = in sample = 3/6
+    one = out_of_fold_selection(VALUES[:, :1], FOLDS)
+    assert one.chosen == (0, 0, 0) and one.out_of_fold == one.in_sample_best == pytest.approx(0.5)
+    assert one.optimism == 0.0
+
+
+def test_shapes_and_folds_that_cannot_work_are_refused():
+    with pytest.raises(ValueError, match="cases x points"):
+        out_of_fold_selection(VALUES[:, 0], FOLDS)  # one value per case, no points axis
+    with pytest.raises(ValueError, match="cases x points"):
+        out_of_fold_selection(VALUES, FOLDS[:5])  # a case without a fold
+    with pytest.raises(ValueError, match="cases x points"):
+        out_of_fold_selection(np.empty((6, 0)), FOLDS)  # no point
+    with pytest.raises(ValueError, match="at least 2 folds"):
+        out_of_fold_selection(VALUES, [0] * 6)  # one fold: nothing left to choose on

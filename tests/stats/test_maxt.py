@@ -132,3 +132,26 @@ def test_all_pairs_sampled_path_equals_the_pair_columns_resampled():
     left, right = np.triu_indices(12, k=1)
     fast = all_pairs(points, n_resamples=2000)[left, right]
     assert fast.tolist() == max_t_adjusted(points[:, left] - points[:, right], n_resamples=2000).tolist()
+
+
+def test_a_column_zero_on_every_case_gets_one_beside_live_ones_on_both_paths():
+    # (1, 1, 1) beside a column of zeros: the zero column cannot move the max, so the live column's p is its
+    # own exact p, 2 of the 8 sign vectors (all +, all -) reach |sum| = 3: 0.25; the zero column gets 1.0
+    d = np.array([[1, 0], [1, 0], [1, 0]], float)
+    assert max_t_adjusted(d).tolist() == [0.25, 1.0]
+    # the sampled path (exact_max=0): the same draws as the live column alone, and 1.0 for the zero one
+    sampled = max_t_adjusted(d, n_resamples=999, exact_max=0)
+    assert sampled[1] == 1.0
+    assert sampled[0] == max_t_adjusted(d[:, :1], n_resamples=999, exact_max=0)[0] == pytest.approx(0.25, abs=0.05)
+
+
+def test_adjusted_p_values_do_not_depend_on_the_unit():
+    # a metric in other units (latency in ms or s) is the same test: every statistic is a sum over its own
+    # standard deviation, and the float tolerance is taken on that scale; sampled paths (230 cases)
+    rng = np.random.default_rng(21)
+    shared = (rng.random((230, 1)) < 0.7).astype(float)
+    points = np.where(rng.random((230, 6)) < 0.8, shared, (rng.random((230, 6)) < 0.7).astype(float))
+    for factor in (1000.0, 1e-3):
+        assert all_pairs(points * factor, n_resamples=500).tolist() == all_pairs(points, n_resamples=500).tolist()
+        assert (against_control(points[:, 0] * factor, points[:, 1:] * factor, n_resamples=500).tolist()
+                == against_control(points[:, 0], points[:, 1:], n_resamples=500).tolist())
