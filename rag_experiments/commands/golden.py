@@ -144,8 +144,10 @@ def register(subparsers: Any) -> None:
         "a pipe; each verdict is appended at once, so quitting or a kill loses nothing and a rerun offers only "
         "what is left), or through a blind CSV (--export, then --import). The labels are `judge.kind: human` "
         "with --labeller's name (`agent` with --judge-kind agent: an AI agent labelling, a machine judge); "
-        "a passage repeated in another document (the same text) is offered once and "
-        "the verdict written for both (applied_from). With --sample N (or --budget USD) only a random sample "
+        "a passage repeated in another document (the same text) is offered, or sent to the judge, once and "
+        "the verdict written for both (applied_from), and a passage whose text already has a verdict for the "
+        "question (a person's, the judge's or an agent's) gets that verdict, with the original judge, and is "
+        "never offered or sent again. With --sample N (or --budget USD) only a random sample "
         "is judged (whole cases by default, or pairs within rank strata), the design recorded with each "
         "judgement; runs scored on it log recall@k estimates with intervals (ipw_recall_at_k).")
     golden_arg(sp)
@@ -568,7 +570,8 @@ def _label_by_hand(args: argparse.Namespace) -> int:
         n = hl.export_csv(plan, args.export, text)
         if plan.applied:
             hl.append_held(GoldenFile(args.golden), list(plan.applied))
-            _say(console, f"{len(plan.applied)} pair(s) repeat a passage a person already judged: given that verdict")
+            _say(console, f"{len(plan.applied)} pair(s) repeat a passage already judged (by a person, the judge "
+                          "or an agent): given that verdict")
         # the import needs the same corpus (the --set overrides) and records who labelled: a command that
         # dropped them would fail on the corpus, or credit the verdicts to whoever runs it. A secret in an
         # override (a db.url password, a key) is masked: terminal output ends up in CI logs
@@ -674,7 +677,8 @@ def cmd_label(args: argparse.Namespace) -> int:
         return report
     _say(console, f"Pairs judged: {report.processed}, API errors (retried on rerun): {report.api_errors}; "
                   f"judgements appended: {report.judgements_appended} (+{report.judgements_reconciled} from the "
-                  f"checkpoint)")
+                  f"checkpoint)" + (f"; {report.judgements_applied} earlier verdict(s) copied to the same text "
+                                    "in other documents (applied_from), not sent" if report.judgements_applied else ""))
     return _finish_llm_job(args, console, report, "Outcomes")
 
 

@@ -25,14 +25,14 @@ pool: ...}``: to coverage (judged@k), compare, promote and the spot-check it is 
 any other, and a person's (resolution prefers it over a machine judge's; the spot-check, which
 validates machine judges, has nothing to check in it).
 
-Near-duplicates (:data:`NEAR_DUPLICATE`): passages of one case whose texts are the same after
-normalisation (whitespace, Markdown markup, case; :func:`rag_experiments.golden.normalise.normalised`),
+Near-duplicates (:data:`.same_text.NEAR_DUPLICATE`): passages of one case whose texts are
+the same after normalisation (whitespace, Markdown markup, case; :func:`rag_experiments.golden.normalise.normalised`),
 or have a token similarity of at least 0.95 (:func:`.fuzzy.similarity`) with the same identifiers
 (:func:`.fuzzy.guard_tokens`), typically a page that repeats another page's text word for word,
 are offered once; the verdict is written for each of them, the copies with ``applied_from: <id of
-the judgement given>`` and their ``similarity``. A passage whose near-duplicate a person already
-judged for that case (an earlier session) gets that verdict the same way, without being offered;
-the copy names the person who gave it.
+the judgement given>`` and their ``similarity``. A passage whose near-duplicate was already judged
+for that case (an earlier session; by a person, the LLM judge or an agent) gets that verdict the
+same way, without being offered; the copy names the judge who gave it (its ``judge``, kind included).
 """
 
 from __future__ import annotations
@@ -55,16 +55,14 @@ from rich.console import Console
 from rich.text import Text
 
 from ..errors import UserError
-from .fuzzy import guard_tokens, similarity
 from .golden_file import GoldenFile
 from .label import Pair, already_judged, candidate_pairs, sampled_pairs
-from .normalise import normalised
 from .records import new_id
-from .resolve import current, load_golden
+from .resolve import load_golden
+from .same_text import judged_text, near_duplicate, verdicts_by_case
 from .sheet_cells import read_row, sheet_row
 from .spotcheck import ANSWERS, read_answer
 
-NEAR_DUPLICATE = 0.95  # token similarity at or above which two passages of a case are one passage
 CONTEXT_CHARS = 240  # document text shown before and after the passage
 LABELS = ("YES", "PART", "NO")
 CSV_COLUMNS = ("pair_id", "case_id", "question", "document", "start", "end", "context_before", "passage",
@@ -73,26 +71,6 @@ CSV_COLUMNS = ("pair_id", "case_id", "question", "document", "start", "end", "co
 
 def default_labeller() -> str:
     return os.environ.get("USER") or getpass.getuser()
-
-
-# -- near-duplicates ----------------------------------------------------------------------------
-def _norm(text: str) -> str:
-    return normalised(text)[0]
-
-
-def near_duplicate(a: str, b: str) -> float | None:
-    """The similarity of two passages when they count as one passage (1.0: the same text once
-    normalised), else None."""
-    na, nb = _norm(a), _norm(b)
-    if na == nb:
-        return 1.0
-    la, lb = len(na), len(nb)
-    if not la or not lb or min(la, lb) / max(la, lb) < 2 * NEAR_DUPLICATE - 1:  # cannot reach the threshold
-        return None
-    if guard_tokens(a) != guard_tokens(b):  # another identifier: another passage
-        return None
-    s = similarity(a, b)
-    return round(s, 4) if s >= NEAR_DUPLICATE else None
 
 
 # -- planning -----------------------------------------------------------------------------------
@@ -118,23 +96,13 @@ class HandPlan:
     cases: int
     offers: tuple[Offer, ...]
     skipped: dict[str, int]
-    applied: tuple[dict, ...]  # records for pairs whose near-duplicate a person already judged
+    applied: tuple[dict, ...]  # records for pairs whose near-duplicate was already judged (by anyone)
     pool: dict | None = None
     sample: Any = None  # --sample N: the design drawn (label.SampleDraw); each pair carries its part
 
     @property
     def pairs(self) -> int:
         return sum(1 + len(o.duplicates) for o in self.offers)
-
-
-def _human_verdicts(records: Sequence) -> dict[str, list[dict]]:
-    """case id -> the live human judgements (raw records) of live cases."""
-    now = current(records)
-    out: dict[str, list[dict]] = {}
-    for j in now.live_judgements:
-        if j.judge_kind == "human" and j.case_id not in now.retired:
-            out.setdefault(j.case_id, []).append(j.raw)
-    return out
 
 
 def plan_hand_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]], *, k: int,
@@ -149,18 +117,13 @@ def plan_hand_labelling(golden_path: str | Path, retrieve: Callable[[str], list[
     else:
         pairs, skipped = candidate_pairs(golden, retrieve, k=k)
     skipped = Counter(skipped)
-    earlier = _human_verdicts(golden.records)
+    earlier = verdicts_by_case(golden.records)  # anyone's: a person's, the judge's, an agent's
     offers: list[Offer] = []
     dups: dict[int, list[tuple[Pair, float]]] = {}
     applied: list[dict] = []
     by_case: dict[str, list[int]] = {}
     for pair in pairs:
-        source = None
-        for rec in earlier.get(pair.case_id, ()):
-            sim = near_duplicate(pair.hit["text"], rec["span"]["quote"])
-            if sim is not None:
-                source = (rec, sim)
-                break
+        source = judged_text(pair.hit["text"], earlier.get(pair.case_id, ()))
         if source is not None:
             rec, sim = source
             applied.append(judgement(pair, rec["verdict"], rec["judge"], via="applied", pool=pool,
@@ -297,7 +260,7 @@ def run_terminal(plan: HandPlan, *, labeller: str, doc_text: Callable[[str], str
     if plan.applied:
         append_held(gf, list(plan.applied))
         report.applied_earlier = len(plan.applied)
-        console.print(f"{len(plan.applied)} pair(s) repeat a passage a person already judged for the same question: "
+        console.print(f"{len(plan.applied)} pair(s) repeat a passage already judged for the same question (by a person, the judge or an agent): "
                       "given that verdict (applied_from the earlier judgement)", markup=False)
     queries = {c.case_id: c.query for c in load_golden(plan.golden_path).cases}
     try:

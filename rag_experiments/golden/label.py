@@ -41,12 +41,14 @@ from typing import Any, Callable, Iterable
 from .. import llm
 from ..span_match import matches
 from ..limits import query_problem
-from .llm_jobs import (Checkpoint, Job, JobPlan, JobReport, Task, check_batch_provider, checkpoint_path, plan_fields,
-                       read_state, run_jobs)
+from .golden_file import GoldenFile
+from .llm_jobs import (Checkpoint, GoldenAppender, Job, JobPlan, JobReport, Task, check_batch_provider,
+                       checkpoint_path, plan_fields, read_state, run_jobs)
 from ..errors import ConfigError
 from ..stats.ipw import allocate
 from .records import VERDICTS, Judgement, new_id
 from .resolve import load_golden, resolve
+from .same_text import applied_record, split_same_text, verdicts_by_case
 
 PROMPT_VERSION = "judge-v1"
 MIN_COVERAGE = 0.5
@@ -164,7 +166,10 @@ def interpret_verdict(model: str, provider: str = llm.DEFAULT_PROVIDER) -> Calla
                 rec["group"] = part - 1
             elif verdict != "NO":
                 problems["part_missing"] = 1  # no group: resolution's same-document rule places it
-        return {"records": [rec], "problems": problems, "unusable": False}
+        # the same text elsewhere in the pool (another document): the verdict, applied from this one
+        copies = [applied_record(rec, payload["case_id"], c["hit"], c["similarity"], payload.get("pool"),
+                                 c.get("sample")) for c in payload.get("copies") or ()]
+        return {"records": [rec, *copies], "problems": problems, "unusable": False}
     return interpret
 
 
@@ -197,6 +202,7 @@ class LabelPlan(JobPlan):
     cases: int  # one job per (case, hit span) pair to judge
     skipped: dict[str, int]  # covers_evidence, already_judged, offered_already, hit_text_mismatch, ...
     sample: SampleDraw | None = None  # --sample / --budget: the design drawn
+    applied: tuple[dict, ...] = ()  # verdicts copied to pairs whose text was judged already (.same_text)
 
 
 @dataclass(kw_only=True)
@@ -205,6 +211,7 @@ class LabelReport(JobReport):
     skipped: dict[str, int]
     judgements_appended: int = 0
     judgements_reconciled: int = 0
+    judgements_applied: int = 0  # earlier verdicts copied to the same text (never sent)
 
 
 _HIT_KEYS = ("doc_id", "source_uri", "start", "end", "text", "doc_hash")
@@ -474,14 +481,31 @@ def plan_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]
     for key in keys:
         case_id, span = parse_pair_key(key)
         checkpointed.setdefault(case_id, []).append(span)
+    for e in state.entries:  # the copies a checkpointed verdict was written for (same text), too
+        if e.get("event") == "item" and e.get("status") == "done" and not ours(e):
+            for r in e.get("records") or ():
+                if r.get("applied_from") and isinstance(r.get("span"), dict):
+                    checkpointed.setdefault(r["case_id"], []).append((r["span"]["doc_id"], r["span"]["start"],
+                                                                      r["span"]["end"]))
     retry_keys = state.failed if retry_failed else frozenset()
 
     parts = case_parts(golden)  # multi cases: the judge is told the parts and names the one a passage answers
 
+    earlier = verdicts_by_case(golden.records)
+    skipped_same: dict[str, int] = {}
+    applied: list[dict] = []
+
     def jobs_of(pairs: list[Pair]) -> list[Job]:
+        """One job per distinct text of a case; the verdicts a text already has are copied instead."""
+        sent, copied, counts = split_same_text(pairs, earlier, pool)
+        applied[:] = copied
+        skipped_same.clear()
+        skipped_same.update(counts)
         jobs: list[Job] = []
-        for pair in pairs:
+        for pair, copies in sent:
             payload = {"case_id": pair.case_id, "hit": dict(pair.hit)}
+            if copies:
+                payload["copies"] = copies
             if pool:
                 payload["pool"] = pool
             if pair.sample:
@@ -500,7 +524,8 @@ def plan_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]
     if sample is None:
         pairs, skipped = candidate_pairs(golden, retrieve, k=k, also_judged=checkpointed, retry_keys=retry_keys,
                                          on_case=on_case)
-        return LabelPlan(cases=len(golden.cases), skipped=skipped, **fields(jobs_of(pairs)))
+        f = fields(jobs_of(pairs))
+        return LabelPlan(cases=len(golden.cases), skipped={**skipped, **skipped_same}, applied=tuple(applied), **f)
     hits: dict[str, list[dict]] = {}
 
     def cached(query: str) -> list[dict]:  # a budget plans twice: retrieve once
@@ -514,7 +539,9 @@ def plan_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]
 
     if sample.n is not None:
         pairs, skipped, design = draw(sample.n)
-        return LabelPlan(cases=len(golden.cases), skipped=skipped, sample=design, **fields(jobs_of(pairs)))
+        f = fields(jobs_of(pairs))
+        return LabelPlan(cases=len(golden.cases), skipped={**skipped, **skipped_same}, sample=design,
+                         applied=tuple(applied), **f)
     # --budget: as many pairs as the estimate affords (the same estimate the confirmation shows)
     population, _skipped, design0 = draw(10**9)
     f = fields(jobs_of(population))
@@ -528,7 +555,8 @@ def plan_labelling(golden_path: str | Path, retrieve: Callable[[str], list[dict]
         pairs, skipped, design = draw(n)
         f = fields(jobs_of(pairs))
         if not f["pending"] or f["estimate"].usd <= sample.budget:
-            return LabelPlan(cases=len(golden.cases), skipped=skipped, sample=design, **f)
+            return LabelPlan(cases=len(golden.cases), skipped={**skipped, **skipped_same}, sample=design,
+                             applied=tuple(applied), **f)
         if n <= done:
             raise ConfigError(f"--budget: ${sample.budget:.2f} does not cover the smallest sample here "
                               f"({len(f['pending'])} requests, about ${f['estimate'].usd:.2f})",
@@ -541,6 +569,10 @@ def run_labelling(plan: LabelPlan, client: Any, *, concurrency: int = 4, max_tok
                   poll_timeout: float | None = None, price: llm.Price | None = None) -> LabelReport:
     """Run a plan: reconcile, resume open batches, then judge the pending pairs."""
     report = LabelReport(pairs=len(plan.jobs), skipped=dict(plan.skipped), already_done=plan.already_done)
+    if plan.applied:  # earlier verdicts on the same text: written first, never sent
+        appender = GoldenAppender(GoldenFile(plan.golden_path))
+        report.judgements_applied = appender.add(list(plan.applied))[0]
+        appender.flush()
 
     def counted(appended: int, _present: int) -> None:
         report.judgements_appended += appended
