@@ -133,6 +133,18 @@ def champion_objective(run) -> str:
     return configured_objective([run], what="--metric (the champion records no primary metric)")
 
 
+def explorer_lines(cmp, c) -> list[str]:
+    """The case explorer of the current run against the champion, logged to the current run
+    (``explorer/cases_vs_<champion>.html``), and the line that links it; a failure is that line, never
+    the gate's verdict."""
+    from ..tracking.explorer import compare_lines
+
+    try:
+        return compare_lines(cmp, c)
+    except Exception as exc:  # noqa: BLE001 - a page to look at; the verdict above stands
+        return [f"no case explorer for the current run vs the champion: {exc}"]
+
+
 def cmd_gate(args: argparse.Namespace) -> int:
     from ..terminal import console
     from ..tracking.compare import build_comparison
@@ -221,6 +233,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
                                n_resamples=args.resamples, seed=args.seed,
                                labels=[f"champion {champion.run.id[:8]}", f"current {current.id[:8]}"])
         print_comparison(cmp, console=out)
+        for text in explorer_lines(cmp, c):  # the cases behind the W/T/L, side by side (tracking.explorer)
+            out.print(text, soft_wrap=True, markup=False)
 
     tags = {"gate": verdict, "gate_reason": reason[:5000], "gate_champion_run": champion.run.id,
             "gate_champion_source": champion.source, "gate_metric": metric, "gate_alpha": f"{args.alpha:g}",

@@ -117,6 +117,9 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
         for text in bounds_lines([d.champion.run, cand], args.metric):
             out.print(text, soft_wrap=True, markup=False)
+    explored = explorer_line(d, args.dry_run)
+    if explored and not result.already_champion:
+        out.print(explored, soft_wrap=True, markup=False)
     if result.already_champion:
         out.print(f"run {cand.id} is already the champion of {model_name(args.name)} "
                   f"(version {result.version}); nothing to do")
@@ -148,6 +151,34 @@ def cmd_promote(args: argparse.Namespace) -> int:
         out.print(f"wrote {f}")
     out.print(f"reproduce: rag-exp run experiment={preset_name(args.name)}   (in the repository: python run.py ...)")
     return 0
+
+
+def explorer_line(d, dry_run: bool) -> str | None:
+    """The case explorer of the candidate against the champion (the page compare logs,
+    :mod:`rag_experiments.tracking.explorer`), logged to the candidate run as
+    ``explorer/cases_vs_<champion>.html``, and the one line that links it; a dry run logs nothing and
+    names the command that writes it. None without a champion or a paired table."""
+    if d.champion is None or d.unlike is not None or not d.checks:
+        return None
+    champ, cand = d.compared or (d.champion.run, d.candidate)
+    if dry_run:
+        return f"the cases side by side: rag-exp explore {champ.id} {cand.id} --out FILE (this dry run logs nothing)"
+    from ..tracking.explorer import log_pairs
+    from ..tracking.runs import client
+    from ..tracking.ui_links import line, run_route
+
+    c = client()
+    try:
+        (_, path, why), = log_pairs([champ, cand], d.metric, c, [f"champion {champ.id[:8]}", f"candidate {cand.id[:8]}"])
+    except Exception as exc:  # noqa: BLE001 - a page to look at; the decision above stands
+        path, why = None, str(exc)
+    if path is None:
+        return f"no case explorer for the candidate vs the champion: {why}"
+    # the page shows every shared case; with a split the checks' W/T/L counts the test cases only
+    wtl = next((f"W/T/L {chk.wtl} " for chk in d.checks if chk.key == d.metric and chk.wtl is not None
+                and not d.decided_on), "")
+    return line(f"the cases behind {wtl}of the candidate vs the champion (lost first)",
+                run_route(cand.experiment_id, cand.id, path), c.tracking_uri)
 
 
 def cut_label(label: str, limit: int = 60) -> str:
