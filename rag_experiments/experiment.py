@@ -26,6 +26,7 @@ from .embedding.options import API_PROVIDERS
 from .errors import DatabaseError
 from .evaluation.evaluate import EvalResult, evaluate
 from .golden.anchoring import drift_status, drift_warning
+from .golden.copies_evidence import relocate_to_kept
 from .golden.evidence_check import require_cases, require_same_corpus, require_scorable
 from .golden.quality import quality_of
 from .golden.resolve import GoldenSet, load_golden
@@ -106,11 +107,6 @@ def load_checked_golden(settings: Settings) -> tuple[GoldenSet, list]:
     return golden, docs
 
 
-def evidence_in(golden: GoldenSet, doc_ids: frozenset[str]) -> int:
-    """The relevant labelled spans of the scorable cases that lie in ``doc_ids``."""
-    return sum(1 for c in golden.scorable for e in c.evidence if e.grade > 0 and e.span.doc_id in doc_ids)
-
-
 def run_experiment(settings: Settings, conn: psycopg.Connection | None = None) -> ExperimentResult:
     """Load, ingest, retrieve, evaluate; the result carries when the work started (wall clock),
     so the MLflow run that records it starts there too, not when logging began."""
@@ -133,11 +129,16 @@ def _run_experiment(settings: Settings, conn: psycopg.Connection | None = None) 
     manifest = corpus_manifest(indexed if builtin else docs)
     if copies is not None:
         manifest["copies"] = {"mode": settings.corpus.copies, **copies.to_json()}
-        lost = evidence_in(golden, copies.doc_ids) if settings.corpus.copies == "exclude" and builtin else 0
-        if lost:
-            warnings.warn(f"corpus.copies=exclude: {lost} labelled span(s) of {settings.golden.file} lie in the "
-                          f"{len(copies.copies)} excluded copies and cannot be retrieved (their text lives on in the "
-                          "documents kept; label it there, or run with corpus.copies=report)", stacklevel=2)
+        if settings.corpus.copies == "exclude" and builtin:
+            # labelled spans in the copies are scored on the same text in the documents kept
+            moved = relocate_to_kept(golden, docs, copies.doc_ids, {c.doc_id: c.source for c in copies.copies})
+            golden = moved.golden
+            manifest["copies"].update(evidence_moved=moved.moved, evidence_unreachable=moved.unreachable)
+            if moved.unreachable:
+                warnings.warn(f"corpus.copies=exclude: {moved.unreachable} labelled span(s) of {settings.golden.file} "
+                              f"lie in the {len(copies.copies)} excluded copies and no kept document has their text: "
+                              "they cannot be retrieved (label the kept text, or run with corpus.copies=report)",
+                              stacklevel=2)
     drift = drift_status(golden, docs)  # read-only: evaluation never writes the golden set
     message = drift_warning(drift, settings.golden.file, settings.corpus.path)
     if message:

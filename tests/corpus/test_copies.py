@@ -13,8 +13,13 @@ from mlflow.tracking import MlflowClient
 from rag_experiments import cli
 from rag_experiments.config import CorpusParams, settings_from_cfg
 from rag_experiments.corpus.copies import find_copies, indexed_documents
+from rag_experiments.corpus.loader import load_corpus
 from rag_experiments.errors import ConfigError
 from rag_experiments.experiment import run_experiment
+from rag_experiments.golden.build import case_record
+from rag_experiments.golden.copies_evidence import relocate_to_kept
+from rag_experiments.golden.golden_file import GoldenFile
+from rag_experiments.golden.resolve import load_golden
 from rag_experiments.types import Document
 
 from ..conftest import FIXTURES
@@ -106,10 +111,18 @@ def test_corpus_convert_lists_the_copies(tmp_path, monkeypatch, capsys):
     assert "  mini/all-in-one.html ⊂ other documents together (" in out
 
 
+SENTENCE = "Indexes are primarily used to enhance database performance."
+
+
 def test_a_run_with_exclude_indexes_without_the_copy_and_logs_it(project, tmp_path, mini_golden):
+    """The copy is not indexed, and a case quoted from the copy is scored on the same sentence in
+    the page it copies (without that it could never be found: recall 0)."""
     from rag_experiments.pipeline import log_result
 
     folder = _folder_with_an_all_in_one_page(tmp_path)
+    copy = {d.doc_id: d for d in load_corpus(folder, "mini")}["mini/all-in-one.html"]
+    GoldenFile(mini_golden).append([case_record(copy, SENTENCE, "what are indexes primarily used for", "exact",
+                                                {"method": "human", "author": "tests"}, case_id="c-copy")])
     base = [f"corpus.path={folder}", "corpus.name=mini", f"golden.path={mini_golden}", "chunking.max_tokens=60",
             "progress=false", "eval.bootstrap_samples=50", "tracking.plots=false", "retrieval=keyword"]
     runs = {}
@@ -125,3 +138,21 @@ def test_a_run_with_exclude_indexes_without_the_copy_and_logs_it(project, tmp_pa
     hits = {h.doc_id for r in runs["exclude"].results.values() for h in r.hits}
     assert hits and "mini/all-in-one.html" not in hits
     assert "mini/all-in-one.html" in {h.doc_id for r in runs["report"].results.values() for h in r.hits}
+    assert runs["exclude"].corpus_manifest["copies"]["evidence_moved"] == 1
+    per_case = runs["exclude"].eval.per_case.set_index("case_id")
+    assert per_case.loc["c-copy", "hit_at_5"] == 1.0  # found in sql-createindex, where the copy's text came from
+
+
+def test_relocated_spans_move_to_the_kept_source_and_unfound_ones_are_counted(tmp_path):
+    page = _doc("page.html", "# Page\n\nThe **index** holds\nthe snapshot.\n")
+    copy = _doc("all.html", "# All\n\nThe index holds the snapshot.\n\nOnly here.\n")
+    path = tmp_path / "g.jsonl"
+    GoldenFile(path).append([case_record(copy, "The index holds the snapshot.", "what holds the snapshot", "exact",
+                                         {"method": "human", "author": "t"}, case_id="c-1"),
+                             case_record(copy, "Only here.", "what is only here", "exact",
+                                         {"method": "human", "author": "t"}, case_id="c-2")])
+    got = relocate_to_kept(load_golden(path), [page, copy], frozenset({"all.html"}), {"all.html": "page.html"})
+    assert (got.moved, got.unreachable) == (1, 1)
+    moved = got.golden.cases[0].evidence[0].span
+    assert (moved.doc_id, page.text[moved.start:moved.end]) == ("page.html", "The **index** holds\nthe snapshot.")
+    assert got.golden.cases[1].evidence[0].span.doc_id == "all.html"  # nowhere else: stays, unreachable
