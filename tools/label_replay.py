@@ -144,6 +144,8 @@ def main(argv=None) -> int:
     text_of = doc_text_of(docs)
     ranked = {r.id: load_ranked_lists(r) for r in runs}
     label = {r.id: r.tags.get("variant") or r.label for r in runs}
+    if len(set(label.values())) < len(label):  # sweep points of one variant: the overrides tell them apart
+        label = {r.id: (r.label.split() or [r.id[:8]])[0] for r in runs}
     print(f"truth: {args.golden} ({len(truth.scorable)} scorable cases); start: its judgements removed"
           f"{' and each case cut to its first relevant span' if args.keep_evidence == 'first' else ''}")
     pairs = [(a, b) for a, b in itertools.combinations(runs, 2) if not args.pairs_with or args.pairs_with in (a.id, b.id)]

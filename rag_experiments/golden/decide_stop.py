@@ -105,8 +105,9 @@ class RelevanceModel:
 
 
 class CaseTable:
-    """One case of a pair, ready to score every draw at once: per list the fixed gains of its top k and
-    which unknown (by index into ``units``) sits at each other rank; the case's fixed relevant units."""
+    """One case of a pair, compiled: per list the fixed gains of its top k and which unit (by index into
+    ``units``) sits at each other rank; the case's fixed relevant units. :func:`batch_deltas` scores
+    many cases' tables under every draw at once."""
 
     def __init__(self, metric: str, k: int, a, b, units: Sequence[str], group_of: Mapping[str, int]) -> None:
         self.metric, self.k = metric, k
@@ -116,9 +117,14 @@ class CaseTable:
 
     def _side(self, view, group_of: Mapping[str, int]):
         slots = list(view.slots[: self.k])
-        fixed = np.array([float(s) if isinstance(s, int) else 0.0 for s in slots])
-        unknown = np.array([group_of[s] if isinstance(s, str) else -1 for s in slots], dtype=int)
-        fixed_recall = None
+        fixed = np.zeros(self.k)
+        unknown = np.full(self.k, -1, dtype=int)
+        for i, s in enumerate(slots):
+            if isinstance(s, str):
+                unknown[i] = group_of[s]
+            else:
+                fixed[i] = float(s)
+        fixed_recall = np.nan
         if self.metric == "recall" and view.group_recall is not None:
             gr = view.group_recall
             fixed_recall = gr[min(self.k, len(gr)) - 1] if gr else 0.0
@@ -126,49 +132,61 @@ class CaseTable:
 
     def deltas(self, grades: np.ndarray) -> np.ndarray:
         """(draws,) value(A) - value(B) when the units take ``grades`` (draws x units, 0/1/2)."""
-        new2 = (grades == 2).sum(1)
-        new1 = (grades == 1).sum(1)
-        va, vb = (self._value(side, grades, new2, new1) for side in self.sides)
-        return va - vb
+        return batch_deltas([self], grades)[:, 0]
 
-    def _value(self, side, grades: np.ndarray, new2: np.ndarray, new1: np.ndarray) -> np.ndarray:
-        fixed, unknown, fixed_recall = side
-        draws = grades.shape[0]
-        if fixed_recall is not None:
-            return np.full(draws, fixed_recall)
-        gains = np.broadcast_to(fixed, (draws, len(fixed))).copy()
+
+def batch_deltas(tables: Sequence[CaseTable], grades: np.ndarray) -> np.ndarray:
+    """(draws x cases) value(A) - value(B) of each table when the units, the tables' ``units`` one after
+    the other, take ``grades`` (draws x all units; 0 NO, 1 PART, 2 YES). A relevant unit joins the
+    case's units for both lists (as bounds.value counts it); a case left with no unit scores 0."""
+    metric, k = tables[0].metric, tables[0].k
+    offsets = np.cumsum([0] + [len(t.units) for t in tables])
+    draws = grades.shape[0]
+    n2 = np.add.reduceat((grades == 2).astype(float), offsets[:-1], axis=1)  # draws x cases
+    n1 = np.add.reduceat((grades == 1).astype(float), offsets[:-1], axis=1)
+    empty = offsets[1:] == offsets[:-1]  # reduceat gives a neighbour's column for an empty slice
+    n2[:, empty] = 0
+    n1[:, empty] = 0
+    units = np.array([len(t.grades) for t in tables])[None, :] + n2 + n1
+    disc = 1.0 / np.log2(np.arange(2, k + 2))
+    ideal = _ideal(tables, n2, n1, disc) if metric == "ndcg" else None
+    values = []
+    for side in (0, 1):
+        fixed = np.stack([t.sides[side][0] for t in tables])  # cases x k
+        unknown = np.stack([t.sides[side][1] + (np.where(t.sides[side][1] >= 0, off, 0))
+                            for t, off in zip(tables, offsets[:-1])])
         at = unknown >= 0
+        gains = np.broadcast_to(fixed, (draws, *fixed.shape)).copy()
         if at.any():
             gains[:, at] = grades[:, unknown[at]]
-        units = len(self.grades) + new2 + new1
-        has = units > 0
-        if self.metric == "recall":
-            v = (gains > 0).sum(1) / np.maximum(units, 1)
-        elif self.metric == "hit":
-            v = (gains > 0).any(1).astype(float)
-        elif self.metric == "mrr":
-            rel = gains > 0
-            first = rel.argmax(1)
-            v = np.where(rel.any(1), 1.0 / (first + 1), 0.0)
-        elif self.metric == "ndcg":
-            disc = 1.0 / np.log2(np.arange(2, len(fixed) + 2))
-            v = (gains * disc).sum(1) / self._ideal(new2, new1)
+        rel = gains > 0
+        if metric == "recall":
+            v = rel.sum(-1) / np.maximum(units, 1)
+        elif metric == "hit":
+            v = rel.any(-1).astype(float)
+        elif metric == "mrr":
+            v = np.where(rel.any(-1), 1.0 / (rel.argmax(-1) + 1), 0.0)
+        elif metric == "ndcg":
+            v = (gains * disc).sum(-1) / ideal
         else:
-            raise ValueError(f"no draws for metric {self.metric!r}")
-        return np.where(has, v, 0.0)
+            raise ValueError(f"no draws for metric {metric!r}")
+        v = np.where(units > 0, v, 0.0)
+        fixed_recall = np.array([t.sides[side][2] for t in tables])
+        values.append(np.where(np.isnan(fixed_recall)[None, :], v, fixed_recall[None, :]))
+    return values[0] - values[1]
 
-    def _ideal(self, new2: np.ndarray, new1: np.ndarray) -> np.ndarray:
-        """The ideal DCG@k of the case's units (fixed plus the draw's new YES and PART) per draw."""
-        levels = sorted({*self.grades.tolist(), 2.0, 1.0}, reverse=True)
-        counts = np.stack([(self.grades == g).sum() + (new2 if g == 2.0 else new1 if g == 1.0 else 0)
-                           * np.ones_like(new2) for g in levels], axis=1)
-        cum = np.cumsum(counts, axis=1)  # draws x levels
-        pos = np.arange(self.k)
-        level_at = (pos[None, None, :] >= cum[:, :, None]).sum(1)  # draws x k: index into levels (len = none)
-        gain = np.append(np.array(levels), 0.0)[level_at]
-        disc = 1.0 / np.log2(np.arange(2, self.k + 2))
-        ideal = (gain * disc).sum(1)
-        return np.where(ideal > 0, ideal, 1.0)
+
+def _ideal(tables: Sequence[CaseTable], n2: np.ndarray, n1: np.ndarray, disc: np.ndarray) -> np.ndarray:
+    """(draws x cases) the ideal DCG@k of each case's units: its fixed ones plus the draw's new YES and PART."""
+    levels = sorted({g for t in tables for g in t.grades.tolist()} | {2.0, 1.0}, reverse=True)
+    counts = np.stack([np.array([(t.grades == g).sum() for t in tables], dtype=float)[None, :]
+                       + (n2 if g == 2.0 else n1 if g == 1.0 else 0.0) for g in levels], axis=-1)  # d x c x levels
+    cum = np.cumsum(counts, axis=-1)
+    pos = np.arange(len(disc))
+    level_at = (pos[None, None, None, :] >= cum[..., None]).sum(-2)  # d x c x k: index into levels (past: none)
+    gain = np.append(np.array(levels), 0.0)[level_at]
+    ideal = (gain * disc).sum(-1)
+    return np.where(ideal > 0, ideal, 1.0)
 
 
 @dataclass(frozen=True)
@@ -228,19 +246,21 @@ def _confidence(tables, cells, fixed, model: RelevanceModel, alpha: float, level
     rng = np.random.default_rng(seed)
     rates, yes_share = model.draw_rates(rng, draws)
     diffs = np.empty((draws, len(tables)))
+    live = [i for i, t in enumerate(tables) if isinstance(t, CaseTable)]
     for i, t in enumerate(tables):
-        if not isinstance(t, CaseTable):
+        if i not in live:
             diffs[:, i] = t
-            continue
-        u = len(t.units)
-        p = rates[:, np.asarray(cells[i], dtype=int)] if u else np.empty((draws, 0))
-        rel = rng.random((draws, u)) < p
+    if live:
+        unit_cells = np.array([c for i in live for c in cells[i]], dtype=int)
+        known = [g for i in live for g in fixed[i]]
+        u = len(unit_cells)
+        rel = rng.random((draws, u)) < rates[:, unit_cells]
         full = rng.random((draws, u)) < yes_share[:, None]
         grades = np.where(rel, np.where(full, 2, 1), 0)
-        for j, g in enumerate(fixed[i]):
+        for j, g in enumerate(known):
             if g is not None:
                 grades[:, j] = g
-        diffs[:, i] = t.deltas(grades)
+        diffs[:, live] = batch_deltas([tables[i] for i in live], grades)
     counts = np.bincount(paired_outcomes(diffs, alpha), minlength=3)
     best = int(counts.argmax())
     return Confidence(WINNERS[best], float(counts[best] / draws), draws, level)
