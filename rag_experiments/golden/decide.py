@@ -14,12 +14,14 @@ discriminates between the systems, stop when the ordering is certain):
   the copies of one text in a case are one offer (:func:`one_per_text`), their verdict written to each;
 * **the decision** (:func:`outcome`): A ahead / B ahead when the paired t-test on the per-case
   differences is significant at ``alpha`` (two-sided), else a tie;
-* **the stopping rule** (:func:`settle`): the per-case Δ at its lowest over the unjudged passages'
-  verdicts and at its highest give the same outcome. Every assignment of verdicts gives per-case
-  differences between those two ends, so the mean Δ cannot leave the range between them; a tie at
-  both ends means neither end's Δ clears its interval (each end lies inside its own MDE, the smallest
-  Δ the cases could detect). This checks the two extreme assignments, not every one: the replay
-  (``tools/label_replay.py``) measures how often a declared decision differs from the full pool's.
+* **the stopping rules**: ``certain`` (:func:`settle`): the per-case Δ at its lowest over the unjudged
+  passages' verdicts and at its highest give the same outcome. Every assignment of verdicts gives
+  per-case differences between those two ends, so the mean Δ cannot leave the range between them; a
+  tie at both ends means neither end's Δ clears its interval. ``confident`` (the default,
+  :mod:`.decide_stop`): the same outcome in at least 95% of seeded draws of the unjudged verdicts, each
+  relevant at the rate the judged pool passages of its rank band and side show (a Beta prior: a cold
+  start is uncertain). :attr:`Settling.declared` is the decision either rule declares; the replay
+  (``tools/label_replay.py``) measures how often it differs from the full pool's.
 """
 
 from __future__ import annotations
