@@ -175,9 +175,9 @@ def explorer_line(d, dry_run: bool) -> str | None:
     if path is None:
         return f"no case explorer for the candidate vs the champion: {why}"
     # the page shows every shared case; with a split the checks' W/T/L counts the test cases only
-    wtl = next((f"W/T/L {chk.wtl} " for chk in d.checks if chk.key == d.metric and chk.wtl is not None
+    wtl = next((f"behind W/T/L {chk.wtl} " for chk in d.checks if chk.key == d.metric and chk.wtl is not None
                 and not d.decided_on), "")
-    return line(f"the cases behind {wtl}of the candidate vs the champion (lost first)",
+    return line(f"the cases {wtl}of the candidate vs the champion (lost first)",
                 run_route(cand.experiment_id, cand.id, path), c.tracking_uri)
 
 
