@@ -20,6 +20,12 @@ there): it first runs ``rag-exp compare`` on the two single runs and ``compare -
 the sweep parent, each case explorer in MLflow's artifact view and the sweep's charts::
 
     python tools/ui_screenshots.py --store /tmp/demo --out test-artifacts/browser/after
+
+``--dev-test-db STORE.db --parent NAME=RUN_ID ...`` shoots sweep parents logged on a golden set with a
+frozen split (their dev/test table) as ``sweep-parent-dev-test-NAME.png``::
+
+    python tools/ui_screenshots.py --dev-test-db /tmp/dot/mlflow.db --parent rrf_k=PARENT_ID \
+        --out test-artifacts/browser/after
 """
 
 from __future__ import annotations
@@ -228,12 +234,57 @@ def shoot_store(store: Path, out: Path) -> list[Path]:
     return written
 
 
+def shoot_sweep_parent_dev_test(db: Path, parents: dict[str, str], out: Path) -> list[Path]:
+    """A sweep parent's Overview on a golden set with a frozen split, with its dev/test table
+    (``sweep-parent-dev-test-<name>.png``, 1600x1100): ``parents`` maps a
+    name to the parent's run id in the sqlite store ``db`` (logged by ``rag-exp run -m ...`` with
+    ``golden.path`` on a split golden set)."""
+    from playwright.sync_api import sync_playwright
+
+    server, base = _serve(db.parent, db)
+    written = []
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            for name, run_id in parents.items():
+                context = browser.new_context(viewport={"width": 1600, "height": 1100})
+                page = context.new_page()
+                page.set_default_timeout(90_000)
+                exp = "1"  # a throwaway store with one experiment; the route resolves the run by id
+                page.goto(f"{base}/#/experiments/{exp}/runs/{run_id}?workflowType=machine_learning")
+                table = page.get_by_text("on each side of the split", exact=False).first
+                table.wait_for()
+                for target in (page.get_by_role("button", name="Close"), page.get_by_role("button", name="Got it"),
+                               page.get_by_text("Show more")):
+                    _click_if_visible(target)
+                page.wait_for_timeout(2500)
+                # the description scrolls inside MLflow's own pane (a full-page shot is this same screen): the
+                # first screen holds the Best and Selected lines, the verdict and the dev/test table
+                page.screenshot(path=str(out / f"sweep-parent-dev-test-{name}.png"))
+                written.append(out / f"sweep-parent-dev-test-{name}.png")
+                context.close()
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tree", type=Path, help="the checkout whose code logs the store")
     ap.add_argument("--store", type=Path, help="a project folder with a real store (the demo): shoot it instead")
     ap.add_argument("--out", type=Path, required=True, help="folder for the PNG files")
+    ap.add_argument("--dev-test-db", type=Path, help="a sqlite store with sweeps on a split golden set: shoot the "
+                    "parents given by --parent NAME=RUN_ID (their dev/test table)")
+    ap.add_argument("--parent", action="append", default=[], metavar="NAME=RUN_ID", help="with --dev-test-db")
     args = ap.parse_args(argv)
+    if args.dev_test_db:
+        parents = dict(item.split("=", 1) for item in args.parent)
+        for path in shoot_sweep_parent_dev_test(args.dev_test_db.resolve(), parents, args.out.resolve()):
+            print(f"wrote {path}")
+        return 0
     if args.store:
         for path in shoot_store(args.store.resolve(), args.out.resolve()):
             print(f"wrote {path}")
