@@ -57,7 +57,8 @@ def truth_grades(truth, ranked, k: int, min_coverage: float) -> dict[tuple[str, 
 
 
 def replay_pair(metric: str, start, truth, ra, rb, min_cov: float, text_of, alpha: float, *,
-                stop: str = "confident", seed: int = SEED, shuffle: int | None = None, level: float = LEVEL):
+                stop: str = "confident", seed: int = SEED, shuffle: int | None = None, level: float = LEVEL,
+                order_by: str = "weight"):
     """Label in the decide order (or, ``shuffle`` a seed, in a random order) with the truth's verdicts
     until the rule says settled; the decision declared against the full pool's."""
     k = B.metric_parts(metric)[1]
@@ -70,7 +71,7 @@ def replay_pair(metric: str, start, truth, ra, rb, min_cov: float, text_of, alph
     grades = truth_grades(truth, ra, k, min_cov)
     for key, g in truth_grades(truth, rb, k, min_cov).items():
         grades[key] = max(grades.get(key, 0), g)
-    tracker = PairTracker(metric, va, vb, text_of, alpha=alpha, stop=stop, seed=seed, level=level)
+    tracker = PairTracker(metric, va, vb, text_of, alpha=alpha, stop=stop, seed=seed, level=level, order_by=order_by)
     first = tracker.state()
     pool = len(first.candidates)
     pool_passages = sum(1 + len(c.copies) for c in first.candidates)
@@ -130,6 +131,8 @@ def main(argv=None) -> int:
                     help="the confident rule's Monte Carlo seeds per pair (a row each): its wrong-settled rate")
     ap.add_argument("--random-orders", type=int, default=0, metavar="N",
                     help="also label each pair in N random orders (seeded): the rule without the decide order")
+    ap.add_argument("--order-by", choices=("weight", "spread"), default="weight",
+                    help="the decide order: by weight (default), or weight x sqrt(p (1 - p)) of the passage's rate")
     ap.add_argument("--null", type=int, default=0, metavar="N",
                     help="instead: N null pairs per pair (per case a coin swaps the two lists), the rate at which "
                     "a decision other than a tie is declared settled where the full pool gives a tie")
@@ -166,7 +169,7 @@ def main(argv=None) -> int:
                 variants += [(f"random {i}", SEED, 1000 + i) for i in range(args.random_orders)]
                 for order_name, seed, shuffle in variants:
                     r = replay_pair(metric, start, truth, ranked[a.id], ranked[b.id], min_cov, text_of, args.alpha,
-                                    stop=stop, seed=seed, shuffle=shuffle, level=args.level)
+                                    stop=stop, seed=seed, shuffle=shuffle, level=args.level, order_by=args.order_by)
                     share = r["labels"] / r["pool"] if r["pool"] else 0.0
                     agree = r["declared"] == r["full"]
                     rows += 1

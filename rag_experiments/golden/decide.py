@@ -63,9 +63,14 @@ class Candidate:
         return f"{ra}, {rb}: its verdict moves {metric} Δ by up to {self.weight:.4f}{copies}"
 
 
-def order(candidates: Iterable[Candidate], favour: str | None = None) -> list[Candidate]:
+def order(candidates: Iterable[Candidate], favour: str | None = None,
+          spread: Callable[[Candidate], float] | None = None) -> list[Candidate]:
     """By weight, then best rank. ``favour`` ("A" or "B"): that side's passages first (only it ranks
-    them), then the shared ones, then the other side's (:func:`favoured_side` says which)."""
+    them), then the shared ones, then the other side's (:func:`favoured_side` says which). ``spread``:
+    a factor on the weight (the confident rule's sqrt(p (1 - p)) of the passage's estimated rate of
+    relevance: how uncertain its verdict still is), so the order follows the verdict's expected change
+    of Δ, not its largest."""
+    factor = spread or (lambda _c: 1.0)
     def best(c: Candidate) -> int:
         return min(r for r in (c.rank_a, c.rank_b) if r) if (c.rank_a or c.rank_b) else 10**9
 
@@ -75,7 +80,7 @@ def order(candidates: Iterable[Candidate], favour: str | None = None) -> list[Ca
         mine, theirs = (c.rank_a, c.rank_b) if favour == "A" else (c.rank_b, c.rank_a)
         return 0 if mine and not theirs else (2 if theirs and not mine else 1)
 
-    return sorted(candidates, key=lambda c: (side(c), -round(c.weight, 12), best(c), c.case_id, c.key))
+    return sorted(candidates, key=lambda c: (side(c), -round(c.weight * factor(c), 12), best(c), c.case_id, c.key))
 
 
 def favoured_side(settling: Settling) -> str | None:

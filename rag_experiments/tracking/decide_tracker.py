@@ -10,6 +10,7 @@ passages that feed the rule's model are the verdicts applied here plus those giv
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
@@ -50,11 +51,13 @@ class PairTracker:
     def __init__(self, metric: str, a: Mapping[str, B.CaseView], b: Mapping[str, B.CaseView],
                  text_of: Callable[[str], str], names: tuple[str, str] = ("A", "B"), alpha: float = ALPHA, *,
                  stop: str = "confident", level: float = LEVEL, draws: int = DRAWS, seed: int = SEED,
-                 judged: Sequence[Judged] = (), known: Mapping[tuple[str, str], int] | None = None) -> None:
+                 judged: Sequence[Judged] = (), known: Mapping[tuple[str, str], int] | None = None,
+                 order_by: str = "weight") -> None:
         if stop not in STOP_RULES:
             raise ValueError(f"stop rule {stop!r}: one of {', '.join(STOP_RULES)}")
         self.metric, self.text_of, self.names, self.alpha = metric, text_of, names, alpha
         self.stop, self.level, self.draws, self.seed = stop, level, draws, seed
+        self.order_by = order_by  # weight | spread (weight x sqrt(p (1 - p)) of the passage's cell)
         self.judged = list(judged)
         self.known = dict(known or {})
         self.name, self.k = B.metric_parts(metric)
@@ -107,8 +110,17 @@ class PairTracker:
         settling = settle(d.per_case, d.per_case_low, d.per_case_high, self.alpha)
         if self.stop == "confident" and not settling.certain:
             settling = replace(settling, confidence=self.confidence(rows, [r[2] for r in rows]))
-        candidates = order(one_per_text(order(c for r in rows for c in r[4])), favoured_side(settling))
+        spread = self._spread() if self.order_by == "spread" else None
+        candidates = order(one_per_text(order(c for r in rows for c in r[4])), favoured_side(settling), spread)
         return State(settling, d.text(*self.names), tuple(candidates))
+
+    def _spread(self) -> Callable[[Candidate], float]:
+        rate = RelevanceModel(self.judged).mean()
+
+        def spread(c: Candidate) -> float:
+            p = rate[cell_of(c.rank_a, c.rank_b)]
+            return math.sqrt(p * (1 - p))
+        return spread
 
     def confidence(self, rows, now: Sequence[float]):
         tables, cells, fixed = [], [], []
