@@ -114,9 +114,9 @@ def test_corpus_convert_lists_the_copies(tmp_path, monkeypatch, capsys):
 SENTENCE = "Indexes are primarily used to enhance database performance."
 
 
-def test_a_run_with_exclude_indexes_without_the_copy_and_logs_it(project, tmp_path, mini_golden):
+def test_a_run_with_exclude_indexes_without_the_copy_and_logs_it(project, tmp_path, mini_golden, capsys):
     """The copy is not indexed, and a case quoted from the copy is scored on the same sentence in
-    the page it copies (without that it could never be found: recall 0)."""
+    the page it copies (without that it could never be found: recall 0); ingest prints the copies."""
     from rag_experiments.pipeline import log_result
 
     folder = _folder_with_an_all_in_one_page(tmp_path)
@@ -141,6 +141,17 @@ def test_a_run_with_exclude_indexes_without_the_copy_and_logs_it(project, tmp_pa
     assert runs["exclude"].corpus_manifest["copies"]["evidence_moved"] == 1
     per_case = runs["exclude"].eval.per_case.set_index("case_id")
     assert per_case.loc["c-copy", "hit_at_5"] == 1.0  # found in sql-createindex, where the copy's text came from
+
+    # rag-exp ingest (the strategy is built above: nothing to do) says what it found and did
+    capsys.readouterr()
+    sets = [f"corpus.path={folder}", "corpus.name=mini", "chunking.max_tokens=60", "progress=false",
+            "retrieval=keyword", "corpus.copies=exclude"]
+    assert cli.main(["ingest", *[a for s in sets for a in ("--set", s)]]) == 0
+    out = capsys.readouterr().out
+    assert ("1 of 7 document is mostly copies of others (≥ 80% contained): mini/all-in-one.html ⊂ other documents "
+            "together (") in out
+    assert "; excluded from the index (corpus.copies=exclude; 6 documents indexed)" in out
+    assert runs["exclude"].ingest.strategy_id + ": unchanged" in out
 
 
 def test_relocated_spans_move_to_the_kept_source_and_unfound_ones_are_counted(tmp_path):
