@@ -233,3 +233,10 @@ def small_sweep(store, make_run, tmp_path):
     callback.on_multirun_end(cfg)
     assert PARENT_ENV not in os.environ
     return parent, children, exp_id
+
+
+@pytest.fixture
+def fewer_flips(monkeypatch):
+    """2,000 sign flips per paired test in commands (the default is 10,000), for tests whose decisions are
+    far from alpha: ``pytestmark = pytest.mark.usefixtures("fewer_flips")``."""
+    monkeypatch.setenv("RAG_EXP_RESAMPLES", "2000")

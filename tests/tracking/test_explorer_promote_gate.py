@@ -3,6 +3,7 @@ and print its link in one line."""
 
 from __future__ import annotations
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 from rag_experiments.golden.resolve import load_golden
@@ -11,6 +12,9 @@ from ..conftest import build_mini_golden
 from .conftest import cli
 from .golden_runs import bad, good
 from .test_explorer import log_mini_run
+
+
+pytestmark = pytest.mark.usefixtures("fewer_flips")  # every decision here is far from alpha
 
 
 def _page(run_id: str, champion: str, tmp_path) -> str:
@@ -49,3 +53,9 @@ def test_promote_and_the_gate_log_the_explorer_for_candidate_vs_champion(store, 
     assert len(link) == 1 and f"runs/{candidate}/artifacts/{name}" in link[0], out
     page = _page(candidate, champion, tmp_path / "gate")
     assert f"champion {champion[:8]}" in page and f"current {candidate[:8]}" in page
+    # no dev/test split in this golden set: --decide-on test is one line and exit 2, not a verdict on all cases
+    capsys.readouterr()
+    assert cli("gate", "--run", candidate, "--decide-on", "test") == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--decide-on test: the golden set of these runs has no dev/test split (no split record)" in err, err
+    assert "rag-exp golden split freezes one" in err and "Traceback" not in err, err

@@ -4,10 +4,14 @@ every case unless --decide-on test."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from mlflow.tracking import MlflowClient
 
 from .conftest import cli, per_case_frame
 from .test_promote_on_test import CHAMPION, golden_with_split
+
+
+pytestmark = pytest.mark.usefixtures("fewer_flips")  # every decision here is far from alpha
 
 
 def test_the_gate_prints_dev_and_test_and_decides_on_all_cases_unless_told(store, make_run, capsys):

@@ -4,6 +4,7 @@ the champion runs on the held-out test cases only; dev and test are printed side
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from rag_experiments.golden import GoldenFile
 from rag_experiments.golden.split import DEV, current_split, freeze
@@ -17,6 +18,9 @@ from .conftest import cli, per_case_frame
 N = 100
 TEXT = "The work_mem setting bounds the memory of each sort or hash operation."
 CHAMPION = (np.arange(N) % 4 >= 2).astype(float)  # half the cases found, on both sides and both kinds
+
+
+pytestmark = pytest.mark.usefixtures("fewer_flips")  # every decision here is far from alpha
 
 
 def golden_with_split(root) -> tuple[str, np.ndarray]:
