@@ -24,7 +24,7 @@ from ..errors import UserError
 from ..evaluation import bounds as B
 from ..evaluation.metric_key import MetricKey
 from ..golden import hand_label as hl
-from ..golden.decide import ALPHA, QUIT, SKIP, Candidate, run_loop, without_judgements
+from ..golden.decide import ALPHA, QUIT, SKIP, Candidate, run_loop, step_line, without_judgements
 from ..golden.golden_file import GoldenFile
 from ..golden.label import plan_labelling, run_labelling
 from ..golden.resolve import load_golden
@@ -144,6 +144,10 @@ def label_decide(args: argparse.Namespace, console: Any, say, labeller: str) -> 
                      f"the passages unjudged in either top {d.k}, the one whose verdict can move Δ most first")
     if args.export is not None:
         return _export(d, args, console, say)
+    if args.by_hand and args.dry_run:  # the LLM route's dry run is run_llm_job's (an estimate, nothing sent)
+        say(console, step_line(d.state(), 0, a, b), soft_wrap=True)
+        say(console, "dry run: nothing offered, nothing recorded")
+        return 0
     if args.by_hand:
         def label(c: Candidate) -> int:
             plan = hl.plan_hand_labelling(args.golden, d.retrieve_for([c]), k=10**9, pool=d.pool)

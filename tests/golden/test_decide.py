@@ -174,3 +174,19 @@ def test_decide_export_in_order_with_why_then_import_settles(store, mini_golden,
     out = " ".join(capsys.readouterr().out.split())
     assert "labels done 0, left 0" in out and "every hit in both cut-offs judged" in out
     assert "stop: the decision is settled after 0 label(s)" in out
+
+
+def test_decide_by_hand_dry_run_prints_the_state_and_asks_nothing(store, mini_golden, capsys, monkeypatch):
+    """--dry-run with --decide --by-hand shows where the decision stands and the pool, and neither
+    offers a passage nor records a verdict (it used to start the terminal loop)."""
+    from rag_experiments.golden.golden_file import GoldenFile
+
+    _run_a, run_b, cases, sets = two_runs(mini_golden)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("n\n" * len(cases)))
+    code = cli("golden", "label", "--golden", str(mini_golden), "--decide", "alpha", run_b, "--decide-metric",
+               "mrr_at_10", "--by-hand", "--dry-run", *sets)
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 0, out
+    assert "labels done 0, left" in out and "dry run: nothing offered, nothing recorded" in out
+    assert "Verdict?" not in out
+    assert not [r for r in GoldenFile(mini_golden).read() if r["type"] == "judgement"]
