@@ -17,7 +17,9 @@ promote kept them has neither: it is then said so, never shown with a number it 
 * :func:`on_newest`: the rescoring (None when the champion was measured on the newest version);
 * :func:`refresh_ui`: the tags of the champion's run in the runs list (its stand-in's, for a
   champion of record) and of its registry version: ``on_newest_golden`` (a column of the
-  opening view) and the provenance (``newest.*``: golden version, cases, source of the lists).
+  opening view) and the provenance (``newest.*``: golden version, cases, source of the lists);
+  then the champion's name, which says first when its value of record is not comparable
+  (:func:`name_prefix`, :mod:`.champion_mark`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from ..golden.resolve import load_golden
 from ..golden.versions import GoldenVersion, NotAnAncestor
 from ..paths import project_root
 from .champion import ALIAS, PROMOTED_DIR, Champion, current_champion, model_name, promoted_file
+from .champion_mark import champion_prefix, mark_champion
 from .configured import headline_metrics
 from .runs import client
 from .versioned import candidate_files, find_chain, load_ranked_lists
@@ -47,6 +50,7 @@ RANKED_SUFFIX = ".run.trec.gz"
 #: the runs list's column (ui_links.VIEW_TAGS) and the provenance tags beside it
 TAG = "on_newest_golden"
 PREFIX = "newest."
+MEASURED_ON_NEWEST = "measured on the newest golden version"
 
 
 def ranked_path(name: str, *, for_writing: bool = False) -> Path:
@@ -210,31 +214,13 @@ def _with_params(run, flat: Mapping[str, str]):
     return replace(run, params=dict(flat))
 
 
-#: the runs list's first tag column (ui_links.CHAMPION_TAGS): ``true`` on the champion's run (promote and
-#: the record's stand-in set it), ``holds the champion: <point>`` on the sweep parent that holds it
-#: folded (the point's own row is out of view until the parent is unfolded)
-MARK = "champion"
-HOLDS = "holds the champion: "
-
-
-def mark_champion(c, run_id: str) -> None:
-    """Mark the sweep parent of the champion's run (when it is a sweep point); the mark leaves the
-    parent of the champion before (an experiment's runs list marks one parent at a time)."""
-    run = c.get_run(run_id)
-    parent = run.data.tags.get("mlflow.parentRunId")
-    value = f"{HOLDS}{run.info.run_name or run_id[:8]}"[:250]
-    for old in c.search_runs([run.info.experiment_id], f"tags.{MARK} LIKE '{HOLDS}%'", max_results=100):
-        if old.info.run_id != parent:
-            c.delete_tag(old.info.run_id, MARK)
-    if parent and c.get_run(parent).data.tags.get(MARK) != value:
-        c.set_tag(parent, MARK, value)
-
-
 def refresh_ui(name: str = "default", c=None) -> OnNewest | None:
     """Tag the champion's row in the runs list (the run behind alias ``champion``: its stand-in for a
     champion of record) and its registry version with its value on the newest golden version
     (:data:`TAG` and the ``newest.*`` provenance); a champion measured on the newest version gets
-    ``on_newest_golden`` = ``measured on the newest golden version``. Returns what it tagged."""
+    ``on_newest_golden`` = :data:`MEASURED_ON_NEWEST`. Then mark it by name where it sits
+    (:func:`.champion_mark.mark_champion`), the name saying first when its value of record is not
+    comparable (:func:`name_prefix`). Returns what it tagged."""
     from mlflow.exceptions import MlflowException
 
     c = c or client()
@@ -245,19 +231,31 @@ def refresh_ui(name: str = "default", c=None) -> OnNewest | None:
     champion = current_champion(name, c)
     if champion is None or not mv.run_id:
         return None
-    mark_champion(c, mv.run_id)
     current = c.get_run(mv.run_id).data.tags
-    if current.get(TAG) and _file_digest(champion) in (current.get(PREFIX + "golden_sha256"), champion.run.golden):
-        return None  # tagged for the golden file as it is: nothing grew since (a hash, not a rescoring)
-    found = on_newest(champion, c)
-    metric = champion.metric or "recall_at_5"
-    if found is None:
-        tags = {TAG: "measured on the newest golden version"}
-    else:
-        tags = found.tags(metric, tuple(headline_metrics(champion.run)))
-    if all(current.get(k) == v for k, v in tags.items()):
-        return found
-    for k, v in tags.items():
-        c.set_tag(mv.run_id, k, v)
-        c.set_model_version_tag(mv.name, mv.version, k, v)
+    found = None
+    # tagged for the golden file as it is: nothing grew since (a hash, not a rescoring)
+    if not (current.get(TAG) and _file_digest(champion) in (current.get(PREFIX + "golden_sha256"), champion.run.golden)):
+        found = on_newest(champion, c)
+        metric = champion.metric or "recall_at_5"
+        tags = {TAG: MEASURED_ON_NEWEST} if found is None else found.tags(metric, tuple(headline_metrics(champion.run)))
+        for k, v in tags.items():
+            if current.get(k) != v:
+                c.set_tag(mv.run_id, k, v)
+                c.set_model_version_tag(mv.name, mv.version, k, v)
+        current = {**current, **tags}
+    mark_champion(c, mv.run_id, name_prefix(current, champion.run.golden))
     return found
+
+
+def name_prefix(tags: Mapping[str, str], measured_sha: str | None) -> str:
+    """The champion's name prefix from its :data:`TAG`: ``champion: `` when measured on the newest
+    golden version; else what makes its value of record not comparable, first
+    (``champion (older golden d1895783, not rescored): ``, ``champion (older golden d1895783;
+    0.7960 on the newest): ``)."""
+    cell = tags.get(TAG, "")
+    if not cell or cell == MEASURED_ON_NEWEST:
+        return champion_prefix()
+    older = f"older golden {str(measured_sha or '?')[:8]}"
+    if cell.startswith("not rescored"):
+        return champion_prefix(f"{older}, not rescored")
+    return champion_prefix(f"{older}; {cell.split(' ', 1)[0]} on the newest")

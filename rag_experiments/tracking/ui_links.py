@@ -39,7 +39,7 @@ VIEW_METRICS = ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10")
 #: the first tags of the view (MLflow's table lists attributes, then metrics alphabetically, then tags,
 #: whatever the order given here): which row is the champion (``champion``: ``true`` on
 #: its run, ``holds the champion: <point>`` on the sweep parent that holds it folded,
-#: tracking.champion_newest.mark_champion) and the champion's value on the newest golden version,
+#: tracking.champion_mark.mark_champion) and the champion's value on the newest golden version,
 #: rescored (tracking.champion_newest.TAG): a champion measured on an older version says so beside
 #: the headline metrics, not in the last columns (issue 59)
 CHAMPION_TAGS = ("champion", "on_newest_golden")

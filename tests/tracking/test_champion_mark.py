@@ -1,12 +1,13 @@
 """The champion marked wherever it is in the runs list (issue 59 item 3): after promote, the sweep
-parent holding the champion (folded, its points out of view) says so in the list's first column,
-and the mark moves when another sweep's point becomes the champion."""
+parent holding the champion (folded, its points out of view) says so in its name, the list's first
+column, and in its tag; the champion's own name says it; the marks move (names restored) when another
+sweep's point becomes the champion."""
 
 from __future__ import annotations
 
 from mlflow.tracking import MlflowClient
 
-from rag_experiments.tracking.champion_newest import mark_champion
+from rag_experiments.tracking.champion_mark import NAME_TAG, mark_champion
 
 from .conftest import cli
 
@@ -21,10 +22,18 @@ def test_the_sweep_parent_holding_the_champion_is_marked_and_the_mark_moves(smal
     assert c.get_run(best).data.tags["champion"] == "true"
     assert c.get_run(parent).data.tags["champion"] == "holds the champion: fusion.rrf_k=30 progress=false"
     assert "champion" not in c.get_run(children[0]).data.tags
+    parent_name = c.get_run(parent).data.tags[NAME_TAG]
+    assert c.get_run(parent).info.run_name == f"champion inside: {parent_name}"
+    assert c.get_run(best).info.run_name == "champion: fusion.rrf_k=30 progress=false"
+    assert c.get_run(children[0]).info.run_name == "fusion.rrf_k=10 progress=false"
     # another sweep's point becomes the champion: the mark leaves the first parent
     other = make_parent("fusion.rrf_k=90")
     point = make_run(per_case_frame([1.0] * 40), name="fusion.rrf_k=90", parent=other)
     mark_champion(c, point)
     assert c.get_run(other).data.tags["champion"] == "holds the champion: fusion.rrf_k=90"
     assert "champion" not in c.get_run(parent).data.tags
+    assert c.get_run(parent).info.run_name == parent_name and NAME_TAG not in c.get_run(parent).data.tags
+    assert c.get_run(other).info.run_name == "champion inside: fusion.rrf_k=90"
+    assert c.get_run(point).info.run_name == "champion: fusion.rrf_k=90"
+    assert c.get_run(best).info.run_name == "fusion.rrf_k=30 progress=false"  # its name back
     assert c.get_run(best).data.tags["champion"] == "true"  # promote's own mark on a run is left alone

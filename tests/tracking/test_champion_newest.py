@@ -91,6 +91,7 @@ def test_the_champions_row_says_its_value_on_the_newest_version(champion_then_gr
     assert tags[PREFIX + "recall_at_5"] == "0.950000"
     mv = c.get_model_version_by_alias("rag-retriever-default", "champion")
     assert mv.tags[TAG] == tags[TAG]
+    assert c.get_run(champ).info.run_name == f"champion (older golden {champ_sha(champ)[:8]}; 0.9500 on the newest): champion"
     now = log_golden_run(path, name="nightly", exp_id=exp)
     capsys.readouterr()
     for args in ((), ("--markdown",)):  # compare's tables say it too, under the table
@@ -143,6 +144,16 @@ def test_a_champion_without_ranked_lists_says_it_is_not_rescored(champion_then_g
     mv = c.get_model_version_by_alias("rag-retriever-default", "champion")
     text = c.get_run(mv.run_id).data.tags[TAG]
     assert text.startswith(f"not rescored on golden {load_golden(path).digest[:12]}") and "no ranked lists" in text
+    # the runs list's first column says it first (issue 59): not the last, cut-off tag columns
+    from rag_experiments.tracking.champion import read_record
+
+    name = c.get_run(mv.run_id).info.run_name
+    older = read_record("default").run.golden[:8]
+    assert name.startswith(f"champion (older golden {older}, not rescored): hybrid, heading-200, "), name
+
+
+def champ_sha(run_id: str) -> str:
+    return MlflowClient().get_run(run_id).data.tags["golden_sha256"]
 
 
 _TEMPLATE: list[Path] = []

@@ -57,8 +57,8 @@ def module_store(tmp_path_factory, _template_db, mini_docs):
         c = mlflow.tracking.MlflowClient()
         log_page(c, a, "explorer/hostile.html", page)
         # b is the champion and a sweep's point (what promote --force of a point leaves): the folded
-        # parent carries the mark (tracking.champion_newest.mark_champion, as promote calls it)
-        from rag_experiments.tracking.champion_newest import mark_champion
+        # parent carries the mark (tracking.champion_mark.mark_champion, as promote calls it)
+        from rag_experiments.tracking.champion_mark import mark_champion
 
         sweep = c.create_run(exp_id, run_name="retrieval=vector,hybrid", tags={"sweep": "parent"}).info.run_id
         c.set_terminated(sweep)
