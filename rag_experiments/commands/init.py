@@ -41,6 +41,7 @@ rag-exp golden add --kind exact --query "What does OPTION_NAME do?" --source-uri
 rag-exp golden add --kind paraphrase --query "..." --source-uri DOC --quote "..."   # other words than the text
 rag-exp run -m retrieval=vector,keyword,hybrid,hybrid_rerank   # then label the sweep's top 10 by hand:
 rag-exp golden label --by-hand --sweep PARENT_ID -k 10    # MRR@10, nDCG@10 and judged@10 read the top 10
+rag-exp golden label --decide RUN_A RUN_B --by-hand       # or only what decides between two runs, until settled
 ```
 
 Then measure:
