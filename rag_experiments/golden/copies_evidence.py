@@ -7,7 +7,9 @@ when the HTML page is not indexed. Without this, every such span would be unreac
 case would score 0 for a reason that has nothing to do with retrieval. The golden file is not
 touched (append-only): the spans are moved in the scored cases of this run, found verbatim, else
 through whitespace, Markdown markup and case (:func:`.normalise.find_normalised`), in the copy's
-main source first. A span found nowhere stays where it is (unreachable) and is counted.
+main source first, else approximately in that source (:func:`.fuzzy.locate` at the re-anchoring
+threshold, 0.85: a judged chunk of an HTML page against its asciidoc source). A span found
+nowhere stays where it is (unreachable) and is counted.
 """
 
 from __future__ import annotations
@@ -16,9 +18,14 @@ from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 from ..types import Document
+from .fuzzy import FUZZY_THRESHOLD, DocIndex, locate
 from .normalise import find_normalised, normalised, rough
 from .records import Span
 from .resolve import GoldenSet
+
+
+# token comparisons the approximate search may spend on one span (the bound placing a team's passages uses)
+FUZZY_BUDGET = 5_000_000
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,17 @@ def _found(quote: str, doc: Document, norms: dict[str, tuple[str, list[int]]]) -
     return Span(doc.doc_id, doc.source_uri, a, b, doc.text[a:b], doc.content_hash)
 
 
+def _near(quote: str, doc: Document, indexes: dict[str, DocIndex]) -> Span | None:
+    """The window of ``doc`` most like ``quote`` at the golden set's re-anchoring threshold
+    (:func:`.fuzzy.locate`, work-bounded as placing a team's passages is), or None."""
+    if doc.doc_id not in indexes:
+        indexes[doc.doc_id] = DocIndex(doc.text)
+    m = locate(indexes[doc.doc_id], quote, None, quote, FUZZY_THRESHOLD, FUZZY_BUDGET)
+    if m.status == "none":
+        return None
+    return Span(doc.doc_id, doc.source_uri, m.start, m.end, doc.text[m.start:m.end], doc.content_hash)
+
+
 def relocate_to_kept(golden: GoldenSet, docs: Sequence[Document], gone: frozenset[str],
                      source_of: Mapping[str, str] | None = None) -> Relocated:
     """``golden`` with every labelled span in a document of ``gone`` moved to the same text in a
@@ -52,6 +70,7 @@ def relocate_to_kept(golden: GoldenSet, docs: Sequence[Document], gone: frozense
     kept = [d for d in docs if d.doc_id not in gone]
     by_id = {d.doc_id: d for d in kept}
     norms: dict[str, tuple[str, list[int]]] = {}
+    indexes: dict[str, DocIndex] = {}
     moved = unreachable = 0
     cases = []
     for case in golden.cases:
@@ -62,6 +81,8 @@ def relocate_to_kept(golden: GoldenSet, docs: Sequence[Document], gone: frozense
             first = by_id.get((source_of or {}).get(e.span.doc_id, ""))
             order = ([first] if first else []) + [d for d in kept if d is not first]
             span = next((s for d in order if (s := _found(e.span.quote, d, norms)) is not None), None)
+            if span is None and first is not None and e.grade > 0:  # a chunk whose markup differs (HTML vs source)
+                span = _near(e.span.quote, first, indexes)
             if span is None:
                 unreachable += e.grade > 0
                 continue

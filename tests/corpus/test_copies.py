@@ -155,15 +155,21 @@ def test_a_run_with_exclude_indexes_without_the_copy_and_logs_it(project, tmp_pa
 
 
 def test_relocated_spans_move_to_the_kept_source_and_unfound_ones_are_counted(tmp_path):
-    page = _doc("page.html", "# Page\n\nThe **index** holds\nthe snapshot.\n")
-    copy = _doc("all.html", "# All\n\nThe index holds the snapshot.\n\nOnly here.\n")
+    chunk = ("Record changes to the repository: the new commit holds the index as its tree, and the "
+             "current branch moves to point at it, unless --dry-run is given.")
+    page = _doc("page.html", "# Page\n\nThe **index** holds\nthe snapshot.\n\n" + chunk + "\n")
+    source = chunk.replace(": the", "; the").replace("--dry-run", "`--dry-run`::").replace(".", "!")
+    copy = _doc("all.html", "# All\n\nThe index holds the snapshot.\n\nOnly here.\n\n" + source + "\n")
     path = tmp_path / "g.jsonl"
+    author = {"method": "human", "author": "t"}
     GoldenFile(path).append([case_record(copy, "The index holds the snapshot.", "what holds the snapshot", "exact",
-                                         {"method": "human", "author": "t"}, case_id="c-1"),
-                             case_record(copy, "Only here.", "what is only here", "exact",
-                                         {"method": "human", "author": "t"}, case_id="c-2")])
+                                         author, case_id="c-1"),
+                             case_record(copy, "Only here.", "what is only here", "exact", author, case_id="c-2"),
+                             case_record(copy, source, "what does commit record", "paraphrase", author, case_id="c-3")])
     got = relocate_to_kept(load_golden(path), [page, copy], frozenset({"all.html"}), {"all.html": "page.html"})
-    assert (got.moved, got.unreachable) == (1, 1)
+    assert (got.moved, got.unreachable) == (2, 1)
+    near = got.golden.cases[2].evidence[0].span  # markup and punctuation differ: found approximately
+    assert near.doc_id == "page.html" and chunk.startswith(page.text[near.start:near.end][:60])
     moved = got.golden.cases[0].evidence[0].span
     assert (moved.doc_id, page.text[moved.start:moved.end]) == ("page.html", "The **index** holds\nthe snapshot.")
     assert got.golden.cases[1].evidence[0].span.doc_id == "all.html"  # nowhere else: stays, unreachable
