@@ -20,6 +20,7 @@ from rag_experiments.golden.build import case_record
 from rag_experiments.golden.copies_evidence import relocate_to_kept
 from rag_experiments.golden.golden_file import GoldenFile
 from rag_experiments.golden.resolve import load_golden
+from rag_experiments.serving.retriever import corpus_name
 from rag_experiments.types import Document
 
 from ..conftest import FIXTURES
@@ -173,3 +174,9 @@ def test_relocated_spans_move_to_the_kept_source_and_unfound_ones_are_counted(tm
     moved = got.golden.cases[0].evidence[0].span
     assert (moved.doc_id, page.text[moved.start:moved.end]) == ("page.html", "The **index** holds\nthe snapshot.")
     assert got.golden.cases[1].evidence[0].span.doc_id == "all.html"  # nowhere else: stays, unreachable
+
+
+def test_serving_looks_for_the_strategy_a_run_with_exclude_built():
+    exclude = settings_from_cfg(_compose(["corpus.copies=exclude"]))
+    assert corpus_name(exclude) == "demo~without-copies"
+    assert corpus_name(settings_from_cfg(_compose([]))) == "demo"
