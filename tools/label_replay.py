@@ -58,7 +58,7 @@ def truth_grades(truth, ranked, k: int, min_coverage: float) -> dict[tuple[str, 
 
 def replay_pair(metric: str, start, truth, ra, rb, min_cov: float, text_of, alpha: float, *,
                 stop: str = "confident", seed: int = SEED, shuffle: int | None = None, level: float = LEVEL,
-                order_by: str = "weight"):
+                order_by: str | None = None):
     """Label in the decide order (or, ``shuffle`` a seed, in a random order) with the truth's verdicts
     until the rule says settled; the decision declared against the full pool's."""
     k = B.metric_parts(metric)[1]
@@ -131,8 +131,9 @@ def main(argv=None) -> int:
                     help="the confident rule's Monte Carlo seeds per pair (a row each): its wrong-settled rate")
     ap.add_argument("--random-orders", type=int, default=0, metavar="N",
                     help="also label each pair in N random orders (seeded): the rule without the decide order")
-    ap.add_argument("--order-by", choices=("weight", "spread"), default="weight",
-                    help="the decide order: by weight (default), or weight x sqrt(p (1 - p)) of the passage's rate")
+    ap.add_argument("--order-by", choices=("weight", "spread"), default=None,
+                    help="the decide order: by weight, or weight x sqrt(p (1 - p)) of the passage's rate (default: "
+                    "spread with the confident rule, weight with certain, as golden label --decide)")
     ap.add_argument("--null", type=int, default=0, metavar="N",
                     help="instead: N null pairs per pair (per case a coin swaps the two lists), the rate at which "
                     "a decision other than a tie is declared settled where the full pool gives a tie")

@@ -52,12 +52,14 @@ class PairTracker:
                  text_of: Callable[[str], str], names: tuple[str, str] = ("A", "B"), alpha: float = ALPHA, *,
                  stop: str = "confident", level: float = LEVEL, draws: int = DRAWS, seed: int = SEED,
                  judged: Sequence[Judged] = (), known: Mapping[tuple[str, str], int] | None = None,
-                 order_by: str = "weight") -> None:
+                 order_by: str | None = None) -> None:
         if stop not in STOP_RULES:
             raise ValueError(f"stop rule {stop!r}: one of {', '.join(STOP_RULES)}")
         self.metric, self.text_of, self.names, self.alpha = metric, text_of, names, alpha
         self.stop, self.level, self.draws, self.seed = stop, level, draws, seed
-        self.order_by = order_by  # weight | spread (weight x sqrt(p (1 - p)) of the passage's cell)
+        # weight | spread (weight x sqrt(p (1 - p)) of the passage's cell); by default spread with the
+        # confident rule (measured: 1,572 -> 1,076 labels over the demo's six pairs) and weight with certain
+        self.order_by = order_by or ("spread" if stop == "confident" else "weight")
         self.judged = list(judged)
         self.known = dict(known or {})
         self.name, self.k = B.metric_parts(metric)
