@@ -163,7 +163,7 @@ def _find_copies(docs: list[Document], threshold: float) -> CopyReport:
     t0 = time.perf_counter()
     hashes = _WordHashes()
     at, n_words = zip(*(shingles(d.text, hashes) for d in docs)) if docs else ((), ())
-    if len(docs) < 2:
+    if len(docs) < 2 or sum(n_words) == 0:  # nothing to compare (a corpus of one page, or of no words)
         return CopyReport((), len(docs), threshold, time.perf_counter() - t0)
     # every shingle numbered 0..U-1: ``where`` the number at each word, ``slots`` a document's distinct ones
     numbers = np.unique(np.concatenate(at), return_inverse=True)[1].ravel()

@@ -75,6 +75,8 @@ def test_two_equal_copies_lose_exactly_one_and_no_text_is_lost():
     report = find_copies(docs)
     assert len(report.copies) == 1 and report.copies[0].source in ("manual.html", "manual.txt")
     assert find_copies(docs[:1] + docs[2:]).copies == ()  # nothing repeated: nothing found
+    assert find_copies([_doc("a", "---"), _doc("b", "***")]).copies == ()  # no words at all
+    assert find_copies([_doc("a", "---"), _doc("b", PAGE_A), _doc("c", PAGE_A)]).n_documents == 3
 
 
 def test_exclude_drops_the_copies_and_keys_the_index_by_its_own_corpus_name():
