@@ -226,14 +226,15 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
         for text in bounds_lines([champion.run, current], metric):
             out.print(text, soft_wrap=True, markup=False)
-    cmp = None
+    cmp, explored = None, []
     pair = list(decision.compared or (champion.run, current))  # rebased onto the shared cases when versions differ
     if pair[0].per_case is not None and decision.unlike is None:  # unlike runs get no side-by-side table
         cmp = build_comparison(pair, comparison_defaults(pair)[0], primary=metric, alpha=args.alpha,
                                n_resamples=args.resamples, seed=args.seed,
                                labels=[f"champion {champion.run.id[:8]}", f"current {current.id[:8]}"])
         print_comparison(cmp, console=out)
-        for text in explorer_lines(cmp, c):  # the cases behind the W/T/L, side by side (tracking.explorer)
+        explored = explorer_lines(cmp, c)  # the cases behind the W/T/L, side by side (tracking.explorer)
+        for text in explored:
             out.print(text, soft_wrap=True, markup=False)
 
     tags = {"gate": verdict, "gate_reason": reason[:5000], "gate_champion_run": champion.run.id,
@@ -263,7 +264,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
             md += [f"**Why:** {reason}", ""]
         if decision.checks:
             md += [decision_markdown(decision, candidate_label="current")]
-        md += [f"- {text}" for text in sides] + ([""] if sides else [])
+        md += [f"- {text}" for text in [*sides, *explored]] + ([""] if sides or explored else [])
         if decision.gap is not None:
             md += [gap_markdown(decision.gap, current if current.golden == decision.gap.newer.sha256 else None,
                                 columns)]

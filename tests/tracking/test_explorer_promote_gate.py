@@ -47,10 +47,12 @@ def test_promote_and_the_gate_log_the_explorer_for_candidate_vs_champion(store, 
     assert f"champion {champion[:8]}" in page and f"candidate {candidate[:8]}" in page and lost in page
 
     # the gate logs the same page (its labels: champion / current) to the run it checks
-    assert cli("gate", "--run", candidate) == 0
+    summary = tmp_path / "summary.md"
+    assert cli("gate", "--run", candidate, "--markdown-summary", str(summary)) == 0
     out = capsys.readouterr().out
     link = [ln for ln in out.splitlines() if "the cases behind" in ln]
     assert len(link) == 1 and f"runs/{candidate}/artifacts/{name}" in link[0], out
+    assert f"- {link[0]}" in summary.read_text()  # the job summary links the page too
     page = _page(candidate, champion, tmp_path / "gate")
     assert f"champion {champion[:8]}" in page and f"current {candidate[:8]}" in page
     # no dev/test split in this golden set: --decide-on test is one line and exit 2, not a verdict on all cases
