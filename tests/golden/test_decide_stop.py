@@ -128,3 +128,17 @@ def test_spread_order_puts_the_uncertain_side_first():
     assert [c.key for c in by_spread.candidates] == ["pa", "pb"]
     assert [c.key for c in by_weight.candidates] == ["pb", "pa"]  # equal weights: case c before d
     assert [c.key for c in decide_state("mrr_at_10", a, b, str, judged=judged).candidates] == ["pa", "pb"]
+
+
+def test_judged_in_pool_reads_the_verdicts_given_since_the_start():
+    """The CLI learns the rates from the golden file: a passage unjudged in the start views (no
+    judgement) and judged now is a judged pool passage, with where each run ranks it and its grade."""
+    from rag_experiments.tracking.decide_tracker import judged_in_pool
+
+    start_a = {"c": CaseView(("p1", "p2", 0), (2,))}
+    start_b = {"c": CaseView(("p2", 0, "p3"), (2,))}
+    now_a = {"c": CaseView((0, 2, 0), (2, 2))}  # p1 judged NO, p2 YES
+    now_b = {"c": CaseView((2, 0, "p3"), (2, 2))}  # p3 still unjudged
+    judged, known = judged_in_pool(start_a, start_b, now_a, now_b, 3, lambda key: f"text of {key}")
+    assert judged == [Judged(1, None, 0), Judged(2, 1, 2)]
+    assert known == {("c", "text of p1"): 0, ("c", "text of p2"): 2}
