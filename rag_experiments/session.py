@@ -7,6 +7,7 @@ label / add, triage, bench).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from psycopg.rows import dict_row
 from .config import Settings, check_override_keys, free_mapping_overrides, settings_from_cfg
 from .corpus.copies import indexed_documents
 from .corpus.loader import load_corpus
-from .embedding.cost import CostGate
+from .embedding.cost import CostGate, EstimateOnly
 from .experiment import check_credentials, corpus_path, load_settings_embedder, open_database
 from .retrieval.systems import BuildInputs, build_system, system_type
 from .chunk_index import ingest, strategy_info
@@ -81,6 +82,13 @@ class RetrieverSession:
             self._open_external(settings, docs)
             return
         self.embedder = load_settings_embedder(settings)
+        if dry_run and not getattr(self.embedder, "paid", False):
+            # a dry run promises an estimate of what embedding costs, then a stop: a local model costs
+            # nothing, and going on would run the whole ingest (minutes) the user asked not to run
+            self.conn.close()
+            print(f"dry run: {settings.embedding.name} runs on this machine, so embedding costs nothing; "
+                  "nothing was ingested (run the same command without --dry-run to ingest)", file=sys.stderr)
+            raise EstimateOnly("dry run: a local model, nothing to estimate")
         self.cost_gate = CostGate(self.embedder, confirm=settings.embedding.confirm and not yes,
                                   dry_run=dry_run)
         try:
