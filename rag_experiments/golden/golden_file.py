@@ -225,7 +225,7 @@ class GoldenFile:
                 f"how many lines {self.path.name} has, so a truncated file cannot pass as a smaller one",
                 hint=f"restore it from git (git checkout -- {self.manifest_path}); only if {self.path.name} "
                 f"is exactly as intended, rebuild it: rag-exp golden manifest --golden {self.path} --rebuild "
-                "(asks for confirmation; the rebuild is recorded in the golden set)",
+                "(asks for confirmation at a terminal, or add --yes in a script; the rebuild is recorded in the golden set)",
             )
         try:
             manifest = json.loads(self.manifest_path.read_text())
