@@ -46,6 +46,10 @@ CHAMPION_TAGS = ("champion", "on_newest_golden")
 #: tags as columns after the metrics: the sweep's best point, the variant, the golden version's size
 #: (every run) and, on the champion's row, the golden version its record was measured on
 VIEW_TAGS = ("sweep.best", "variant", "golden_records", "measured_on")
+#: the runs list's name column (MLflow's column id) and its width in the opening view, in pixels (MLflow's
+#: default, 190, shows ~18 characters: "champion (olde…")
+RUN_NAME_COLUMN = "attributes.`Run Name`"
+RUN_NAME_WIDTH = 330
 
 
 def view_state(metrics=VIEW_METRICS, order_by: str | None = None, search_filter: str | None = None) -> str:
@@ -62,6 +66,11 @@ def view_state(metrics=VIEW_METRICS, order_by: str | None = None, search_filter:
     # sorted by a metric MLflow lists children flat among the parents; by start time sweeps stay folded
     state = {"orderByKey": f"metrics.`{order_by}`" if order_by else "attributes.start_time", "orderByAsc": False,
              "selectedColumns": ["attributes.`Run Name`", "attributes.`Created`", *cols],
+             # the name column wide enough to read a champion's notice (tracking.champion_mark; ~18 characters
+             # before); MLflow applies a width only to a column named in columnOrder, which it applies too
+             "columnOrder": [RUN_NAME_COLUMN, "runDateAndNestInfo", "duration", *[f"metrics.`{m}`" for m in metrics],
+                             *[f"tags.`{t}`" for t in CHAMPION_TAGS + VIEW_TAGS]],
+             "columnWidths": {RUN_NAME_COLUMN: RUN_NAME_WIDTH},
              "compareRunCharts": charts,
              "compareRunSections": [{"uuid": "headline", "name": "Headline metrics", "display": True,
                                      "isReordered": False, "deleted": False}]}

@@ -71,6 +71,9 @@ def test_the_runs_list_names_the_champion_first_and_says_it_is_on_an_older_golde
                 created = page.get_by_role("columnheader", name="Created").first.bounding_box()
                 box = holder.bounding_box()
                 assert box["x"] < created["x"] and box["y"] < 1000, (box, created)  # the name column, first screen
+                # wide enough to read the notice (MLflow's default column, 190 px, showed "champion (olde…")
+                cell = page.locator("[role=gridcell]", has=holder).bounding_box()
+                assert cell["width"] >= 300, cell
                 # unfolded, the point's name starts with what makes its value of record not comparable
                 page.locator("[role=gridcell]", has=holder).locator("button").first.click()  # the row's expander
                 point = page.get_by_role("link", name=f"champion ({older}): fusion.rrf_k=30", exact=True)
