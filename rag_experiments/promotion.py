@@ -199,15 +199,20 @@ class Promotion:
 
 def promote(metric: str, sweep: str | None = None, name: str = "default", force: bool = False,
             alpha: float = 0.05, experiment: str | None = None, dry_run: bool = False, n_resamples: int = 10000,
-            seed: int = 13, c=None) -> Promotion:
+            seed: int = 13, c=None, decide_on: str = "all") -> Promotion:
+    """``decide_on``: with a dev/test split and ``sweep``, ``all`` (the max-T test over every point on every
+    case: valid whatever was chosen, and the more powerful) or ``test`` (one paired test on the held-out
+    test cases only); see docs/how-to/sweeps.md for the measured price of each."""
     from .serving.model_logging import champion_lock
 
+    if decide_on not in ("all", "test"):
+        raise UserError(f"--decide-on must be all or test, got {decide_on!r}")
     with champion_lock(name):  # the champion read, the decision and the registration are one step
-        return _promote(metric, sweep, name, force, alpha, experiment, dry_run, n_resamples, seed, c)
+        return _promote(metric, sweep, name, force, alpha, experiment, dry_run, n_resamples, seed, c, decide_on)
 
 
 def _promote(metric: str, sweep: str | None, name: str, force: bool, alpha: float, experiment: str | None,
-             dry_run: bool, n_resamples: int, seed: int, c) -> Promotion:
+             dry_run: bool, n_resamples: int, seed: int, c, decide_on: str = "all") -> Promotion:
     c = c or client()
     model_name(name)  # validate early
     runs = candidate_runs(metric, sweep, experiment, c)
@@ -226,7 +231,11 @@ def _promote(metric: str, sweep: str | None, name: str, force: bool, alpha: floa
     # a sweep's best was chosen among its points: the test counts every one (tracking.promote.Selection)
     family = loaded if sweep and champion is not None and len(pool) > 1 else []
     held = held_out.lines(best, len(pool), metric, split, family=loaded) if sweep and len(pool) > 1 else []
-    if split is not None and champion is not None:  # chosen on dev: the champion is tested on the test cases
+    if decide_on == "test" and sweep and split is None:
+        raise UserError("--decide-on test: the golden set of this sweep has no dev/test split "
+                        "(or its golden file was not found: the line above says where it looked)",
+                        hint="rag-exp golden split freezes one; or drop --decide-on")
+    if split is not None and champion is not None and decide_on == "test":  # the test cases alone decide
         decision = decide_on_test(champion, best, loaded, metric, split, alpha, n_resamples, seed)
         held = [split_decision.promote_line(best, decision.compared or (champion.run, best), metric, split,
                                             decision.checks[0].p if decision.checks else None)]

@@ -23,9 +23,11 @@ def register(subparsers: Any) -> None:
         "'exact' segment. With --sweep the best point was chosen among the sweep's points, so it must also beat "
         "the champion once every point is counted (max-T over all points' paired differences, Westfall-Young; "
         "refused otherwise); ties go to the earliest point. With a dev/test split in the golden set (rag-exp golden "
-        "split) the point is chosen on the dev cases, and the paired tests against the champion run on the "
+        "split) the point is chosen on the dev cases and its held-out test value is printed beside its dev value; "
+        "the decision is still the max-T test over every point on every case (valid whatever was chosen, and "
+        "the more powerful), unless --decide-on test: then the paired tests against the champion run on the "
         "held-out test cases only (nothing was chosen there, so one uncorrected test is honest; the max-T test "
-        "is then shown on dev, not decided on); dev and test values are printed side by side. "
+        "is shown on dev, not decided on). "
         "Only runs evaluated at the champion's level (eval.level: chunk or document) are "
         "candidates; when there is none, the decision refuses, naming both runs and both levels. No champion "
         "yet: promote. Champion on an earlier version of the same golden set "
@@ -48,6 +50,10 @@ def register(subparsers: Any) -> None:
                    "(default: default; a project made by rag-exp init registers its default champion under "
                    "the project's name, rag-retriever-PROJECT)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
+    p.add_argument("--decide-on", choices=("all", "test"), default="all",
+                   help="with --sweep and a dev/test split: decide by the max-T test over every point on all "
+                   "cases (all, default) or by one paired test on the held-out test cases only (test: an "
+                   "untouched test, at a third of the power; docs/how-to/sweeps.md has both measured)")
     p.add_argument("--force", action="store_true", help="promote even when the gate refuses")
     p.add_argument("--dry-run", action="store_true", help="show the decision, change nothing")
     p.add_argument("--resamples", type=int, default=None,
@@ -75,8 +81,11 @@ def cmd_promote(args: argparse.Namespace) -> int:
         from ..tracking.configured import store_objective
 
         args.metric = store_objective(args.sweep, args.experiment)
+    if args.decide_on == "test" and not args.sweep:
+        raise UserError("--decide-on test needs --sweep PARENT_ID (the held-out cases are where a sweep's "
+                        "choice was not made; one run against the champion: rag-exp gate --decide-on test)")
     result = promote(args.metric, args.sweep, args.name, args.force, args.alpha, args.experiment,
-                     args.dry_run, args.resamples, args.seed)
+                     args.dry_run, args.resamples, args.seed, decide_on=args.decide_on)
     d = result.decision
     cand = d.candidate
     value = cand.metrics[args.metric]

@@ -1,5 +1,6 @@
-"""promote --sweep on a golden set with a dev/test split: the point is chosen on dev and the test against
-the champion runs on the held-out test cases only; dev and test are printed side by side."""
+"""promote --sweep on a golden set with a dev/test split: the point is chosen on dev and its test value
+printed beside its dev value; the decision is the max-T test over every point on all cases, or, with
+--decide-on test, one paired test against the champion on the held-out test cases only."""
 
 from __future__ import annotations
 
@@ -58,16 +59,32 @@ def sweep(make_run, make_parent, version: str, dev: np.ndarray, test_gain: int) 
     return parent, ids[0]
 
 
-def test_a_best_point_that_wins_on_dev_but_not_on_test_is_refused(store, make_run, make_parent, capsys):
+def test_by_default_the_max_t_test_on_all_cases_decides_and_the_test_value_is_printed(store, make_run, make_parent,
+                                                                                       capsys):
     root, _ = store
     version, dev = golden_with_split(root)
     parent, best = sweep(make_run, make_parent, version, dev, test_gain=0)
-    # the rule before: on all cases (the 20 dev wins included) the best of 3 beats the champion, max-T too
+    capsys.readouterr()
+    assert cli("promote", "--metric", "recall_at_5", "--sweep", parent, "--dry-run") == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "would promote (dry run)" in out and "held-out test cases, Δ" not in out, out
+    assert f"test ({int((~dev).sum())} held-out cases, not used to choose): {CHAMPION[~dev].mean():.4f}" in out, out
+    assert "the best of 3 sweep points" in out, out  # the max-T line over every point
+    # --decide-on test without --sweep: one line
+    assert cli("promote", "--metric", "recall_at_5", "--decide-on", "test") == 2
+    assert "--decide-on test needs --sweep" in capsys.readouterr().err
+
+
+def test_a_best_point_that_wins_on_dev_but_not_on_test_is_refused_on_test(store, make_run, make_parent, capsys):
+    root, _ = store
+    version, dev = golden_with_split(root)
+    parent, best = sweep(make_run, make_parent, version, dev, test_gain=0)
+    # on all cases (the 20 dev wins included) the best of 3 beats the champion, max-T too
     family = [get_run(r.id) for r in sweep_children(parent, per_case=False)]
     before = decide(current_champion(), get_run(best), "recall_at_5", family=family)
     assert before.ok and before.selection.passed(0.05), before.reasons
     capsys.readouterr()
-    assert cli("promote", "--metric", "recall_at_5", "--sweep", parent) == 1
+    assert cli("promote", "--metric", "recall_at_5", "--sweep", parent, "--decide-on", "test") == 1
     out = " ".join(capsys.readouterr().out.split())
     assert "REFUSED" in out, out
     n_test = int((~dev).sum())
@@ -77,7 +94,7 @@ def test_a_best_point_that_wins_on_dev_but_not_on_test_is_refused(store, make_ru
     assert f"not significantly better than the champion on the {n_test} held-out test cases (Δ+0.000" in out, out
     assert "on dev, where it was chosen: recall@5: the best of 3 sweep points" in out, out
     # --force says what it overrode
-    assert cli("promote", "--metric", "recall_at_5", "--sweep", parent, "--force") == 0
+    assert cli("promote", "--metric", "recall_at_5", "--sweep", parent, "--decide-on", "test", "--force") == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "FORCED" in out and f"on the {n_test} held-out test cases" in out, out
 
@@ -86,7 +103,7 @@ def test_a_best_point_that_wins_on_test_too_is_promoted(store, make_run, make_pa
     root, _ = store
     version, dev = golden_with_split(root)
     parent, best = sweep(make_run, make_parent, version, dev, test_gain=12)
-    result = promote("recall_at_5", sweep=parent, dry_run=True)
+    result = promote("recall_at_5", sweep=parent, dry_run=True, decide_on="test")
     d = result.decision
     assert d.candidate.id == best and d.ok, d.reasons
     assert d.decided_on == f"the {int((~dev).sum())} held-out test cases"
