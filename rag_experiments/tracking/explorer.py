@@ -32,7 +32,7 @@ from ..corpus.loader import load_corpus
 from ..errors import UserError
 from ..evaluation.metric_key import MetricKey
 from ..golden.records import Case, Judgement
-from ..golden.resolve import EvalCase, GoldenSet
+from ..golden.resolve import GoldenSet
 from ..paths import project_path
 from ..span_match import matches
 from ..types import RankedList
@@ -97,10 +97,10 @@ def provenance_of(golden: GoldenSet) -> dict[str, str]:
     return out
 
 
-def _verdict(case: EvalCase, doc_id: str, start: int, end: int, min_coverage: float):
-    """(grade, label ref) of the best label covering the hit (relevant before partial before not),
-    or (None, None): unjudged."""
-    found = [e for e in case.judged
+def _verdict(judged, doc_id: str, start: int, end: int, min_coverage: float):
+    """(grade, label ref) of the best label in ``judged`` (a case's live labels) covering the hit
+    (relevant before partial before not), or (None, None): unjudged."""
+    found = [e for e in judged
              if matches(doc_id, start, end, e.span.doc_id, e.span.start, e.span.end, min_coverage)]
     if not found:
         return None, None
@@ -108,16 +108,28 @@ def _verdict(case: EvalCase, doc_id: str, start: int, end: int, min_coverage: fl
     return best.grade, best.ref
 
 
-def _other_rank(hit, other: RankedList | None, min_coverage: float) -> int | None:
-    if other is None:
+class _OtherList:
+    """The other run's list for one case, searched for a hit's rank there: the same span first (a
+    dict, built once per case), else the first hit of the same document that covers it by the
+    overlap rule."""
+
+    def __init__(self, other: RankedList | None) -> None:
+        self.hits = other.hits[:OTHER_DEPTH] if other is not None else None
+        self.exact: dict = {}
+        for i, h in enumerate(self.hits or (), start=1):
+            self.exact.setdefault((h.doc_id, h.start, h.end), i)
+
+    def rank(self, hit, min_coverage: float) -> int | None:
+        if self.hits is None:
+            return None
+        found = self.exact.get((hit.doc_id, hit.start, hit.end))
+        if found is not None:
+            return found
+        doc = hit.doc_id
+        for i, h in enumerate(self.hits, start=1):  # in list order: the first that covers it
+            if h.doc_id == doc and matches(h.doc_id, h.start, h.end, doc, hit.start, hit.end, min_coverage):
+                return i
         return None
-    for i, h in enumerate(other.hits[:OTHER_DEPTH], start=1):
-        if (h.doc_id, h.start, h.end) == (hit.doc_id, hit.start, hit.end):
-            return i
-    for i, h in enumerate(other.hits[:OTHER_DEPTH], start=1):
-        if matches(h.doc_id, h.start, h.end, hit.doc_id, hit.start, hit.end, min_coverage):
-            return i
-    return None
 
 
 def _number(v) -> float | None:
@@ -140,40 +152,53 @@ def explorer_data(a: Side, b: Side, golden: GoldenSet, texts: Mapping[str, str],
     cases_by_id = {c.case_id: c for c in golden.cases}
     prov_text = provenance_of(golden)
     passages, provs = _Table(), _Table()
-    a_rows = a.per_case.set_index("case_id", drop=False)
-    b_rows = b.per_case.set_index("case_id", drop=False)
-    shared = [cid for cid in a.per_case["case_id"] if cid in b_rows.index]
+    # plain dicts: a pandas row lookup per case was most of a 10,000-case page's 15 s build
+    wanted = ("case_id", "query", "kind", "doc_type", "first_relevant_rank", key.column)
+    a_rows = {r["case_id"]: r for r in a.per_case[[c for c in wanted if c in a.per_case]].to_dict("records")}
+    b_rows = {r["case_id"]: r for r in b.per_case[[c for c in wanted if c in b.per_case]].to_dict("records")}
+    shared = [cid for cid in a_rows if cid in b_rows]
 
     def passage(doc_id: str, start: int, end: int) -> int:
+        found = passages.index.get((doc_id, start, end))
+        if found is not None:
+            return found
         text = texts.get(doc_id)
-        excerpt = None if text is None else text[start:end][:EXCERPT_CHARS] + ("…" if end - start > EXCERPT_CHARS else "")
+        excerpt = (None if text is None
+                   else text[start:min(end, start + EXCERPT_CHARS)] + ("…" if end - start > EXCERPT_CHARS else ""))
         return passages.add((doc_id, start, end), [doc_id, start, end, excerpt])
 
     def prov(ref: str | None) -> int | None:
         # stored once per distinct line (hundreds of judgements share a judge)
         return None if ref is None or ref not in prov_text else provs.add(prov_text[ref], prov_text[ref])
 
-    def hits(side: Side, other: Side, case: EvalCase | None, cid: str):
+    def hits(side: Side, other: Side, judged, cid: str, seen: dict):
+        """``seen``: the case's spans already placed (both lists often hold the same passage)."""
         if side.ranked is None:
             return None, False
         mine = side.ranked.get(cid)
-        theirs = other.ranked.get(cid) if other.ranked is not None else None
+        theirs = _OtherList(other.ranked.get(cid) if other.ranked is not None else None)
         out, unjudged = [], False
         for rank, h in enumerate(mine.hits[:k] if mine else (), start=1):
-            grade, ref = _verdict(case, h.doc_id, h.start, h.end, min_coverage) if case else (None, None)
+            span = (h.doc_id, h.start, h.end)
+            if span not in seen:
+                grade, ref = _verdict(judged, h.doc_id, h.start, h.end, min_coverage)
+                seen[span] = (passage(*span), grade, prov(ref))
+            at, grade, by = seen[span]
             unjudged = unjudged or grade is None
-            out.append([passage(h.doc_id, h.start, h.end), grade, _other_rank(h, theirs, min_coverage), prov(ref), rank])
+            out.append([at, grade, theirs.rank(h, min_coverage), by, rank])
         return out, unjudged
 
     rows = []
     for cid in shared:
-        ra, rb = a_rows.loc[cid], b_rows.loc[cid]
+        ra, rb = a_rows[cid], b_rows[cid]
         va, vb = _number(ra[key.column]), _number(rb[key.column])
         d = (vb - va) if va is not None and vb is not None else 0.0
         outcome = "won" if d > TIE_EPS else "lost" if d < -TIE_EPS else "tied"
         case = cases_by_id.get(cid)
-        hits_a, unj_a = hits(a, b, case, cid)
-        hits_b, unj_b = hits(b, a, case, cid)
+        judged = case.judged if case else ()  # a property that builds a tuple: once per case
+        seen: dict = {}
+        hits_a, unj_a = hits(a, b, judged, cid, seen)
+        hits_b, unj_b = hits(b, a, judged, cid, seen)
         evidence = []
         for e in (case.relevant if case else ()):
             text = texts.get(e.span.doc_id)
