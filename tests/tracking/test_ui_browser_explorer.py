@@ -85,88 +85,80 @@ def browser(sync_playwright):
         b.close()
 
 
-def _page(browser):
+@pytest.fixture
+def page(browser):
+    """A fresh browser context's page (1500x1000), closed after the test."""
     context = browser.new_context(viewport={"width": 1500, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
-    return context, page
+    yield page
+    context.close()
 
 
-def test_the_case_explorer_renders_in_mlflows_artifact_view(browser, server, module_store):
+def _open_artifact(page, server: str, exp_id: str, run_id: str, artifact: str):
+    """A run's HTML artifact in MLflow's artifact view (Model training mode); the frame it renders in."""
+    page.goto(f"{server}/#/experiments/{exp_id}/runs/{run_id}/artifacts/{artifact}?workflowType=machine_learning")
+    return page.frame_locator("iframe.mlflow-html-iframe")
+
+
+def test_the_case_explorer_renders_in_mlflows_artifact_view(page, server, module_store):
     root, exp_id, a, b, lost = module_store
-    context, page = _page(browser)
-    try:
-        page.goto(f"{server}/#/experiments/{exp_id}/runs/{b}/artifacts/explorer/cases_vs_{a[:8]}.html"
-                  "?workflowType=machine_learning")
-        frame = page.frame_locator("iframe.mlflow-html-iframe")
-        first = frame.locator("section.case").first
-        first.wait_for()
-        assert lost in first.inner_text() and "lost -1.000" in first.inner_text()
-        from rag_experiments.golden.resolve import load_golden
+    frame = _open_artifact(page, server, exp_id, b, f"explorer/cases_vs_{a[:8]}.html")
+    first = frame.locator("section.case").first
+    first.wait_for()
+    assert lost in first.inner_text() and "lost -1.000" in first.inner_text()
+    from rag_experiments.golden.resolve import load_golden
 
-        n = len(load_golden(root / "mini.jsonl").scorable)
-        assert frame.locator("section.case").count() == n  # every case on the first page (25 a page)
-        frame.locator("text=relevant").first.wait_for()
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / "explorer-in-mlflow.png"))
-        # the outcome filter: only the won case
-        frame.locator("#f-outcome").select_option("won")
-        frame.locator("#status").filter(has_text=f"1 of {n} cases").wait_for()
-        assert frame.locator("section.case.won").count() == 1 and frame.locator("section.case.lost").count() == 0
-    finally:
-        context.close()
+    n = len(load_golden(root / "mini.jsonl").scorable)
+    assert frame.locator("section.case").count() == n  # every case on the first page (25 a page)
+    frame.locator("text=relevant").first.wait_for()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "explorer-in-mlflow.png"))
+    # the outcome filter: only the won case
+    frame.locator("#f-outcome").select_option("won")
+    frame.locator("#status").filter(has_text=f"1 of {n} cases").wait_for()
+    assert frame.locator("section.case.won").count() == 1 and frame.locator("section.case.lost").count() == 0
 
 
-def test_a_hostile_question_and_passage_run_no_script_in_the_explorer(browser, server, module_store):
+def test_a_hostile_question_and_passage_run_no_script_in_the_explorer(page, server, module_store):
     root, exp_id, a, b, lost = module_store
-    context, page = _page(browser)
-    try:
-        page.goto(f"{server}/#/experiments/{exp_id}/runs/{a}/artifacts/explorer/hostile.html"
-                  "?workflowType=machine_learning")
-        frame_el = page.locator("iframe.mlflow-html-iframe")
-        frame_el.wait_for()
-        frame = page.frame_locator("iframe.mlflow-html-iframe")
-        q = frame.locator(".q").first
-        q.wait_for()
-        # the markup shows as text, and nothing in it ran (not in the frame, not in MLflow's page)
-        assert "</script><script>window.__pwned=1</script>" in q.inner_text()
-        assert "window.__pwned=2" in frame.locator(".txt").first.inner_text()
-        assert frame.locator("img").count() == 0
-        inner = next(f for f in page.frames if f != page.main_frame and f.url.startswith("blob:"))
-        assert inner.evaluate("() => window.__pwned === undefined")
-        assert page.evaluate("() => window.__pwned === undefined")
-    finally:
-        context.close()
+    frame = _open_artifact(page, server, exp_id, a, "explorer/hostile.html")
+    page.locator("iframe.mlflow-html-iframe").wait_for()
+    q = frame.locator(".q").first
+    q.wait_for()
+    # the markup shows as text, and nothing in it ran (not in the frame, not in MLflow's page)
+    assert "</script><script>window.__pwned=1</script>" in q.inner_text()
+    assert "window.__pwned=2" in frame.locator(".txt").first.inner_text()
+    assert frame.locator("img").count() == 0
+    inner = next(f for f in page.frames if f != page.main_frame and f.url.startswith("blob:"))
+    assert inner.evaluate("() => window.__pwned === undefined")
+    assert page.evaluate("() => window.__pwned === undefined")
 
 
-def test_the_runs_list_url_in_the_demo_tutorial_opens_with_the_headline_columns(browser, server, module_store):
+def test_the_runs_list_url_in_the_demo_tutorial_opens_with_the_headline_columns(page, server, module_store):
     """docs/tutorials/demo.md's runs-list URL, as a reader copies it (issue 59: it opened with no
     metric columns, the link `make ui` prints had them)."""
     root, exp_id, a, b, lost = module_store
     text = (ROOT / "docs" / "tutorials" / "demo.md").read_text(encoding="utf-8")
     url = re.search(r"open (http://127\.0\.0\.1:5000/#/experiments/1/runs\S*)", text).group(1)
     url = url.replace("http://127.0.0.1:5000", server).replace("/experiments/1/", f"/experiments/{exp_id}/")
-    context, page = _page(browser)
-    try:
-        page.goto(url)
-        page.get_by_role("link", name="vector").first.wait_for()
-        page.get_by_text("Model registry", exact=True).first.wait_for()  # Model training mode
-        for column in ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10"):
-            page.get_by_role("columnheader", name=column).first.wait_for(timeout=15_000)
-        # the champion's mark is the first tag column (MLflow lists metrics, then tags: right after the
-        # four headline metrics, in the first screen, not last), on the folded sweep parent's row
-        close_assistant = page.get_by_role("button", name="Close")  # MLflow 3's side panel
-        if close_assistant.count():
-            close_assistant.first.click()
-        x = {name: page.get_by_role("columnheader", name=name, exact=True).first.bounding_box()["x"]
-             for name in ("champion", "on_newest_golden", "ndcg_at_10", "variant")}
-        page.screenshot(path=str(SHOTS / "docs-runs-url.png"))
-        # MLflow orders the tag columns itself (not by the view's list): both in the first screen
-        assert x["ndcg_at_10"] < x["champion"] < 1400 and x["on_newest_golden"] < 1450, x
-        page.get_by_role("gridcell", name="holds the champion: vector").first.wait_for()
-        page.screenshot(path=str(SHOTS / "docs-runs-url.png"))
-    finally:
-        context.close()
+    page.goto(url)
+    page.get_by_role("link", name="vector").first.wait_for()
+    page.get_by_text("Model registry", exact=True).first.wait_for()  # Model training mode
+    for column in ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10"):
+        page.get_by_role("columnheader", name=column).first.wait_for(timeout=15_000)
+    # the champion's mark is the first tag column (MLflow lists metrics, then tags: right after the
+    # four headline metrics, in the first screen, not last), on the folded sweep parent's row
+    close_assistant = page.get_by_role("button", name="Close")  # MLflow 3's side panel
+    if close_assistant.count():
+        close_assistant.first.click()
+    x = {name: page.get_by_role("columnheader", name=name, exact=True).first.bounding_box()["x"]
+         for name in ("champion", "on_newest_golden", "ndcg_at_10", "variant")}
+    page.screenshot(path=str(SHOTS / "docs-runs-url.png"))
+    # MLflow orders the tag columns itself (not by the view's list): both in the first screen
+    assert x["ndcg_at_10"] < x["champion"] < 1400 and x["on_newest_golden"] < 1450, x
+    page.get_by_role("gridcell", name="holds the champion: vector").first.wait_for()
+    page.screenshot(path=str(SHOTS / "docs-runs-url.png"))
 
 
 def _reference_page(name: str) -> str:
@@ -186,32 +178,28 @@ def _reference_page(name: str) -> str:
             f"<div class='md-content'><article class='md-content__inner md-typeset'>{body}</article></div></body></html>")
 
 
-def test_the_reference_pages_keep_globs_and_table_names_whole(browser, tmp_path):
+def test_the_reference_pages_keep_globs_and_table_names_whole(page, tmp_path):
     """cli.md's `import-trec --docs` help says `*.all.*` (it rendered as italics, the glob lost) and
     config.md's experiment table keeps each option's name on one line (`chunking_sw` / `eep`
     before), at the site's content width in Material's stylesheet."""
-    context, page = _page(browser)
-    try:
-        page.set_viewport_size({"width": 1280, "height": 900})
-        (tmp_path / "cli.html").write_text(_reference_page("cli"), encoding="utf-8")
-        page.goto((tmp_path / "cli.html").as_uri())
-        row = page.locator("tr", has_text="documents file (default: the one").first
-        assert "the one *.all.* / *.ALL file in DIR" in row.inner_text()
-        assert row.locator("em").count() == 0
-        (tmp_path / "config.html").write_text(_reference_page("config"), encoding="utf-8")
-        page.goto((tmp_path / "config.html").as_uri())
-        page.evaluate("() => document.querySelector('article').style.maxWidth = '660px'")  # the site's text column
-        names = page.locator("h3:has-text('experiment options') + table tbody tr td:first-child code")
-        assert names.count() >= 5
-        lines = names.evaluate_all("els => els.map(e => [e.textContent, e.getClientRects().length])")
-        assert all(n == 1 for _, n in lines), lines  # one line box each: no name broken
-        page.locator("h3:has-text('experiment options')").scroll_into_view_if_needed()
-        page.screenshot(path=str(SHOTS / "docs-config-experiment-table.png"))
-    finally:
-        context.close()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    (tmp_path / "cli.html").write_text(_reference_page("cli"), encoding="utf-8")
+    page.goto((tmp_path / "cli.html").as_uri())
+    row = page.locator("tr", has_text="documents file (default: the one").first
+    assert "the one *.all.* / *.ALL file in DIR" in row.inner_text()
+    assert row.locator("em").count() == 0
+    (tmp_path / "config.html").write_text(_reference_page("config"), encoding="utf-8")
+    page.goto((tmp_path / "config.html").as_uri())
+    page.evaluate("() => document.querySelector('article').style.maxWidth = '660px'")  # the site's text column
+    names = page.locator("h3:has-text('experiment options') + table tbody tr td:first-child code")
+    assert names.count() >= 5
+    lines = names.evaluate_all("els => els.map(e => [e.textContent, e.getClientRects().length])")
+    assert all(n == 1 for _, n in lines), lines  # one line box each: no name broken
+    page.locator("h3:has-text('experiment options')").scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "docs-config-experiment-table.png"))
 
 
-def test_the_mlflow_links_the_demo_tutorial_names_do_leave_model_training_mode(browser, server, module_store):
+def test_the_mlflow_links_the_demo_tutorial_names_do_leave_model_training_mode(page, server, module_store):
     """docs/tutorials/demo.md says which of MLflow's own links cannot keep Model training mode (no
     URL the tool prints can change them): a sweep parent's *Child runs* link is one. Opened from
     the parent's page in a fresh profile, it lands in GenAI mode (no Model registry in the menu);
@@ -220,14 +208,10 @@ def test_the_mlflow_links_the_demo_tutorial_names_do_leave_model_training_mode(b
     text = (ROOT / "docs" / "tutorials" / "demo.md").read_text(encoding="utf-8")
     assert "*Child runs*" in text and "*Source Run*" in text and "*Runs* breadcrumb" in text
     parent = __import__("mlflow").tracking.MlflowClient().get_run(b).data.tags["mlflow.parentRunId"]
-    context, page = _page(browser)
-    try:
-        page.goto(f"{server}/#/experiments/{exp_id}/runs/{parent}?workflowType=machine_learning")
-        page.get_by_text("Model registry", exact=True).first.wait_for()
-        page.get_by_role("link", name="vector").first.click()  # the Child runs link in "About this run"
-        page.wait_for_url(f"**/runs/{b}**")
-        page.wait_for_timeout(1500)
-        assert "workflowType" not in page.url
-        assert page.get_by_text("Model registry", exact=True).count() == 0  # GenAI mode
-    finally:
-        context.close()
+    page.goto(f"{server}/#/experiments/{exp_id}/runs/{parent}?workflowType=machine_learning")
+    page.get_by_text("Model registry", exact=True).first.wait_for()
+    page.get_by_role("link", name="vector").first.click()  # the Child runs link in "About this run"
+    page.wait_for_url(f"**/runs/{b}**")
+    page.wait_for_timeout(1500)
+    assert "workflowType" not in page.url
+    assert page.get_by_text("Model registry", exact=True).count() == 0  # GenAI mode
