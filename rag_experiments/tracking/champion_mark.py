@@ -53,8 +53,11 @@ def _rename(c, run, prefix: str) -> None:
 
 
 def _restore(c, run) -> None:
-    """The run's name before the mark, and the mark's tags gone."""
-    c.update_run(run.info.run_id, name=run.data.tags[NAME_TAG])
+    """The run's name before the mark, and the mark's tags gone. A record's stand-in was logged as
+    ``champion: <retriever>``: it becomes ``replaced champion: <retriever>`` (two rows named
+    champion read as two champions)."""
+    before = run.data.tags[NAME_TAG]
+    c.update_run(run.info.run_id, name=f"replaced {before}" if before.startswith(PREFIX) else before)
     c.delete_tag(run.info.run_id, NAME_TAG)
     if run.data.tags.get(MARK, "").startswith(HOLDS):
         c.delete_tag(run.info.run_id, MARK)

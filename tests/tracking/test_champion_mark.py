@@ -37,3 +37,18 @@ def test_the_sweep_parent_holding_the_champion_is_marked_and_the_mark_moves(smal
     assert c.get_run(point).info.run_name == "champion: fusion.rrf_k=90"
     assert c.get_run(best).info.run_name == "fusion.rrf_k=30 progress=false"  # its name back
     assert c.get_run(best).data.tags["champion"] == "true"  # promote's own mark on a run is left alone
+
+
+def test_a_replaced_stand_in_is_not_named_champion_any_more(store, make_run):
+    """The record's stand-in is logged as 'champion: <retriever>'; once another run is the champion
+    the list must not show two rows named champion."""
+    from .conftest import per_case_frame
+
+    stand_in = make_run(per_case_frame([1.0] * 40), name="champion: hybrid, heading-200")
+    c = MlflowClient()
+    mark_champion(c, stand_in)
+    assert c.get_run(stand_in).info.run_name == "champion: hybrid, heading-200"  # not 'champion: champion: ...'
+    new = make_run(per_case_frame([1.0] * 40), name="hybrid (heading)")
+    mark_champion(c, new)
+    assert c.get_run(new).info.run_name == "champion: hybrid (heading)"
+    assert c.get_run(stand_in).info.run_name == "replaced champion: hybrid, heading-200"
