@@ -132,8 +132,8 @@ def main(argv=None) -> int:
     ap.add_argument("--random-orders", type=int, default=0, metavar="N",
                     help="also label each pair in N random orders (seeded): the rule without the decide order")
     ap.add_argument("--order-by", choices=("weight", "spread"), default=None,
-                    help="the decide order: by weight, or weight x sqrt(p (1 - p)) of the passage's rate (default: "
-                    "spread with the confident rule, weight with certain, as golden label --decide)")
+                    help="the decide order: by weight (default, as golden label --decide), or weight x sqrt(p (1 - p)) "
+                    "of the passage's rate")
     ap.add_argument("--null", type=int, default=0, metavar="N",
                     help="instead: N null pairs per pair (per case a coin swaps the two lists), the rate at which "
                     "a decision other than a tie is declared settled where the full pool gives a tie")
