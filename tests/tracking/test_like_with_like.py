@@ -73,8 +73,9 @@ def test_promote_refuses_a_sweep_of_another_level_naming_both_runs(chunk_champio
     doc = _run(make_run, 40, 20, "document level", tags=DOCUMENT, parent=parent)
     assert cli("promote", "--sweep", parent, "--dry-run") == 1  # before: 0, "would promote" (+0.5)
     out = flat(capsys.readouterr().out)
-    assert "REFUSED" in out and "would promote" not in out
-    assert (f"NOT COMPARABLE: run {chunk_champion[:12]} (champion) was evaluated at chunk level and run "
+    assert "REFUSED" in out and "would promote" not in out, out
+    # the champion's run is named so in the runs list (tracking.champion_mark): "champion: <its name>"
+    assert (f"NOT COMPARABLE: run {chunk_champion[:12]} (champion: champion) was evaluated at chunk level and run "
             f"{doc[:12]} (document level) at document level (eval.level)") in out
     assert "| check |" not in out  # no paired table between unlike runs
     assert cli("promote", "--sweep", parent) == 1 and current_champion().run.id == chunk_champion
@@ -112,7 +113,7 @@ def test_golden_versions_on_no_one_chain_the_same_line_in_all_three_commands(sto
 
     expected = flat(not_comparable([get_run(champ), get_run(now)]).line)
     assert err.startswith(f"error: {expected} hint:")
-    assert expected.startswith(f"NOT COMPARABLE: run {champ[:12]} (champion) was scored on golden version 10 "
+    assert expected.startswith(f"NOT COMPARABLE: run {champ[:12]} (champion: champion) was scored on golden version 10 "
                                "records") and f"and run {now[:12]} (nightly) on 10 records" in expected
     assert "not on one chain" in expected and "not an ancestor" in expected
 
