@@ -74,8 +74,16 @@ def test_a_run_that_beats_the_record_through_the_gate_replaces_it(store, make_ru
     champ, _ = _fresh_clone_with_record(make_run, store)
     better = _run(make_run, 40, 20, "better")
     capsys.readouterr()
+    from rag_experiments.serving.model_logging import sync_with_record
+
+    sync_with_record("default", MlflowClient())  # what promote does first: the record's model, in a stand-in run
+    stand_in = MlflowClient().get_model_version_by_alias(MODEL, ALIAS).run_id
+    assert MlflowClient().get_run(stand_in).data.tags["champion"] == "true"
 
     assert cli("promote") == 0
+    # one row claims the title: the record's stand-in is not the champion any more (it kept champion=true)
+    tags = MlflowClient().get_run(stand_in).data.tags
+    assert tags["champion"] == "false" and tags["replaced_by"] == better
     out = capsys.readouterr().out
     assert f"replaced: run {champ}" in out
     record = json.loads((root / "experiments/promoted/default.record.json").read_text())
