@@ -150,7 +150,13 @@ def test_sweep_creates_a_parent_with_one_child_per_point(project, mini_golden):
     best = max(children, key=lambda c: c.data.metrics["recall_at_5"])
     assert parent.data.metrics["recall_at_5"] == best.data.metrics["recall_at_5"]
     assert parent.data.tags["best_run_id"] in {c.info.run_id for c in children}
-    assert "| run | n |" in parent.data.tags["mlflow.note.content"]
+    note = parent.data.tags["mlflow.note.content"]
+    assert "| run | n |" in note
+    # the best point and its rival bounded under their unjudged hits (issue 57: the parent too), Δ from the best
+    assert "how far unjudged hits could move recall@5 (each one in the top 5 relevant or not" in note, note
+    bounded = [line for line in note.splitlines() if line.startswith("- rrf_k=")]  # the table's names
+    assert len(bounded) == 2 and bounded[0].startswith("- rrf_k=30: recall@5 ") and "could be" in bounded[0], note
+    assert "recall@5 Δ(rrf_k=90 - rrf_k=30)" in bounded[1], note
     # the parent spans its points
     assert parent.info.start_time <= min(c.info.start_time for c in children)
     assert parent.info.end_time >= max(c.info.end_time for c in children)

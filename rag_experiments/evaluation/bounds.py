@@ -237,6 +237,8 @@ class DeltaBounds:
         if self.sign_fixed:
             ahead = a if self.low > 0 else b
             return f"{head}{rng}: {ahead} ahead whatever they turn out to be (the sign cannot flip)"
+        if self.low == self.high:  # e.g. both find every relevant passage whatever the rest are
+            return f"{head}{rng}: no verdict on them can move it"
         return f"{head}{rng}: the sign can still flip"
 
 

@@ -213,6 +213,7 @@ class MlflowSweepCallback(Callback):
             extra = verdict_lines(verdicts(cmp, self.resamples, self.seed), cmp.alpha,
                                   all_cases=n_all if split is not None and n_all else None) + extra
         extra += ["", dev_test] if dev_test else []  # the points' dev and test columns, under the verdict
+        extra += self._bounds(client, cmp, best, objective)
         tags["mlflow.note.content"] = S.note(self.name, objective, best, tags.get("best_run_overrides", ""),
                                              len(children), n_failed, table, extra, S.best_label(cmp, best),
                                              held, on_dev=split is not None)
@@ -240,6 +241,29 @@ class MlflowSweepCallback(Callback):
         except Exception as exc:  # noqa: BLE001 - a table of the summary; the sweep is logged
             print(f"warning: could not compute the sweep's dev/test table for {parent_id}: {exc}")
             return ""
+
+    def _bounds(self, client, cmp, best, objective: str) -> list[str]:
+        """How far the unjudged hits in the cut-off could move the best point and its nearest rivals
+        (:data:`.sweep_parent.BOUNDED_RIVALS`, by the objective), and each rival's Δ from the best: the
+        lines compare, promote and the gate print. Empty when nothing can be bounded; never fails the sweep."""
+        if cmp is None or best is None:
+            return []
+        try:
+            from .coverage import bounds_lines
+
+            # the table's short names (rrf_k=30), not the runs' names with every override
+            runs = [replace(r.run, name=r.label) for r in cmp.rows]
+            first = next((r for r in runs if r.id == best.id), None)
+            if first is None:
+                return []
+            sign = 1 if self.maximize else -1
+            rivals = sorted((r for r in runs if r.id != best.id),
+                            key=lambda r: -sign * r.metrics.get(objective, float("-inf") * sign))
+            lines = bounds_lines([first, *rivals[:S.BOUNDED_RIVALS]], objective, c=client)
+        except Exception as exc:  # noqa: BLE001 - a line of the summary; the sweep is logged
+            print(f"warning: could not bound the sweep's values under unjudged hits: {exc}")
+            return []
+        return ["", lines[0], "", *[f"- {line.strip()}" for line in lines[1:]]] if lines else []
 
     def _comparison(self, client, finished: list, objective: str):
         """Children compared with the first point, the rest best-first (:func:`.compare.sweep_order`,

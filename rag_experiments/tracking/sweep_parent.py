@@ -21,6 +21,9 @@ from .runs import RunView
 
 #: MLflow's limit on a tag value (the run description is a tag)
 NOTE_LIMIT = 8000
+#: the points nearest the best whose values and Δ from it the description bounds under unjudged hits
+#: (each reads its ranked lists: a few, not the whole sweep)
+BOUNDED_RIVALS = 2
 #: params that say where/how a run was logged, not what it measured
 _LOGISTIC_PARAMS = ("run_name", "progress", "tracking.", "db.")
 

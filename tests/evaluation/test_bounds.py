@@ -107,3 +107,14 @@ def test_case_view_from_credit():
     # unjudged, credited YES, judged NO, a repeat of rank 1 (earns nothing, not unknown twice), unjudged
     assert v.slots == ("d1:40-50", 2, 0, 0, "d1:60-70")
     assert v.grades == (2,)
+
+
+def test_a_delta_no_verdict_can_move_says_so_not_that_its_sign_can_flip():
+    """Both runs find every relevant passage whatever the unjudged ones are (a sweep's mini points):
+    Δ 0 with the range [0, 0] cannot flip; the line used to say 'the sign can still flip'."""
+    from rag_experiments.evaluation.bounds import DeltaBounds
+
+    text = DeltaBounds("recall_at_5", 0.0, 0.0, 0.0, unjudged=40, cases=20).text("B", "A")
+    assert text == ("recall@5 Δ(B - A) +0.000, could be +0.000 to +0.000 with 40 passages unjudged: "
+                    "no verdict on them can move it")
+    assert DeltaBounds("recall_at_5", 0.0, -0.1, 0.1, unjudged=3, cases=2).text().endswith("the sign can still flip")
