@@ -129,7 +129,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(gap_markdown(alignment.gap, newest[0] if newest else None, columns, who="run"))
         else:
             print_gap(alignment.gap, newest, columns)
-    bounded = [] if alignment.gap is not None else bounds_lines(runs, primary, on_labels.golden, c)
+    named = {row.run.id: row.label for row in cmp.rows}  # the table's names for the runs
+    bounded = [] if alignment.gap is not None else bounds_lines(runs, primary, on_labels.golden, c,
+                                                                [named.get(r.id, r.label) for r in runs])
     for text in [on_labels.note] * bool(on_labels.note) + bounded:  # (runs on several versions: not bounded)
         _say(args, text)
     if parent is not None and not args.run_ids:  # a sweep: its best point on dev and test (tracking.held_out)

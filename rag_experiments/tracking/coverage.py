@@ -121,9 +121,11 @@ def on_newest_labels(runs: Sequence[RunView], c=None) -> NewestLabels:
     return NewestLabels(out, golden, note)
 
 
-def bounds_lines(runs: Sequence[RunView], metric: str, golden: GoldenSet | None = None, c=None) -> list[str]:
+def bounds_lines(runs: Sequence[RunView], metric: str, golden: GoldenSet | None = None, c=None,
+                 labels: Sequence[str] | None = None) -> list[str]:
     """Per run, ``metric`` with the range its unjudged hits in the cut-off allow, and each run's
-    paired Δ against the first (the baseline) with its range (evaluation.bounds), on the newest labels."""
+    paired Δ against the first (the baseline) with its range (evaluation.bounds), on the newest labels.
+    ``labels``: the runs' names as the caller's table shows them (else each run's own name)."""
     try:
         B.metric_parts(metric)
     except ValueError:
@@ -139,12 +141,13 @@ def bounds_lines(runs: Sequence[RunView], metric: str, golden: GoldenSet | None 
     lines = [f"how far unjudged hits could move {metric_title(metric)} (each one in the top {k} relevant or not; "
              f"golden {golden.digest[:12]}):"]
     base = seen[0]
-    for r, v in zip(runs, seen):
+    names = list(labels) if labels is not None else [r.label for r in runs]
+    for name, v in zip(names, seen):
         if v is None:
-            lines.append(f"  {r.label}: no stored ranked lists (run.trec): not bounded")
+            lines.append(f"  {name}: no stored ranked lists (run.trec): not bounded")
             continue
-        text = f"  {r.label}: {B.run_bounds(metric, v).text()}"
+        text = f"  {name}: {B.run_bounds(metric, v).text()}"
         if base is not None and v is not base:
-            text += f"; {B.delta_bounds(metric, v, base).text(r.label, runs[0].label)}"
+            text += f"; {B.delta_bounds(metric, v, base).text(name, names[0])}"
         lines.append(text)
     return lines
