@@ -205,9 +205,10 @@ def register(subparsers: Any) -> None:
     dec.add_argument("--stop", choices=("confident", "certain"), default="confident",
                      help="with --decide: confident (default): settled when the same decision comes out in at least "
                      "--stop-level of 2,000 seeded draws of the unjudged verdicts, each relevant at the rate the "
-                     "judged passages of its rank band and side show; certain: only when every verdict the "
-                     "unjudged passages could get gives the same decision (needs far more labels)")
-    dec.add_argument("--stop-level", type=float, metavar="P", default=0.95,
+                     "judged passages of its rank band and side show, scaled by its question's factor; certain: "
+                     "only when every verdict the unjudged passages could get gives the same decision (needs far "
+                     "more labels)")
+    dec.add_argument("--stop-level", type=float, metavar="P", default=0.99,
                      help="with --stop confident: the probability of the same decision that settles it (0.5-1)")
     dec.add_argument("--decide-metric", metavar="METRIC", default=None,
                      help="the metric decided on (recall_at_K, mrr_at_K, ndcg_at_K, hit_at_K; default: run A's "
@@ -634,7 +635,7 @@ def cmd_label(args: argparse.Namespace) -> int:
                             "and --import", hint="import a --decide export with --import alone, then --decide again")
         if not 0.5 <= args.stop_level < 1:
             raise UserError(f"--stop-level {args.stop_level}: a probability from 0.5 to below 1",
-                            hint="e.g. --stop-level 0.95")
+                            hint="e.g. --stop-level 0.99")
         from ..golden.hand_label import default_labeller
         from . import decide_labels
 

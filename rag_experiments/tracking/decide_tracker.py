@@ -37,7 +37,7 @@ def judged_in_pool(start_a: Mapping[str, B.CaseView], start_b: Mapping[str, B.Ca
             rb = start_b[cid].slots.index(key) + 1 if key in ub else None
             grade = now_a[cid].slots[ra - 1] if ra else now_b[cid].slots[rb - 1]
             if isinstance(grade, int):
-                judged.append(Judged(ra, rb, grade))
+                judged.append(Judged(ra, rb, grade, cid))
                 text = text_of(key)
                 if text:
                     known[(cid, normalised_text(text))] = grade
@@ -98,7 +98,8 @@ class PairTracker:
         """Record a verdict on ``keys`` (a passage and its copies) of one case."""
         mine = [c for c in self.cases[case_id][4] if c.key in keys]
         if mine:
-            self.judged.append(Judged(_best(*(c.rank_a for c in mine)), _best(*(c.rank_b for c in mine)), grade))
+            self.judged.append(Judged(_best(*(c.rank_a for c in mine)), _best(*(c.rank_b for c in mine)), grade,
+                                      case_id))
             if mine[0].text:
                 self.known[(case_id, normalised_text(mine[0].text))] = grade
         for key in keys:
@@ -138,7 +139,7 @@ class PairTracker:
             cells.append(unit_cells)
             fixed.append([self.known.get((cid, t)) for t in texts])
         return confidence(tables, cells, fixed, RelevanceModel(self.judged), alpha=self.alpha, level=self.level,
-                          draws=self.draws, seed=self.seed)
+                          draws=self.draws, seed=self.seed, case_ids=list(self.cases))
 
 
 def _best(*ranks: int | None) -> int | None:

@@ -17,7 +17,7 @@ import pytest
 
 from rag_experiments.evaluation.bounds import CaseView, value, with_verdict
 from rag_experiments.golden.decide import run_loop
-from rag_experiments.golden.decide_stop import CaseTable, Judged, RelevanceModel, cell_of
+from rag_experiments.golden.decide_stop import DISPERSION_FLOOR, CaseTable, Judged, RelevanceModel, cell_of
 from rag_experiments.tracking.decide_tracker import PairTracker, decide_state
 
 
@@ -140,5 +140,39 @@ def test_judged_in_pool_reads_the_verdicts_given_since_the_start():
     now_a = {"c": CaseView((0, 2, 0), (2, 2))}  # p1 judged NO, p2 YES
     now_b = {"c": CaseView((2, 0, "p3"), (2, 2))}  # p3 still unjudged
     judged, known = judged_in_pool(start_a, start_b, now_a, now_b, 3, lambda key: f"text of {key}")
-    assert judged == [Judged(1, None, 0), Judged(2, 1, 2)]
+    assert judged == [Judged(1, None, 0, "c"), Judged(2, 1, 2, "c")]
     assert known == {("c", "text of p1"): 0, ("c", "text of p2"): 2}
+
+
+def clustered_pool(n_win: int, n_open: int, n_zero: int):
+    """``n_win`` cases A wins (Δ +1 on recall@5), ``n_open`` cases where only B ranks an unjudged passage
+    first (Δ -0.5 if it is relevant), ``n_zero`` cases alike in both (Δ 0)."""
+    a, b = open_pair(n_win, n_open)
+    for i in range(n_zero):
+        a[f"z{i}"] = b[f"z{i}"] = CaseView((2, 0, 0, 0, 0), (2,))
+    return a, b
+
+
+def test_relevance_that_clusters_by_question_keeps_it_open():
+    """Relevance clusters by question: every judged passage of the open questions was relevant, every
+    one of 60 other questions was not. An independent draw per passage reads the overall rate (about
+    0.2) and declared "A ahead" with P 0.994 (settled even at 0.99); if the open passages are
+    relevant, as their questions' labels say, the truth is a tie (Δ +0.073, p about 0.4). The
+    per-question factor keeps the decision open."""
+    a, b = clustered_pool(9, 12, 20)
+    judged = [Judged(None, 1, 2, f"o{i}") for i in range(12) for _ in range(4)]
+    judged += [Judged(None, 1, 0, f"x{j}") for j in range(60) for _ in range(4)]
+    st = decide_state("recall_at_5", a, b, str, judged=judged)
+    assert st.settling.now.winner == "A" and not st.settling.certain
+    assert st.settling.confidence.probability < 0.9 and not st.settling.settled
+    truth = decide_state("recall_at_5", *[{c: with_verdict(v, f"d{c[1:]}", 2) if c.startswith("o") else v
+                                          for c, v in side.items()} for side in (a, b)], str)
+    assert truth.settling.now.winner == "tie"
+
+
+def test_dispersion_is_measured_from_the_questions():
+    """Labels spread evenly over questions leave the factor at its floor; clustered ones raise it."""
+    even = [Judged(None, 1, g, f"q{i}") for i in range(40) for g in (2, 0, 0, 0)]
+    clustered = [Judged(None, 1, 2 if i < 10 else 0, f"q{i}") for i in range(40) for _ in range(4)]
+    assert RelevanceModel(even).dispersion() == DISPERSION_FLOOR
+    assert RelevanceModel(clustered).dispersion() > 2
