@@ -38,7 +38,11 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -105,9 +109,54 @@ def _click_if_visible(locator) -> None:
         pass
 
 
-def shoot(base: str, exp_id: str, parent: str, children: list[str], out: Path) -> list[Path]:
+# what covers a page on a first visit: the assistant side panel, GenAI's first-visit popover, a long run description
+DISMISS = (lambda page: page.get_by_role("button", name="Close"), lambda page: page.get_by_role("button", name="Got it"),
+           lambda page: page.get_by_text("Show more"))
+
+
+@dataclass(frozen=True)
+class Shot:
+    """One page to photograph: ``ready(page)`` waits until it shows its data (or acts to get there)."""
+
+    name: str
+    url: str
+    ready: Callable[[Any], None]
+    full_page: bool = False
+    settle_ms: int = 2500  # charts and menus settle after the data
+    dismiss: tuple[Callable[[Any], Any], ...] = DISMISS
+
+
+def _wait_for_text(text: str) -> Callable[[Any], None]:
+    return lambda page: page.get_by_text(text, exact=False).first.wait_for()
+
+
+def _shoot(shots: list[Shot], out: Path, *, viewport: tuple[int, int], timeout_ms: int = 60_000) -> list[Path]:
+    """Each shot in a fresh browser profile (nothing a previous page dismissed or cached carries over)."""
     from playwright.sync_api import sync_playwright
 
+    written = []
+    out.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        try:
+            for shot in shots:
+                context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+                page = context.new_page()
+                page.set_default_timeout(timeout_ms)
+                page.goto(shot.url)
+                shot.ready(page)
+                for target in shot.dismiss:
+                    _click_if_visible(target(page))
+                page.wait_for_timeout(shot.settle_ms)
+                page.screenshot(path=str(out / f"{shot.name}.png"), full_page=shot.full_page)
+                written.append(out / f"{shot.name}.png")
+                context.close()
+        finally:
+            browser.close()
+    return written
+
+
+def shoot(base: str, exp_id: str, parent: str, children: list[str], out: Path) -> list[Path]:
     from rag_experiments.tracking import ui_links
     from rag_experiments.tracking.mlflow_run import runs_view_url
 
@@ -115,68 +164,50 @@ def shoot(base: str, exp_id: str, parent: str, children: list[str], out: Path) -
         compare = ui_links.sweep_charts_route(exp_id, parent)
     else:  # what the tree linked to: MLflow's compare page of the points
         compare = ui_links.compare_route([exp_id], children)
-    pages = {
-        "1-runs-view": (runs_view_url(base, exp_id), "fusion.rrf_k=10,30,60", False),
-        "2-parent-overview": (f"{base}/{ui_links.run_route(exp_id, parent)}", "Best", True),
-        "3-compare-view": (f"{base}/{compare}", "recall_at_5", False),
-        "4-champion-version": (f"{base}/{ui_links.model_route('rag-retriever-default', '1')}", "Version 1", True),
-    }
-    written = []
-    out.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        try:
-            for name, (url, wait_for, full) in pages.items():
-                context = browser.new_context(viewport={"width": 1600, "height": 1000})
-                page = context.new_page()
-                page.set_default_timeout(60_000)
-                page.goto(url)
-                page.get_by_text(wait_for, exact=False).first.wait_for()
-                for target in (page.get_by_role("button", name="Close"),  # the assistant side panel
-                               page.get_by_role("button", name="Got it"),  # GenAI's first-visit popover
-                               page.get_by_text("Show more")):  # a long run description
-                    _click_if_visible(target)
-                page.wait_for_timeout(2000)  # charts and menus settle after the data
-                page.screenshot(path=str(out / f"{name}.png"), full_page=full)
-                written.append(out / f"{name}.png")
-                context.close()
-            context = browser.new_context(viewport={"width": 1600, "height": 1000})
-            page = context.new_page()
-            page.set_default_timeout(60_000)
-            page.goto(f"{base}/#/")
-            page.get_by_role("link", name="rag-experiments").first.click()
-            page.wait_for_timeout(3000)
-            page.screenshot(path=str(out / "5-home-to-experiment.png"))
-            written.append(out / "5-home-to-experiment.png")
-            context.close()
-        finally:
-            browser.close()
-    return written
+
+    def open_experiment(page) -> None:  # MLflow Home -> the experiment, as a user gets there
+        page.get_by_role("link", name="rag-experiments").first.click()
+
+    shots = [
+        Shot("1-runs-view", runs_view_url(base, exp_id), _wait_for_text("fusion.rrf_k=10,30,60"), settle_ms=2000),
+        Shot("2-parent-overview", f"{base}/{ui_links.run_route(exp_id, parent)}", _wait_for_text("Best"), True, 2000),
+        Shot("3-compare-view", f"{base}/{compare}", _wait_for_text("recall_at_5"), settle_ms=2000),
+        Shot("4-champion-version", f"{base}/{ui_links.model_route('rag-retriever-default', '1')}",
+             _wait_for_text("Version 1"), True, 2000),
+        Shot("5-home-to-experiment", f"{base}/#/", open_experiment, settle_ms=3000, dismiss=()),
+    ]
+    return _shoot(shots, out, viewport=(1600, 1000))
 
 
-def _serve(root: Path, db: Path):
+@contextmanager
+def _serving(root: Path, db: Path) -> Iterator[str]:
+    """A real ``mlflow server`` on the sqlite store ``db`` (log in ``root``): its base URL, stopped on exit."""
     port = _free_port()
     log = open(root / "mlflow-server.log", "w")
     server = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}",
                                "--host", "127.0.0.1", "--port", str(port), "--workers", "1"], cwd=root, stdout=log,
                               stderr=subprocess.STDOUT, env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            urllib.request.urlopen(f"{base}/health", timeout=2).read()
-            return server, base
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("mlflow server did not start: " + (root / "mlflow-server.log").read_text()[-2000:])
-            time.sleep(0.25)
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/health", timeout=2).read()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("mlflow server did not start: " + (root / "mlflow-server.log").read_text()[-2000:])
+                time.sleep(0.25)
+        yield base
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
 
 
 def shoot_store(store: Path, out: Path) -> list[Path]:
     """The real store of a project (see the module's docstring): compare logs the explorers and the
     charts, then one screenshot per page a user opens, 1500x1000, fresh profile each."""
-    from playwright.sync_api import sync_playwright
-
     db = store / "mlruns" / "mlflow.db"
     os.environ.update(RAG_EXP_HOME=str(store), MLFLOW_TRACKING_URI=f"sqlite:///{db}",
                       MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR="false", COLUMNS="200")
@@ -194,44 +225,32 @@ def shoot_store(store: Path, out: Path) -> list[Path]:
     assert cli(["compare", hybrid.id, vector.id]) == 0
     assert cli(["compare", "--last-sweep", "--log-plots"]) == 0
     exp = parent.experiment_id
-    pages = {
-        "1-runs-list-first-screen": (f"{ui_links.runs_route(exp)}", parent.name, False),
-        "2-sweep-parent": (ui_links.run_route(exp, parent.id), "Best", True),
-        "3-explorer-hybrid-vs-vector": (ui_links.run_route(exp, vector.id, artifact_path(hybrid.id)), None, False),
-        "4-explorer-sweep-points": (ui_links.run_route(exp, points[1].id, artifact_path(points[0].id)), None, False),
-        "5-sweep-chart": (ui_links.run_route(exp, parent.id, next(
-            f"comparison/{n}" for n in os.listdir(store / "mlruns" / "artifacts" / parent.id / "artifacts" / "comparison")
-            if "_vs_" in n)), None, False),
-        "6-recall-curves": (ui_links.run_route(exp, parent.id, "comparison/recall_at_k.png"), None, False),
-    }
-    server, base = _serve(store, db)
-    written = []
-    out.mkdir(parents=True, exist_ok=True)
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-            for name, (route, wait_for, full) in pages.items():
-                context = browser.new_context(viewport={"width": 1500, "height": 1000})
-                page = context.new_page()
-                page.set_default_timeout(60_000)
-                page.goto(f"{base}/{route}")
-                if wait_for:
-                    page.get_by_text(wait_for, exact=False).first.wait_for()
-                elif name.startswith(("3", "4")):
-                    page.frame_locator("iframe.mlflow-html-iframe").locator("section.case").first.wait_for()
-                else:
-                    page.locator("img").last.wait_for()
-                for target in (page.get_by_role("button", name="Close"), page.get_by_text("Show more")):
-                    _click_if_visible(target)
-                page.wait_for_timeout(2500)
-                page.screenshot(path=str(out / f"{name}.png"), full_page=full)
-                written.append(out / f"{name}.png")
-                context.close()
-            browser.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-    return written
+    chart = next(f"comparison/{n}" for n in os.listdir(store / "mlruns" / "artifacts" / parent.id / "artifacts"
+                                                        / "comparison") if "_vs_" in n)
+
+    def explorer(page) -> None:  # the case explorer renders inside MLflow's HTML artifact frame
+        page.frame_locator("iframe.mlflow-html-iframe").locator("section.case").first.wait_for()
+
+    def image(page) -> None:
+        page.locator("img").last.wait_for()
+
+    dismiss = (DISMISS[0], DISMISS[2])
+    with _serving(store, db) as base:
+        shots = [
+            Shot("1-runs-list-first-screen", f"{base}/{ui_links.runs_route(exp)}", _wait_for_text(parent.name),
+                 dismiss=dismiss),
+            Shot("2-sweep-parent", f"{base}/{ui_links.run_route(exp, parent.id)}", _wait_for_text("Best"), True,
+                 dismiss=dismiss),
+            Shot("3-explorer-hybrid-vs-vector", f"{base}/{ui_links.run_route(exp, vector.id, artifact_path(hybrid.id))}",
+                 explorer, dismiss=dismiss),
+            Shot("4-explorer-sweep-points",
+                 f"{base}/{ui_links.run_route(exp, points[1].id, artifact_path(points[0].id))}", explorer,
+                 dismiss=dismiss),
+            Shot("5-sweep-chart", f"{base}/{ui_links.run_route(exp, parent.id, chart)}", image, dismiss=dismiss),
+            Shot("6-recall-curves", f"{base}/{ui_links.run_route(exp, parent.id, 'comparison/recall_at_k.png')}", image,
+                 dismiss=dismiss),
+        ]
+        return _shoot(shots, out, viewport=(1500, 1000))
 
 
 def shoot_sweep_parent_dev_test(db: Path, parents: dict[str, str], out: Path) -> list[Path]:
@@ -239,36 +258,14 @@ def shoot_sweep_parent_dev_test(db: Path, parents: dict[str, str], out: Path) ->
     (``sweep-parent-dev-test-<name>.png``, 1600x1100): ``parents`` maps a
     name to the parent's run id in the sqlite store ``db`` (logged by ``rag-exp run -m ...`` with
     ``golden.path`` on a split golden set)."""
-    from playwright.sync_api import sync_playwright
-
-    server, base = _serve(db.parent, db)
-    written = []
-    out.mkdir(parents=True, exist_ok=True)
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-            for name, run_id in parents.items():
-                context = browser.new_context(viewport={"width": 1600, "height": 1100})
-                page = context.new_page()
-                page.set_default_timeout(90_000)
-                exp = "1"  # a throwaway store with one experiment; the route resolves the run by id
-                page.goto(f"{base}/#/experiments/{exp}/runs/{run_id}?workflowType=machine_learning")
-                table = page.get_by_text("on each side of the split", exact=False).first
-                table.wait_for()
-                for target in (page.get_by_role("button", name="Close"), page.get_by_role("button", name="Got it"),
-                               page.get_by_text("Show more")):
-                    _click_if_visible(target)
-                page.wait_for_timeout(2500)
-                # the description scrolls inside MLflow's own pane (a full-page shot is this same screen): the
-                # first screen holds the Best and Selected lines, the verdict and the dev/test table
-                page.screenshot(path=str(out / f"sweep-parent-dev-test-{name}.png"))
-                written.append(out / f"sweep-parent-dev-test-{name}.png")
-                context.close()
-            browser.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-    return written
+    exp = "1"  # a throwaway store with one experiment; the route resolves the run by id
+    with _serving(db.parent, db) as base:
+        # the description scrolls inside MLflow's own pane (a full-page shot is this same screen): the
+        # first screen holds the Best and Selected lines, the verdict and the dev/test table
+        shots = [Shot(f"sweep-parent-dev-test-{name}", f"{base}/#/experiments/{exp}/runs/{run_id}"
+                      "?workflowType=machine_learning", _wait_for_text("on each side of the split"))
+                 for name, run_id in parents.items()]
+        return _shoot(shots, out, viewport=(1600, 1100), timeout_ms=90_000)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -310,23 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     exp_id = mlflow.create_experiment("rag-experiments", artifact_location=artifact_root())
     mlflow.set_experiment(experiment_id=exp_id)
     parent, children = log_sweep(exp_id, root / "multirun")
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    log = open(root / "mlflow-server.log", "w")
-    server = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri",
-                               f"sqlite:///{root / 'mlruns' / 'mlflow.db'}", "--host", "127.0.0.1", "--port",
-                               str(port), "--workers", "1"], cwd=root, stdout=log, stderr=subprocess.STDOUT,
-                              env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/health", timeout=2).read()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("mlflow server did not start: " + (root / "mlflow-server.log").read_text()[-2000:])
-                time.sleep(0.25)
+    with _serving(root, root / "mlruns" / "mlflow.db") as base:
         os.environ.update(MLFLOW_TRACKING_URI=base, RAG_EXP_UI_URL=base)
         mlflow.set_tracking_uri(base)
         from rag_experiments.cli import main as cli
@@ -335,11 +316,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("promote --sweep failed")
         for path in shoot(base, exp_id, parent, children, out):
             print(f"wrote {path}")
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
