@@ -27,6 +27,7 @@ from ..golden import hand_label as hl
 from ..golden.decide import ALPHA, QUIT, SKIP, Candidate, run_loop, step_line, without_judgements
 from ..golden.golden_file import GoldenFile
 from ..golden.label import plan_labelling, run_labelling
+from ..golden.relevance_features import case_queries
 from ..golden.resolve import load_golden
 from ..stats.maxt import all_pairs
 from ..tracking.configured import objective
@@ -82,17 +83,22 @@ class Decision:
         return {r.id: decide_views(golden, r, self.ranked[r.id], self.metric) for r in runs}
 
     def tracker(self, a, b, now: dict, start: dict) -> PairTracker:
-        judged, known = judged_in_pool(start[a.id], start[b.id], now[a.id], now[b.id], self.k, self.text_of)
+        queries = case_queries(self.start.cases)  # the relevance model's features, as the replay passes them
+        judged, known = judged_in_pool(start[a.id], start[b.id], now[a.id], now[b.id], self.k, self.text_of, queries)
         return PairTracker(self.metric, now[a.id], now[b.id], self.text_of, (a.label, b.label),
-                           stop=self.args.stop, level=self.args.stop_level, judged=judged, known=known)
+                           stop=self.args.stop, level=self.args.stop_level, judged=judged, known=known,
+                           queries=queries)
 
     def state(self):
         now = self.views(load_golden(self.args.golden), self.runs)
         start = self.views(self.start, self.runs)
         if not self.args.sweep:
-            return self.tracker(self.a, self.b, now, start).state()
-        best = self.runs[0]
-        return SweepTracker({(best.label, r.label): self.tracker(best, r, now, start) for r in self.runs[1:]}).state()
+            state = self.tracker(self.a, self.b, now, start).state()
+        else:
+            best = self.runs[0]
+            state = SweepTracker({(best.label, r.label): self.tracker(best, r, now, start)
+                                  for r in self.runs[1:]}).state()
+        return replace(state, judged=judged_pool_passages(start, now, self.k))
 
     def hits(self, c: Candidate) -> list[dict]:
         """The passage and its copies as labelling's hit dicts (the copies become near-duplicates)."""
@@ -112,6 +118,22 @@ class Decision:
         for c in chosen:
             by_query.setdefault(queries.get(c.case_id, ""), []).extend(self.hits(c))
         return lambda q: by_query.get(q, [])
+
+
+def judged_pool_passages(start: dict[str, dict], now: dict[str, dict], k: int) -> int:
+    """The labels this decision has: the passages in any of the runs' top ``k`` that the golden set
+    without its judgements leaves unjudged (the decision's pool) and that are judged now, by anyone and
+    any route (a CSV import, the terminal, the judge, a copy's applied verdict), each counted once."""
+    judged: set[tuple[str, str]] = set()
+    for rid, views in start.items():
+        for cid, view in views.items():
+            later = now[rid].get(cid)
+            if later is None:
+                continue
+            for key in view.unknown(k):
+                if isinstance(later.slots[view.slots.index(key)], int):
+                    judged.add((cid, key))
+    return len(judged)
 
 
 def sweep_points(runs: list, views: dict[str, dict], metric: str) -> list:

@@ -224,6 +224,9 @@ class State:
     bounds_line: str  # DeltaBounds.text
     candidates: tuple[Candidate, ...]  # ordered, one per text
     names: tuple[str, str] | None = None  # the pair ``settling`` is about, when not the loop's (a sweep)
+    # the pool passages of these runs judged now, by anyone and any route (a CSV import, an earlier
+    # session, the judge): None when the caller does not count them (the replay)
+    judged: int | None = None
 
 
 @dataclass
@@ -233,12 +236,21 @@ class LoopReport:
     last: State | None = None
 
 
-def step_line(state: State, done: int, a: str = "A", b: str = "B") -> str:
+def step_line(state: State, done: int, a: str = "A", b: str = "B", before: int | None = None) -> str:
+    """``done``: this session's labels; shown when the state does not count the judged pool passages.
+    Else the labels done are every pool passage judged (a CSV import counts at once), with ``before``
+    (the count when the session began) beside it."""
     a, b = state.names or (a, b)
     left = len(state.candidates)
     moving = sum(1 for c in state.candidates if c.weight > 0)
-    return (f"labels done {done}, left {left} ({moving} can move Δ); {state.bounds_line}; decision now: "
-            f"{state.settling.now.text(a, b)}; {state.settling.text(a, b)}")
+    return (f"labels done {labels_done(state, done, before)}, left {left} ({moving} can move Δ); "
+            f"{state.bounds_line}; decision now: {state.settling.now.text(a, b)}; {state.settling.text(a, b)}")
+
+
+def labels_done(state: State, done: int, before: int | None = None) -> str:
+    if state.judged is None:
+        return str(done)
+    return f"{state.judged} ({state.judged if before is None else before} before this session)"
 
 
 def stop_reason(settling: Settling, a: str = "A", b: str = "B") -> str:
@@ -259,16 +271,20 @@ def run_loop(current: Callable[[], State], label: Callable[[Candidate], int], *,
     not offered again this session; :data:`QUIT`)."""
     report = LoopReport()
     skipped: set[tuple[str, str]] = set()
+    before: int | None = None  # the judged pool passages when the session began
     while True:
         state = current()
         if skipped:
             state = replace(state, candidates=tuple(c for c in state.candidates if (c.case_id, c.key) not in skipped))
+        before = state.judged if before is None else before
         report.last = state
-        say(step_line(state, report.labels, a, b))
+        say(step_line(state, report.labels, a, b, before))
         if state.settling.settled:
             report.stopped = "settled"
             reason = stop_reason(state.settling, *(state.names or (a, b)))
-            say(f"stop: the decision is settled after {report.labels} label(s) ({reason}); "
+            done = (f"{report.labels} label(s)" if state.judged is None else
+                    f"{state.judged} label(s) ({report.labels} this session)")
+            say(f"stop: the decision is settled after {done} ({reason}); "
                 f"{len(state.candidates)} passage(s) left unlabelled")
             return report
         if not state.candidates:

@@ -142,7 +142,7 @@ def test_decide_by_hand_end_to_end(store, mini_golden, tmp_path, capsys, monkeyp
                "mrr_at_10", "--by-hand", "--labeller", "ann", *sets)
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "deciding alpha" in out and "labels done 0, left" in out
+    assert "deciding alpha" in out and "labels done 0 (0 before this session), left" in out
     assert "stop: the decision is settled after" in out
     got = [r for r in GoldenFile(mini_golden).read() if r["type"] == "judgement"]
     assert got and {j["verdict"] for j in got} == {"NO"} and {j["judge"]["name"] for j in got} == {"ann"}
@@ -172,8 +172,10 @@ def test_decide_export_in_order_with_why_then_import_settles(store, mini_golden,
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # nothing to ask: it must stop before reading
     assert cli(*base, "--decide", "alpha", run_b, "--decide-metric", "mrr_at_10", "--by-hand") == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "labels done 0, left 0" in out and "every hit in both cut-offs judged" in out
-    assert "stop: the decision is settled after 0 label(s)" in out
+    # the labels the CSV gave count for the decision (it said "labels done 0" and "after 0 label(s)")
+    n = len(rows)
+    assert f"labels done {n} ({n} before this session), left 0" in out and "every hit in both cut-offs judged" in out
+    assert f"stop: the decision is settled after {n} label(s) (0 this session)" in out
 
 
 def test_decide_by_hand_dry_run_prints_the_state_and_asks_nothing(store, mini_golden, capsys, monkeypatch):
@@ -187,6 +189,6 @@ def test_decide_by_hand_dry_run_prints_the_state_and_asks_nothing(store, mini_go
                "mrr_at_10", "--by-hand", "--dry-run", *sets)
     out = " ".join(capsys.readouterr().out.split())
     assert code == 0, out
-    assert "labels done 0, left" in out and "dry run: nothing offered, nothing recorded" in out
+    assert "labels done 0 (0 before this session), left" in out and "dry run: nothing offered, nothing recorded" in out
     assert "Verdict?" not in out
     assert not [r for r in GoldenFile(mini_golden).read() if r["type"] == "judgement"]

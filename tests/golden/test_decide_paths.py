@@ -35,7 +35,7 @@ def test_decide_with_the_llm_judge_through_the_stub(store, stub, mini_golden, ca
                "mrr_at_10", "--concurrency", "2", "--yes", *sets)
     out = " ".join(capsys.readouterr().out.split())
     assert code == 0, out
-    assert "labels done 0, left" in out and "stop: the decision is settled after" in out
+    assert "labels done 0 (0 before this session), left" in out and "stop: the decision is settled after" in out
     sent = stub.requests()
     got = [r for r in GoldenFile(mini_golden).read() if r["type"] == "judgement"]
     assert sent and len(got) == len(sent) < len(cases)  # settled before the judge saw every passage
