@@ -1,4 +1,4 @@
-"""Screenshots of the MLflow UI on the browser tests' store recipe, from any checkout of this repo:
+"""Screenshots of the MLflow UI on the browser tests' store recipe, from two checkouts of this repo:
 the "before" and "after" of a UI change, taken the same way.
 
     python tools/ui_screenshots.py --tree /tmp/before --out test-artifacts/browser/before
@@ -6,7 +6,8 @@ the "before" and "after" of a UI change, taken the same way.
 
 ``--tree`` is the checkout whose package (``rag_experiments``) and test helpers
 (``tests/tracking/conftest.py``) log the store: a three-point ``fusion.rrf_k`` sweep through the
-real Hydra sweep callback (as the ``small_sweep`` fixture does), then ``rag-exp promote --sweep``
+real Hydra sweep callback (as the ``small_sweep`` fixture does; the tree's conftest must have
+``sweep_callback_config``, i.e. be from December 6, 2026 on), then ``rag-exp promote --sweep``
 through a real ``mlflow server`` on 127.0.0.1. Debian's Chromium (/usr/bin/chromium) driven by
 Playwright opens, in a fresh browser profile each, what a user opens: the runs list (the README's
 link), the sweep parent's Overview, the compare view the tool links to (the sweep's chart link
@@ -62,20 +63,13 @@ def log_sweep(exp_id: str, sweep_dir: Path) -> tuple[str, list[str]]:
 
     import mlflow
     import yaml
-    from omegaconf import OmegaConf
 
     from rag_experiments.tracking.hydra_callback import MlflowSweepCallback
     from rag_experiments.tracking.mlflow_run import PARENT_ENV, flatten
-    from tests.tracking.conftest import CORPUS, GOLDEN, aggregate, base_config, per_case_frame
+    from tests.tracking.conftest import (CORPUS, GOLDEN, aggregate, base_config, per_case_frame,
+                                         sweep_callback_config)
 
-    cfg = OmegaConf.create({
-        "tracking": {"enabled": True, "uri": None, "experiment": "rag-experiments", "sweep_summary": True},
-        "objective": "recall_at_5",
-        "hydra": {"overrides": {"task": ["fusion.rrf_k=10,30,60", "progress=false"]},
-                  "sweeper": {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper", "params": None},
-                  "launcher": {"_target_": "hydra._internal.core_plugins.basic_launcher.BasicLauncher"},
-                  "sweep": {"dir": str(sweep_dir)}},
-    })
+    cfg = sweep_callback_config(sweep_dir)
     callback = MlflowSweepCallback()
     callback.on_multirun_start(cfg)
     parent = os.environ[PARENT_ENV]

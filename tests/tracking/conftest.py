@@ -65,6 +65,47 @@ def per_case_frame(recall_at_5, kinds=None, doc_types=None, seed: int = 0, **oth
     return df
 
 
+EVIDENCE_TEXT = "The work_mem setting bounds the memory of each sort or hash operation."
+
+
+def golden_cases(root: Path, n: int, *, name: str = "demo.jsonl", split: bool = True) -> tuple[str, np.ndarray | None]:
+    """``experiments/golden/<name>`` under ``root`` with cases c-0000..c-<n-1> (the per-case tables' ids), then
+    with ``split`` its frozen dev/test split (seed 13, 30% test). Returns the version the runs were measured
+    on (the file before the split was appended) and which cases are on dev (None without a split)."""
+    from rag_experiments.golden import GoldenFile
+    from rag_experiments.golden.split import DEV, current_split, freeze
+
+    g = GoldenFile(root / "experiments" / "golden" / name)
+    g.append([{"type": "case", "id": f"c-{i:04d}", "query": f"question {i}?",
+               "kind": "exact" if i % 2 else "paraphrase", "doc_type": "config" if i % 3 else "reference",
+               "provenance": {"method": "human", "author": "t"},
+               "evidence": [{"doc_id": "d1", "source_uri": "mini/d1.html", "start": 4, "end": 12,
+                             "quote": EVIDENCE_TEXT[4:12], "doc_hash": "h", "grade": 2}]} for i in range(n)])
+    version = g.digest()
+    if not split:
+        return version, None
+    freeze(g.path, seed=13, test_fraction=0.3, who="t")
+    sides = current_split(g.read_records()).sides([f"c-{i:04d}" for i in range(n)])
+    return version, np.array(sides) == DEV
+
+
+def sweep_callback_config(sweep_dir: Path):
+    """The Hydra config the sweep callback sees for ``run.py -m fusion.rrf_k=10,30,60 progress=false``
+    (basic sweeper and launcher, objective recall_at_5, the sweep summary on)."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.create({
+        "tracking": {"enabled": True, "uri": None, "experiment": "rag-experiments", "sweep_summary": True},
+        "objective": "recall_at_5",
+        "hydra": {
+            "overrides": {"task": ["fusion.rrf_k=10,30,60", "progress=false"]},
+            "sweeper": {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper", "params": None},
+            "launcher": {"_target_": "hydra._internal.core_plugins.basic_launcher.BasicLauncher"},
+            "sweep": {"dir": str(sweep_dir)},
+        },
+    })
+
+
 def aggregate(per_case: pd.DataFrame, names=METRICS) -> dict[str, float]:
     from rag_experiments.evaluation.evaluate import aggregate as agg
     from rag_experiments.evaluation.intervals import ci_metrics
@@ -202,22 +243,11 @@ def small_sweep(store, make_run, tmp_path):
     """
     import os
 
-    from omegaconf import OmegaConf
-
     from rag_experiments.tracking.hydra_callback import MlflowSweepCallback
     from rag_experiments.tracking.mlflow_run import PARENT_ENV
 
     _, exp_id = store
-    cfg = OmegaConf.create({
-        "tracking": {"enabled": True, "uri": None, "experiment": "rag-experiments", "sweep_summary": True},
-        "objective": "recall_at_5",
-        "hydra": {
-            "overrides": {"task": ["fusion.rrf_k=10,30,60", "progress=false"]},
-            "sweeper": {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper", "params": None},
-            "launcher": {"_target_": "hydra._internal.core_plugins.basic_launcher.BasicLauncher"},
-            "sweep": {"dir": str(tmp_path / "multirun")},
-        },
-    })
+    cfg = sweep_callback_config(tmp_path / "multirun")
     callback = MlflowSweepCallback()
     callback.on_multirun_start(cfg)
     parent = os.environ[PARENT_ENV]

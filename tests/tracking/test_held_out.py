@@ -13,42 +13,28 @@ from rag_experiments.golden import GoldenFile
 from rag_experiments.golden.split import DEV, current_split, freeze
 from rag_experiments.promotion import promote
 
-from .conftest import base_config, cli, per_case_frame
+from .conftest import base_config, cli, golden_cases, per_case_frame, sweep_callback_config
 
-TEXT = "The work_mem setting bounds the memory of each sort or hash operation."
 N = 40
 
 
 def _golden(root, split: bool, name: str) -> str:
-    """The golden file the runs' golden.path names, cases c-0000..c-0039 (the per-case tables' ids); the
-    runs were measured on it before the split was appended. Returns that version's sha256."""
-    g = GoldenFile(root / "experiments" / "golden" / name)
-    g.append([{"type": "case", "id": f"c-{i:04d}", "query": f"question {i}?",
-               "kind": "exact" if i % 2 else "paraphrase", "doc_type": "config" if i % 3 else "reference",
-               "provenance": {"method": "human", "author": "t"},
-               "evidence": [{"doc_id": "d1", "source_uri": "mini/d1.html", "start": 4, "end": 12,
-                             "quote": TEXT[4:12], "doc_hash": "h", "grade": 2}]} for i in range(N)])
-    version = g.digest()
-    if split:
-        freeze(g.path, seed=13, test_fraction=0.3, who="t")
-    return version
+    """The golden file the runs' golden.path names, cases c-0000..c-0039; the runs were measured on it
+    before the split was appended. Returns that version's sha256."""
+    return golden_cases(root, N, name=name, split=split)[0]
 
 
 def _sweep(store, make_run, tmp_path, split: bool):
     name = "split.jsonl" if split else "nosplit.jsonl"
     """rrf_k=10: every dev case, half the test cases (dev 1.0, all 0.85); rrf_k=30: 24 of 28 dev cases,
     every test case (all cases 0.9: the best on all cases, not on dev); rrf_k=60: weaker."""
-    from omegaconf import OmegaConf
-
     from rag_experiments.tracking.hydra_callback import MlflowSweepCallback
     from rag_experiments.tracking.mlflow_run import PARENT_ENV
 
     root, _ = store
-    version = _golden(root, split, name)
-    records = GoldenFile(root / "experiments" / "golden" / name).read_records()
-    sides = (current_split(records).sides([f"c-{i:04d}" for i in range(N)]) if split
-             else [DEV if i % 10 >= 3 else "test" for i in range(N)])
-    dev = np.array([s == DEV for s in sides])
+    version, dev = golden_cases(root, N, name=name, split=split)
+    if not split:
+        dev = np.array([i % 10 >= 3 for i in range(N)])
     assert dev.sum() == 28, dev.sum()
     test_ids = np.flatnonzero(~dev)
     k10 = dev.astype(float)
@@ -56,14 +42,7 @@ def _sweep(store, make_run, tmp_path, split: bool):
     k30 = np.ones(N)
     k30[np.flatnonzero(dev)[:4]] = 0.0
     k60 = (np.arange(N) % 2).astype(float)
-    cfg = OmegaConf.create({
-        "tracking": {"enabled": True, "uri": None, "experiment": "rag-experiments", "sweep_summary": True},
-        "objective": "recall_at_5",
-        "hydra": {"overrides": {"task": ["fusion.rrf_k=10,30,60", "progress=false"]},
-                  "sweeper": {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper", "params": None},
-                  "launcher": {"_target_": "hydra._internal.core_plugins.basic_launcher.BasicLauncher"},
-                  "sweep": {"dir": str(tmp_path / "multirun" / name)}},
-    })
+    cfg = sweep_callback_config(tmp_path / "multirun" / name)
     callback = MlflowSweepCallback()
     callback.on_multirun_start(cfg)
     parent = os.environ[PARENT_ENV]

@@ -7,17 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag_experiments.golden import GoldenFile
-from rag_experiments.golden.split import DEV, current_split, freeze
 from rag_experiments.promotion import promote
 from rag_experiments.tracking.champion import current_champion
 from rag_experiments.tracking.promote import decide
 from rag_experiments.tracking.runs import get_run, sweep_children
 
-from .conftest import cli, per_case_frame
+from .conftest import cli, golden_cases, per_case_frame
 
 N = 100
-TEXT = "The work_mem setting bounds the memory of each sort or hash operation."
 CHAMPION = (np.arange(N) % 4 >= 2).astype(float)  # half the cases found, on both sides and both kinds
 
 
@@ -25,18 +22,9 @@ pytestmark = pytest.mark.usefixtures("fewer_flips")  # every decision here is fa
 
 
 def golden_with_split(root) -> tuple[str, np.ndarray]:
-    """The golden file base_config names (cases c-0000..c-0099, the per-case tables' ids), then its split;
-    returns the version the runs were measured on and which cases are on dev."""
-    g = GoldenFile(root / "experiments" / "golden" / "demo.jsonl")
-    g.append([{"type": "case", "id": f"c-{i:04d}", "query": f"question {i}?",
-               "kind": "exact" if i % 2 else "paraphrase", "doc_type": "config" if i % 3 else "reference",
-               "provenance": {"method": "human", "author": "t"},
-               "evidence": [{"doc_id": "d1", "source_uri": "mini/d1.html", "start": 4, "end": 12,
-                             "quote": TEXT[4:12], "doc_hash": "h", "grade": 2}]} for i in range(N)])
-    version = g.digest()
-    freeze(g.path, seed=13, test_fraction=0.3, who="t")
-    split = current_split(g.read_records())
-    return version, np.array(split.sides([f"c-{i:04d}" for i in range(N)])) == DEV
+    """The golden file base_config names (cases c-0000..c-0099), then its split: the version the runs were
+    measured on and which cases are on dev."""
+    return golden_cases(root, N)
 
 
 def sweep(make_run, make_parent, version: str, dev: np.ndarray, test_gain: int) -> tuple[str, str]:
