@@ -27,6 +27,7 @@ discriminates between the systems, stop when the ordering is certain):
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Callable, Iterable, Sequence
@@ -34,10 +35,12 @@ from typing import Callable, Iterable, Sequence
 from scipy import stats as sps
 
 from .decide_stop import Confidence
+from .fuzzy import tokenize
 from .golden_file import GoldenFile
 from .normalise import normalised
 from .records import Case, Judgement
 from .resolve import GoldenSet, resolve
+from .same_text import NEAR_DUPLICATE, near_duplicate
 
 ALPHA = 0.05
 SKIP, QUIT = 0, -1  # what a labelling step returns besides the number of verdicts it recorded
@@ -99,19 +102,45 @@ def favoured_side(settling: Settling) -> str | None:
 
 
 def one_per_text(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """Keep the first of each case's passages with the same normalised text (in the given order); the
+    """Keep the first of each case's passages that labelling counts as one passage (in the given order):
+    the same text once normalised, or a near-duplicate (:func:`.same_text.near_duplicate`, token
+    similarity >= 0.95 with the same identifiers), the grouping the terminal loop and the CSV export
+    offer (:func:`.hand_label.plan_hand_labelling`), so "left" counts the rows an export writes. The
     others become its ``copies`` and their weights add to its own."""
-    kept: dict[tuple[str, str], Candidate] = {}
+    kept: list[Candidate] = []
+    at_text: dict[tuple[str, str], int] = {}
+    of_case: dict[str, list[int]] = {}
     for c in candidates:
-        text = normalised_text(c.text) if c.text else c.key
-        slot = (c.case_id, text)
-        if slot in kept:
-            first = kept[slot]
-            kept[slot] = Candidate(first.case_id, first.key, first.weight + c.weight, first.rank_a or c.rank_a,
-                                   first.rank_b or c.rank_b, first.text, (*first.copies, c.key))
-        else:
-            kept[slot] = c
-    return list(kept.values())
+        slot = (c.case_id, normalised_text(c.text) if c.text else c.key)
+        at = at_text.get(slot)
+        if at is None and c.text:
+            at = next((i for i in of_case.get(c.case_id, ()) if kept[i].text and _near(kept[i].text, c.text)), None)
+        if at is None:
+            at_text[slot] = len(kept)
+            of_case.setdefault(c.case_id, []).append(len(kept))
+            kept.append(c)
+            continue
+        first = kept[at]
+        at_text[slot] = at
+        kept[at] = Candidate(first.case_id, first.key, first.weight + c.weight, first.rank_a or c.rank_a,
+                             first.rank_b or c.rank_b, first.text, (*first.copies, c.key))
+    return kept
+
+
+@lru_cache(maxsize=262144)
+def _near(a: str, b: str) -> bool:  # asked again for the same passages after every verdict
+    ba, bb = _bag(a), _bag(b)
+    size = sum(ba.values()) + sum(bb.values())
+    # the tokens both hold bound the similarity (matched tokens are among them): most pairs of a case
+    # end here, without the sequence match (8.6 s -> 0.9 s on 230 cases of 12 unlike passages)
+    if size and 2 * sum((ba & bb).values()) / size < NEAR_DUPLICATE and normalised_text(a) != normalised_text(b):
+        return False
+    return near_duplicate(a, b) is not None
+
+
+@lru_cache(maxsize=65536)
+def _bag(text: str) -> Counter:
+    return Counter(tokenize(text)[0])
 
 
 @lru_cache(maxsize=65536)

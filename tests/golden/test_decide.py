@@ -192,3 +192,26 @@ def test_decide_by_hand_dry_run_prints_the_state_and_asks_nothing(store, mini_go
     assert "labels done 0 (0 before this session), left" in out and "dry run: nothing offered, nothing recorded" in out
     assert "Verdict?" not in out
     assert not [r for r in GoldenFile(mini_golden).read() if r["type"] == "judgement"]
+
+
+NEAR = ("The checkout command switches branches or restores working tree files, updating the index and the files "
+        "in the working tree to match the version in the index or the named tree, and it also updates HEAD to set "
+        "the specified branch as the current branch for later commits made by you in this repository today.")
+
+
+def test_near_duplicates_are_one_passage_left_as_in_the_export():
+    """"left" counts what labelling offers: the export and the terminal loop group a case's passages
+    whose texts are near-duplicates (similarity >= 0.95, hand_label.plan_hand_labelling), so the decide
+    order does too. On the git-doc transcript the export wrote 160 rows where "left" said 164 (the order
+    grouped exact texts only)."""
+    from rag_experiments.golden.same_text import near_duplicate
+
+    texts = {"html:0-300": NEAR, "txt:0-300": NEAR.replace("later", "future"), "other:0-40": "A passage about "
+             "something else entirely, nothing alike."}
+    assert 0.95 <= near_duplicate(texts["html:0-300"], texts["txt:0-300"]) < 1.0  # not the same text
+    a = {"c": CaseView(("html:0-300", 0, "other:0-40", 0, 0), (2,))}
+    b = {"c": CaseView(("txt:0-300", 0, 0, 0, 0), (2,))}
+    st = decide_state("recall_at_5", a, b, texts.get)
+    assert len(st.candidates) == 2  # the two near-duplicates are one offer; it said 3
+    first = next(c for c in st.candidates if c.key in ("html:0-300", "txt:0-300"))
+    assert set((first.key, *first.copies)) == {"html:0-300", "txt:0-300"}
