@@ -19,7 +19,7 @@ import numpy as np
 from rag_experiments.evaluation.metric_key import MetricKey
 from rag_experiments.golden.split import TEST
 from rag_experiments.stats.paired import paired_bootstrap_delta_ci, paired_permutation_test
-from rag_experiments.tracking.held_out import best_on_dev, sides, split_for
+from rag_experiments.tracking.held_out import best_on_dev, shared_cases, sides, split_for
 from rag_experiments.tracking.runs import get_run, sweep_children
 
 
@@ -31,12 +31,12 @@ def point(run) -> str:
     return f"{p.get('fusion.method')} k={p.get('fusion.rrf_k')}"
 
 
-def test_values(run, column: str, split) -> dict[str, float]:
-    """The per-case values of ``column`` on the split's test cases, by case id."""
-    pc = run.per_case
-    ids = pc["case_id"].astype(str).to_numpy()
-    on_test = np.array(split.sides(ids)) == TEST
-    return dict(zip(ids[on_test], pc[column].to_numpy(float)[on_test]))
+def on_test(default, best, objective: str, split) -> tuple[np.ndarray, np.ndarray]:
+    """The default's and the chosen point's per-case values on the test cases both tables hold, paired by
+    case id (``tracking.held_out.shared_cases``: the values the tool pairs)."""
+    runs, cases, matrix = shared_cases([default, best], objective)
+    test = np.array(split.sides(cases)) == TEST
+    return matrix[test, 0], matrix[test, -1]  # one column when the default is the chosen point
 
 
 def main() -> None:
@@ -61,9 +61,7 @@ def main() -> None:
             raise SystemExit(f"error: sweep {parent}: its golden set has no split (rag-exp golden split)")
         best = best_on_dev(runs, args.objective, split)
         s, d = sides(best, key, split), sides(default, key, split)
-        a, b = test_values(default, key.column, split), test_values(best, key.column, split)
-        common = sorted(set(a) & set(b))
-        va, vb = [a[c] for c in common], [b[c] for c in common]
+        va, vb = on_test(default, best, args.objective, split)
         lo, hi = paired_bootstrap_delta_ci(va, vb)
         p = paired_permutation_test(va, vb)
         print(f"| {args.collection} | {label} | {len(runs)} | {point(best)} | {s.dev:.4f} | {s.test:.4f} "

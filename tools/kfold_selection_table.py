@@ -22,7 +22,6 @@ choosing the best and using it delivers". Printed: the mean of (in-sample best -
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -32,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from null_sweep_simulation import RECORD, null_points  # noqa: E402 - tools/ on the path
+from null_sweep_simulation import RECORD, champion_table, null_points  # noqa: E402 - tools/ on the path
 
 from rag_experiments.evaluation.metric_key import MetricKey  # noqa: E402
 from rag_experiments.golden.split import DEFAULT_SEED, unit  # noqa: E402
@@ -66,13 +65,10 @@ def sweep_row(collection: str, label: str, parent: str, objective: str, folds: i
 
 
 def null_table(ns: list[int], reps: int, folds: int, seed: int) -> None:
-    record = json.loads(RECORD.read_text())
-    table = record["per_case"]
-    cols = table["columns"]
-    rows = table["data"]
-    champion = np.array([row[cols.index("recall_at_5")] for row in rows], dtype=float)
-    ids = [str(row[cols.index("case_id")]) for row in rows]
-    strata = [f"{row[cols.index('kind')]}/{row[cols.index('doc_type')]}" for row in rows]
+    table = champion_table()
+    champion = table["recall_at_5"].to_numpy(dtype=float)
+    ids = table["case_id"].astype(str).tolist()
+    strata = (table["kind"].astype(str) + "/" + table["doc_type"].astype(str)).tolist()
     fold_of = stratified_folds(strata, [unit(DEFAULT_SEED, c) for c in ids], folds)
     truth = float(champion.mean())
     print(f"null: {RECORD.relative_to(ROOT)}, {len(champion)} cases, truth (every point's expected recall@5) "

@@ -36,22 +36,26 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rag_experiments.stats.maxt import against_control, all_pairs  # noqa: E402 - after the path
 from rag_experiments.stats.paired import holm, paired_permutation_test  # noqa: E402
+from rag_experiments.tracking.runs import parse_per_case  # noqa: E402
 
 ALPHA = 0.05
 RECORD = ROOT / "experiments" / "promoted" / "default.record.json"
 
 
+def champion_table() -> pd.DataFrame:
+    """The champion of record's per-case table (the one the null models redraw), as the tool parses it."""
+    return parse_per_case(json.loads(RECORD.read_text())["per_case"])
+
+
 def champion_values() -> np.ndarray:
-    record = json.loads(RECORD.read_text())
-    table = record["per_case"]
-    col = table["columns"].index("recall_at_5")
-    return np.array([row[col] for row in table["data"]], dtype=float)
+    return champion_table()["recall_at_5"].to_numpy(dtype=float)
 
 
 def null_points(champion: np.ndarray, n: int, model: str, rng: np.random.Generator) -> np.ndarray:
