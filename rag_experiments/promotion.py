@@ -45,6 +45,7 @@ from .tracking.champion import (
     promoted_file,
     record_path,
 )
+from .tracking.champion_mark import hand_over
 from .tracking.champion_newest import RANKED_SUFFIX, eval_params, ranked_path, refresh_ui, write_ranked
 from .golden.split import DEV, TEST
 from .tracking import held_out, split_decision
@@ -250,17 +251,13 @@ def _promote(metric: str, sweep: str | None, name: str, force: bool, alpha: floa
     config_text = load_config_text(best.id, c)
     version = register(best, name, metric, forced, c, config_text)
     when = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
-    c.set_tag(best.id, "champion", "true")
-    c.set_tag(best.id, "champion_of", model_name(name))
+    previous = champion.run.id if champion is not None and champion.source == "registry" else None
+    hand_over(c, model_name(name), best.id, previous)
     c.set_tag(best.id, "promoted_at", when)
     if forced:
         c.set_tag(best.id, "promoted_forced", "true")
     if dirty_tree_reason(best):
         c.set_tag(best.id, "promoted_dirty_tree", "true")  # only reachable with --force
-    if champion is not None and champion.source == "registry":
-        c.set_tag(champion.run.id, "champion", "false")
-        c.set_tag(champion.run.id, "replaced_by", best.id)
-    unmark_replaced(name, best.id, c)
     files = write_files(decision, name, config_text, version, forced, when)
     refresh_champion_row(name, c)
     return Promotion(decision, True, forced, version, files, held_out=held)
@@ -282,20 +279,6 @@ def decide_on_test(champion, best: RunView, points: list[RunView], metric: str, 
     line = (f"on dev, where it was chosen: {chosen.line(MetricKey.parse(metric).title, alpha)}; shown, not decided "
             f"on: the decision reads {decision.decided_on}")
     return replace(decision, selection=chosen, notes=[line, *decision.notes])
-
-
-def unmark_replaced(name: str, new_id: str, c) -> None:
-    """Every other run still tagged the champion of ``name`` is not any more: the record's stand-in (the
-    run that carries the record's model, not the record's run the registry names) kept ``champion=true``
-    after a promotion replaced it, so two rows claimed the title."""
-    experiments = [e.experiment_id for e in c.search_experiments()]
-    if not experiments:
-        return
-    query = f"tags.champion = 'true' and tags.champion_of = '{model_name(name)}'"
-    for run in c.search_runs(experiments, query, max_results=1000):
-        if run.info.run_id != new_id:
-            c.set_tag(run.info.run_id, "champion", "false")
-            c.set_tag(run.info.run_id, "replaced_by", new_id)
 
 
 def refresh_champion_row(name: str, c=None) -> None:

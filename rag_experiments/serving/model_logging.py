@@ -28,6 +28,7 @@ import yaml
 from ..errors import UserError
 from ..file_lock import file_lock
 from ..evaluation.metric_key import MEASURES, MetricKey
+from ..tracking.champion_mark import champion_tags
 from ..tracking.ui_links import run_route
 
 MODEL_ARTIFACT = "retriever"
@@ -304,8 +305,8 @@ def register_record(name: str, record, c) -> str:
     experiment = ((full.get("tracking") or {}).get("experiment")) or "rag-experiments"
     exp_id = setup(None, experiment)
     # no golden_sha256 tag: this run is a stand-in for the model, never a promotion candidate
-    tags = {"champion_source": RECORD_SOURCE, "record_run_id": run.id, "champion": "true",
-            "champion_of": model_name(name), "record.golden_sha256": run.golden or "",
+    tags = {"champion_source": RECORD_SOURCE, "record_run_id": run.id, **champion_tags(model_name(name)),
+            "record.golden_sha256": run.golden or "",
             TAG_CORPUS: run.corpus or "",  # the one corpus tag name: history chains through it
             # a column of the runs list: its metrics are the record's, measured on this golden version
             # (another version's runs score other cases; compare pairs them on the shared ones)

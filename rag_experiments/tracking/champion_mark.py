@@ -10,6 +10,9 @@ renamed ``champion inside: <its name>`` and tagged :data:`MARK` = ``holds the ch
 
 The name a run had before is kept in the tag :data:`NAME_TAG`; when the champion moves, the runs
 it marked get their names back (an experiment's list marks one champion and one parent).
+
+The champion's run is also tagged :data:`MARK` = ``true`` and :data:`OF` = its model
+(:func:`champion_tags`); :func:`hand_over` moves that tag: one run per model claims the title.
 """
 
 from __future__ import annotations
@@ -18,6 +21,10 @@ from __future__ import annotations
 #: the record's stand-in set it), ``holds the champion: <point>`` on the sweep parent that holds it
 MARK = "champion"
 HOLDS = "holds the champion: "
+#: which registered model a champion's run is the champion of (tracking.history reads it)
+OF = "champion_of"
+#: on a run that was the champion: the run that replaced it
+REPLACED_BY = "replaced_by"
 #: the run's name before the mark (restored when the mark leaves it)
 NAME_TAG = "champion.run_name"
 PREFIX = "champion: "
@@ -82,3 +89,27 @@ def mark_champion(c, run_id: str, prefix: str = PREFIX) -> None:
             c.set_tag(parent, MARK, value)
         _rename(c, holder, parent_prefix(prefix))
     _rename(c, run, prefix)
+
+
+def champion_tags(model: str) -> dict[str, str]:
+    """The tags of ``model``'s champion run (a promoted run; a champion of record's stand-in is logged
+    with them)."""
+    return {MARK: "true", OF: model}
+
+
+def hand_over(c, model: str, new_id: str, previous: str | None = None) -> None:
+    """``new_id`` becomes ``model``'s champion run (:func:`champion_tags`); every other run tagged so
+    says it is not any more (:data:`MARK` ``false``, :data:`REPLACED_BY` the new run), so one row
+    claims the title: the previous champion and a champion of record's stand-in (the run that carries
+    the record's model, not the record's run the registry names). ``previous``: the champion the
+    registry named, handed over even without the :data:`OF` tag."""
+    for key, value in champion_tags(model).items():
+        c.set_tag(new_id, key, value)
+    replaced = {previous} - {None, new_id}
+    experiments = [e.experiment_id for e in c.search_experiments()]
+    if experiments:
+        query = f"tags.{MARK} = 'true' and tags.{OF} = '{model}'"
+        replaced |= {r.info.run_id for r in c.search_runs(experiments, query, max_results=1000)} - {new_id}
+    for run_id in sorted(replaced):
+        c.set_tag(run_id, MARK, "false")
+        c.set_tag(run_id, REPLACED_BY, new_id)

@@ -52,3 +52,28 @@ def test_a_replaced_stand_in_is_not_named_champion_any_more(store, make_run):
     mark_champion(c, new)
     assert c.get_run(new).info.run_name == "champion: hybrid (heading)"
     assert c.get_run(stand_in).info.run_name == "replaced champion: hybrid, heading-200"
+
+
+def test_hand_over_leaves_one_run_claiming_the_title_per_model(store, make_run):
+    """The previous champion and a record's stand-in (both tagged the champion of the model) say who
+    replaced them; a champion of another model keeps its tag; the registry's champion without the
+    model tag (an older store) is handed over when named."""
+    from rag_experiments.tracking.champion_mark import champion_tags, hand_over
+
+    from .conftest import per_case_frame
+
+    c = MlflowClient()
+    runs = {name: make_run(per_case_frame([1.0] * 40), name=name)
+            for name in ("old", "stand-in", "other model", "untagged", "new")}
+    for name in ("old", "stand-in"):
+        for k, v in champion_tags("rag-retriever-default").items():
+            c.set_tag(runs[name], k, v)
+    for k, v in champion_tags("rag-retriever-fast").items():
+        c.set_tag(runs["other model"], k, v)
+    c.set_tag(runs["untagged"], "champion", "true")
+    hand_over(c, "rag-retriever-default", runs["new"], previous=runs["untagged"])
+    tags = {name: c.get_run(run_id).data.tags for name, run_id in runs.items()}
+    assert tags["new"]["champion"] == "true" and tags["new"]["champion_of"] == "rag-retriever-default"
+    for name in ("old", "stand-in", "untagged"):
+        assert tags[name]["champion"] == "false" and tags[name]["replaced_by"] == runs["new"], name
+    assert tags["other model"]["champion"] == "true" and "replaced_by" not in tags["other model"]
