@@ -103,7 +103,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     unlike = not_comparable(runs, c)  # another eval level, or golden versions not on one chain: refused
     if unlike is not None:
         raise UserError(unlike.line, hint=unlike.hint)
-    from ..tracking.coverage import bounds_lines, on_newest_labels
+    from ..tracking.coverage import COVERAGE_LINE, bounds_lines, gaps_at_depth, newest_golden, on_newest_labels
 
     on_labels = on_newest_labels(runs, c)  # labels given since the runs: their run.trec rescored, not re-run
     runs = on_labels.runs or runs
@@ -118,6 +118,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         primary = args.primary
     cmp = build_comparison(runs, args.metrics or metrics, args.segments, primary, args.alpha, args.resamples,
                            args.seed, labels=run_labels(runs), family=args.family)
+    if alignment.gap is None:  # label coverage checked at the primary metric's depth (one labelling depth)
+        at_depth = gaps_at_depth(runs, [row.label for row in cmp.rows], primary,
+                                 on_labels.golden or newest_golden(runs), args.alpha, args.resamples, args.seed, c)
+        if at_depth is not None:
+            cmp.warnings[:] = [w for w in cmp.warnings if not w.startswith(COVERAGE_LINE)] + at_depth
     if alignment.reason:
         cmp.warnings.append(alignment.reason)
     print_comparison(cmp, markdown=args.markdown)

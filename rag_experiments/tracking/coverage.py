@@ -14,6 +14,7 @@ that wins while less judged than the champion wins conservatively, and is not re
 
 from __future__ import annotations
 
+import math
 import shlex
 from dataclasses import dataclass, replace
 from typing import Sequence
@@ -24,11 +25,13 @@ from ..evaluation.metric_key import metric_title
 from ..evaluation.rescore import rescore
 from ..golden.resolve import GoldenSet, load_golden
 from ..golden.versions import GoldenVersion, NotAnAncestor
+from ..stats.paired import holm, paired_permutation_test
 from .champion_newest import eval_params
 from .runs import RunView
 from .versioned import logged_precision, quality_metrics, candidate_files, find_chain, load_ranked_lists
 
 JUDGED_PREFIX = "judged_at_"
+COVERAGE_LINE = "LABEL COVERAGE DIFFERS"  # how a coverage warning starts
 
 
 def judged_columns(runs: Sequence[RunView]) -> list[str]:
@@ -60,10 +63,50 @@ class CoverageGap:
         k = self.column[len(JUDGED_PREFIX):]
         side = "fewer" if self.delta < 0 else "more"
         p = "p<0.001" if self.p < 0.001 else f"p={self.p:.3f}"
-        return (f"LABEL COVERAGE DIFFERS: {self.label} has judged@{k} {self.value:.3f} vs the baseline's "
+        return (f"{COVERAGE_LINE}: {self.label} has judged@{k} {self.value:.3f} vs the baseline's "
                 f"{self.base:.3f} (Δ{self.delta:+.3f}, {p}): {side} of its top {k} were ever judged, "
                 f"and an unjudged hit counts as a miss, so the comparison is biased "
                 f"{'against' if self.delta < 0 else 'for'} it; judge the pool of both first: {self.command}")
+
+
+def gaps_at_depth(runs: Sequence[RunView], labels: Sequence[str], metric: str, golden: GoldenSet | None,
+                  alpha: float, n_resamples: int, seed: int, c=None) -> list[str] | None:
+    """The label-coverage check at the depth of the metric compared: one labelling depth. Deciding on
+    recall@5 (``golden label --decide``, the default objective) labels the top 5, so the check asks for
+    judged@5 and its command for ``-k 5``; a logged judged@10 would keep asking for ``-k 10``. judged@k
+    per case comes from each run's stored ranked lists scored on ``golden`` (the newest labels), its
+    paired difference against the first run tested as compare tests a column (Holm across the runs).
+    The warning lines, or None when the runs' logged judged@k already is that depth or it cannot be
+    computed (a metric without a cut-off, a run without ranked lists, no golden file): then the table's
+    judged@k check stands."""
+    try:
+        k = B.metric_parts(metric)[1]
+    except ValueError:
+        return None
+    column = f"{JUDGED_PREFIX}{k}"
+    if golden is None or any(r.per_case is not None and column in r.per_case for r in runs):
+        return None
+    judged = []
+    for r in runs:
+        ranked = load_ranked_lists(r, c)
+        if ranked is None:
+            return None
+        result, _missing = rescore(golden, ranked, replace(eval_params(r.params), judged_k=k))
+        judged.append(result.per_case.set_index("case_id")[column].astype(float))
+    tests = []
+    for other in judged[1:]:
+        shared = judged[0].index.intersection(other.index)
+        a, b = judged[0].loc[shared].to_numpy(), other.loc[shared].to_numpy()
+        tests.append((a, b, paired_permutation_test(a, b, n_resamples=n_resamples, seed=seed) if len(a) else math.nan))
+    lines = []
+    for r, label, (a, b, _p), q in zip(runs[1:], labels[1:], tests, holm([t[2] for t in tests])):
+        if q < alpha:
+            gap = CoverageGap(label, column, float(a.mean()), float(b.mean()), float(b.mean() - a.mean()), q,
+                              fix_command([runs[0], r], k))
+            lines.append(f"{gap.line()} (-k {k}: the depth of {metric_title(metric)}, the metric compared; no LLM "
+                         f"key: label them yourself with {gap.command} --by-hand, or rag-exp golden label --decide "
+                         f"{runs[0].id} {r.id} --by-hand for the passages that can change this decision)")
+    return lines
 
 
 # -- the newest labels: rescored, not re-run; and how far the unjudged hits could move each number --
