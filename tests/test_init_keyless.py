@@ -29,7 +29,7 @@ def test_init_without_a_key_points_to_the_keyless_steps(tmp_path, monkeypatch, c
     assert "rag-exp golden add --kind exact|paraphrase" in out[-1]
     readme = (tmp_path / "evals" / "README.md").read_text()
     for step in ("rag-exp corpus show DOC --grep", "rag-exp golden add --kind exact",
-                 "rag-exp golden add --kind paraphrase", "rag-exp golden label --by-hand --sweep PARENT_ID -k 10",
+                 "rag-exp golden add --kind paraphrase", "rag-exp golden label --by-hand --sweep PARENT_ID ",
                  "rag-exp golden label --decide RUN_A RUN_B --by-hand"):
         assert step in readme, step
     # every command the README names exists: its --help exits 0

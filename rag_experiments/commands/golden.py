@@ -32,6 +32,7 @@ DEFAULT_GOLDEN = "experiments/golden/demo.jsonl"
 ADD_KINDS = ("exact", "paraphrase", "production", "multi")  # golden.add.KINDS + golden.multi.KIND (not imported at start-up)
 ADD_METHODS = ("human", "agent")  # rag_experiments.golden.add.ADD_METHODS
 JUDGE_BY_HAND = ("human", "agent")  # the judge.kind of a --by-hand / --import verdict
+DEFAULT_DEPTH = 10  # -k when the objective has no cut-off (bpref): the headline MRR@10 and nDCG@10 read the top 10
 
 
 def rates_line(v: dict) -> str:
@@ -151,8 +152,10 @@ def register(subparsers: Any) -> None:
         "is judged (whole cases by default, or pairs within rank strata), the design recorded with each "
         "judgement; runs scored on it log recall@k estimates with intervals (ipw_recall_at_k).")
     golden_arg(sp)
-    sp.add_argument("-k", type=int, default=20, help="hits per case to judge (default: 20); with --pool/--sweep: "
-                    "each run's top k enters the pool")
+    sp.add_argument("-k", type=int, default=None, help="hits per case to judge (default: the labelling depth, the "
+                    "cut-off of the objective the labels serve: the pooled runs' with --pool/--sweep, else the "
+                    "configured one; recall_at_5 -> 5, ndcg_at_10 -> 10); with --pool/--sweep: each run's top k "
+                    "enters the pool")
     pool = sp.add_mutually_exclusive_group()
     pool.add_argument("--pool", nargs="+", metavar="RUN_ID", default=None,
                       help="judge the pool of these runs (the union of each one's top k from its stored ranked "
@@ -515,6 +518,10 @@ def _pool_hits(args: argparse.Namespace, docs=None):
     from ..tracking.pool import parse_depths, pool_language, pool_runs, pooled_hits
 
     runs = pool_runs(args.pool or (), args.sweep)
+    if args.k is None:
+        from ..tracking.configured import objective
+
+        _default_depth(args, objective(runs[0]), "the pooled runs' objective")
     depths = parse_depths(args.per_run_depth or (), runs)
     docs = docs if docs is not None else load_corpus(configured_corpus(args.overrides))
     hits, definition = pooled_hits(runs, args.k, docs, depths)
@@ -522,6 +529,24 @@ def _pool_hits(args: argparse.Namespace, docs=None):
     if args.sweep:
         definition["sweep"] = args.sweep
     return (lambda q: by_query.get(q, [])), definition, pool_language(runs)
+
+
+def _default_depth(args: argparse.Namespace, objective: str | None, whose: str) -> None:
+    """Without -k: label to the cut-off of the objective the labels serve (one labelling depth, as
+    --decide labels its metric's top k and compare checks judged@k at its primary metric's)."""
+    from ..evaluation.bounds import metric_parts
+    from ..evaluation.metric_key import MetricKey
+
+    try:
+        args.k = metric_parts(MetricKey.parse(objective or "").column)[1]
+    except ValueError:
+        args.k, objective = DEFAULT_DEPTH, f"{objective} (no cut-off)" if objective else "no objective"
+    _say(_console(), f"labelling depth {args.k}: the cut-off of {objective}, {whose} (-k to change it)")
+
+
+def _session_depth(args: argparse.Namespace, session) -> None:
+    if args.k is None:
+        _default_depth(args, session.settings.objective, "the configured objective")
 
 
 def _pool_plan(args: argparse.Namespace, price, spec=None):
@@ -554,6 +579,7 @@ def _label_by_hand(args: argparse.Namespace) -> int:
                                       source=definition)
     else:
         session = _open_session(args.overrides)
+        _session_depth(args, session)
         try:  # an external passage that could not be placed in the corpus has no span to judge: skipped
             plan = hl.plan_hand_labelling(args.golden, lambda q: [h for h in session.search(q, args.k)
                                                                   if h["doc_hash"]], k=args.k, sample=spec,
@@ -619,7 +645,7 @@ def _sample_source(args: argparse.Namespace) -> dict:
 def cmd_label(args: argparse.Namespace) -> int:
     from ..golden.label import plan_labelling, run_labelling
 
-    if args.k < 1:
+    if args.k is not None and args.k < 1:
         raise ConfigError(f"-k must be >= 1, got {args.k}")
     if args.import_csv is not None and (args.sample is not None or args.budget is not None):
         raise UserError("--import records the sheet's verdicts with the design they were exported with; "
@@ -657,6 +683,7 @@ def cmd_label(args: argparse.Namespace) -> int:
         plan = _pool_plan(args, price, spec)
     else:
         session = _open_session(args.overrides)
+        _session_depth(args, session)
         try:
             # an external passage that could not be placed in the corpus has no span to judge: skipped
             plan = plan_labelling(args.golden, lambda q: [h for h in session.search(q, args.k) if h["doc_hash"]],

@@ -29,7 +29,7 @@ next to them). Run every command from this folder (or set `RAG_EXP_HOME` to it).
 ```bash
 rag-exp golden generate -n 100            # an LLM writes the questions sampled passages answer ($ANTHROPIC_API_KEY)
 rag-exp golden add --query "..." --source-uri DOC --quote "..." --author you   # or write cases by hand
-rag-exp golden label -k 10                # the judge labels near-misses of the top 10
+rag-exp golden label                      # the judge labels near-misses of the objective's top k (recall@5: 5)
 rag-exp golden spotcheck                  # you check the judge: its labels count once it agrees with you
 ```
 
@@ -39,8 +39,8 @@ Without an LLM key, write the cases and label the hits yourself:
 rag-exp corpus show DOC --grep "TEXT"     # the converted text a quote must match, with line numbers
 rag-exp golden add --kind exact --query "What does OPTION_NAME do?" --source-uri DOC --quote "..."
 rag-exp golden add --kind paraphrase --query "..." --source-uri DOC --quote "..."   # other words than the text
-rag-exp run -m retrieval=vector,keyword,hybrid,hybrid_rerank   # then label the sweep's top 10 by hand:
-rag-exp golden label --by-hand --sweep PARENT_ID -k 10    # MRR@10, nDCG@10 and judged@10 read the top 10
+rag-exp run -m retrieval=vector,keyword,hybrid,hybrid_rerank   # then label the sweep's pool by hand:
+rag-exp golden label --by-hand --sweep PARENT_ID          # to the objective's depth (recall@5: the top 5; -k 10 for MRR@10, nDCG@10)
 rag-exp golden label --decide RUN_A RUN_B --by-hand       # or only what decides between two runs, until settled
 ```
 

@@ -312,7 +312,7 @@ def run_loop(current: Callable[[], State], label: Callable[[Candidate], int], *,
             report.stopped = "settled"
             reason = stop_reason(state.settling, *(state.names or (a, b)))
             done = (f"{report.labels} label(s)" if state.judged is None else
-                    f"{state.judged} label(s) ({report.labels} this session)")
+                    f"{state.judged} label(s), {report.labels} of them this session")
             say(f"stop: the decision is settled after {done} ({reason}); "
                 f"{len(state.candidates)} passage(s) left unlabelled")
             return report

@@ -175,7 +175,7 @@ def test_decide_export_in_order_with_why_then_import_settles(store, mini_golden,
     # the labels the CSV gave count for the decision (it said "labels done 0" and "after 0 label(s)")
     n = len(rows)
     assert f"labels done {n} ({n} before this session), left 0" in out and "every hit in both cut-offs judged" in out
-    assert f"stop: the decision is settled after {n} label(s) (0 this session)" in out
+    assert f"stop: the decision is settled after {n} label(s), 0 of them this session (rule" in out
 
 
 def test_decide_by_hand_dry_run_prints_the_state_and_asks_nothing(store, mini_golden, capsys, monkeypatch):
