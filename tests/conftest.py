@@ -7,6 +7,7 @@ The server is an embedded one started from the wheel in a temp folder, or, when
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sys
@@ -26,6 +27,16 @@ sys.path.insert(0, str(FIXTURES))
 # few dozen queries that its pure-Python path evaluates in milliseconds (the same definitions,
 # numba's decorators then being plain calls). Set before anything imports numba.
 os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
+
+# Every new MLflow sqlite store of the session (in-process runs and the tool's subprocesses, which
+# inherit this) is a copy of one migrated, empty store made on first use, instead of MLflow's ~100
+# schema migrations: 3-8 s per store on 2 cores, paid by most end-to-end tests
+# (rag_experiments/tracking/server.py). Set before workers start so they share one template;
+# tests/tracking/test_store_concurrency.py races real migrations without it.
+if "RAG_EXP_MLFLOW_STORE_TEMPLATE" not in os.environ:
+    _TEMPLATE_FOLDER = tempfile.mkdtemp(prefix="rag-exp-mlflow-template-")
+    os.environ["RAG_EXP_MLFLOW_STORE_TEMPLATE"] = os.path.join(_TEMPLATE_FOLDER, "mlflow.db")
+    atexit.register(shutil.rmtree, _TEMPLATE_FOLDER, ignore_errors=True)
 
 from tests import ci_extras  # noqa: E402
 

@@ -46,7 +46,9 @@ STORES = 2  # fresh stores raced at once, two processes each
 
 
 def test_two_first_runs_on_a_fresh_store_both_log(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "RAG_EXP_PARENT_RUN_ID")}
+    # without the suite's store template (tests/conftest.py): each store is made by MLflow's migrations
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MLFLOW_TRACKING_URI", "RAG_EXP_PARENT_RUN_ID", "RAG_EXP_MLFLOW_STORE_TEMPLATE")}
     env["PYTHONPATH"] = str(ROOT)
     procs = []
     folders = []
