@@ -22,17 +22,31 @@ Exact up to 64-bit hash collisions, no sampling: every shingle is a 64-bit hash 
 over word hashes), documents share a shingle when the hashes are equal; numpy does the counting.
 Measured on 2 cores at load average ~10: 1.9 s for the 57 files of git-doc (1.57 M characters),
 1.6 s for the demo's 186 pages, 9.9 s for 720 generated pages of 8.7 M characters (120 copies).
+
+Every run, ingest and serving process of a corpus would pay that again, so the report is cached
+on disk beside the conversions (:func:`.convert_cache.default_cache_dir`, ``copies/<key>.json``),
+keyed by every document's id and content hash (the corpus as loaded), the threshold, the shingle
+size and this module's source: an edited, added or removed document, another
+``corpus.copy_threshold`` or a change to these rules finds nothing and computes again. A file that
+does not parse or names another key is treated as absent; one that cannot be written is skipped.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
+import tempfile
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
+from ..cache_key import cache_key
 from ..types import Document
+from .convert_cache import default_cache_dir
 
 SHINGLE = 5  # words per shingle: long enough that shared runs are copied text, not common phrases
 COPIES_MODES = ("keep", "report", "exclude")
@@ -70,6 +84,7 @@ class CopyReport:
     n_documents: int
     threshold: float
     seconds: float = 0.0
+    cached: bool = False  # read from the disk cache (``seconds``: the read), not computed
 
     @property
     def doc_ids(self) -> frozenset[str]:
@@ -90,12 +105,22 @@ class CopyReport:
         if not self.copies:
             return [self.line()]
         head = (f"{len(self.copies)} of {self.n_documents} documents are mostly copies of others "
-                f"(≥ {self.threshold:.0%} of their words in 5-word runs found in the documents kept; {self.seconds:.2f}s):")
+                f"(≥ {self.threshold:.0%} of their words in 5-word runs found in the documents kept; {self.seconds:.2f}s"
+                f"{', cached' if self.cached else ''}):")
         return [head] + [f"  {c.describe()}" for c in self.copies]
 
     def to_json(self) -> dict:
         return {"threshold": self.threshold, "shingle_words": SHINGLE, "n_documents": self.n_documents,
                 "n_copies": len(self.copies), "copies": [c.to_json() for c in self.copies]}
+
+    def to_cache(self) -> dict:  # unrounded: the report read back equals the one computed
+        return {"n_documents": self.n_documents, "threshold": self.threshold,
+                "copies": [[c.doc_id, c.contained, c.source, c.source_share] for c in self.copies]}
+
+    @classmethod
+    def from_cache(cls, raw: dict, seconds: float = 0.0) -> CopyReport:
+        copies = tuple(Copy(str(d), float(c), str(src), float(share)) for d, c, src, share in raw["copies"])
+        return cls(copies, int(raw["n_documents"]), float(raw["threshold"]), seconds, cached=True)
 
 
 def _words(text: str) -> list[str]:
@@ -147,16 +172,48 @@ def covered(found: np.ndarray, n_words: int, size: int = SHINGLE) -> float:
 _FOUND: dict[tuple, CopyReport] = {}
 
 
-def find_copies(docs: list[Document], threshold: float = 0.8) -> CopyReport:
+def find_copies(docs: list[Document], threshold: float = 0.8, cache: Path | None = None) -> CopyReport:
     """The documents at least ``threshold`` of whose words lie in shingles of other, kept
-    documents (the rule in the module docstring)."""
+    documents (the rule in the module docstring). Remembered in the process, and on disk in
+    ``cache`` (default: the conversion cache's folder, ``copies/``) for the next process."""
     key = (tuple((d.doc_id, d.content_hash) for d in docs), threshold)
     known = _FOUND.get(key)
     if known is None:
         if len(_FOUND) >= 4:
             _FOUND.clear()
-        known = _FOUND[key] = _find_copies(docs, threshold)
+        known = _FOUND[key] = _on_disk(docs, threshold, cache or default_cache_dir() / "copies")
     return known
+
+
+def disk_key(docs: list[Document], threshold: float) -> str:
+    """The disk cache's key: the corpus as loaded (each document's id and content hash), the
+    settings and the rules (this module's source)."""
+    return cache_key("copy-detection", documents=[[d.doc_id, d.content_hash] for d in docs], threshold=threshold,
+                     shingle=SHINGLE, code=hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16])
+
+
+def _on_disk(docs: list[Document], threshold: float, folder: Path) -> CopyReport:
+    t0 = time.perf_counter()
+    key = disk_key(docs, threshold)
+    path = folder / f"{key}.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        if raw.get("key") == key:
+            return CopyReport.from_cache(raw["report"], time.perf_counter() - t0)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # absent, torn or from another version: computed again
+    report = _find_copies(docs, threshold)
+    tmp = None
+    try:  # written to a temporary name and renamed: two processes never leave a torn entry
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"key": key, "report": report.to_cache()}, f)
+        os.replace(tmp, path)
+    except OSError:  # a read-only project: computed each time, as before
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+    return report
 
 
 def _find_copies(docs: list[Document], threshold: float) -> CopyReport:
