@@ -6,10 +6,9 @@ the "before" and "after" of a UI change, taken the same way.
 
 ``--tree`` is the checkout whose package (``rag_experiments``) and test helpers
 (``tests/tracking/conftest.py``) log the store: a three-point ``fusion.rrf_k`` sweep through the
-real Hydra sweep callback (as the ``small_sweep`` fixture does; the tree's conftest must have
-``sweep_callback_config``, i.e. be from December 6, 2026 on), then ``rag-exp promote --sweep``
-through a real ``mlflow server`` on 127.0.0.1. Debian's Chromium (/usr/bin/chromium) driven by
-Playwright opens, in a fresh browser profile each, what a user opens: the runs list (the README's
+real Hydra sweep callback (the ``small_sweep`` fixture's ``log_small_sweep``: the tree must be from
+December 6, 2026 on), then ``rag-exp promote --sweep`` through a real ``mlflow server`` on
+127.0.0.1. Debian's Chromium (/usr/bin/chromium) driven by Playwright opens, in a fresh browser profile each, what a user opens: the runs list (the README's
 link), the sweep parent's Overview, the compare view the tool links to (the sweep's chart link
 where the tree has one, else MLflow's compare page of the points), the champion's registry version
 and MLflow Home -> the experiment. Run it with this repository's venv; nothing is downloaded.
@@ -33,65 +32,25 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--no-first-run"]
 SHOTS = ("1-runs-view", "2-parent-overview", "3-compare-view", "4-champion-version", "5-home-to-experiment")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def log_sweep(exp_id: str, sweep_dir: Path) -> tuple[str, list[str]]:
     """The small_sweep fixture's store: a fusion.rrf_k=10,30,60 sweep, 40 cases, rrf_k=30 best."""
-    import warnings
+    from tests.tracking.conftest import log_small_sweep
 
-    import mlflow
-    import yaml
-
-    from rag_experiments.tracking.hydra_callback import MlflowSweepCallback
-    from rag_experiments.tracking.mlflow_run import PARENT_ENV, flatten
-    from tests.tracking.conftest import (CORPUS, GOLDEN, aggregate, base_config, per_case_frame,
-                                         sweep_callback_config)
-
-    cfg = sweep_callback_config(sweep_dir)
-    callback = MlflowSweepCallback()
-    callback.on_multirun_start(cfg)
-    parent = os.environ[PARENT_ENV]
-    n = 40
-    scores = {10: [1.0 if i % 4 else 0.0 for i in range(n)], 30: [1.0 if i % 8 else 0.0 for i in range(n)],
-              60: [1.0 if i % 2 else 0.0 for i in range(n)]}
-    children = []
-    for k, r5 in scores.items():
-        config = base_config(**{"fusion.rrf_k": k})
-        per_case = per_case_frame(r5, seed=k)
-        tags = {"variant": "hybrid", "golden_sha256": GOLDEN, "corpus_digest": CORPUS, "labels_validated": "false",
-                "mlflow.parentRunId": parent}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            with mlflow.start_run(experiment_id=exp_id, run_name=f"fusion.rrf_k={k} progress=false", tags=tags) as run:
-                mlflow.log_params(flatten(config))
-                mlflow.log_text(yaml.safe_dump(config, sort_keys=False), "config.yaml")
-                mlflow.log_metrics(aggregate(per_case))
-                mlflow.log_table(per_case, artifact_file="per_case.json")
-        children.append(run.info.run_id)
-        callback.on_job_end(cfg, None)
-    callback.on_multirun_end(cfg)
+    parent, children, _ = log_small_sweep(exp_id, sweep_dir)
     return parent, children
 
 
@@ -173,30 +132,14 @@ def shoot(base: str, exp_id: str, parent: str, children: list[str], out: Path) -
     return _shoot(shots, out, viewport=(1600, 1000))
 
 
-@contextmanager
-def _serving(root: Path, db: Path) -> Iterator[str]:
-    """A real ``mlflow server`` on the sqlite store ``db`` (log in ``root``): its base URL, stopped on exit."""
-    port = _free_port()
-    log = open(root / "mlflow-server.log", "w")
-    server = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}",
-                               "--host", "127.0.0.1", "--port", str(port), "--workers", "1"], cwd=root, stdout=log,
-                              stderr=subprocess.STDOUT, env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/health", timeout=2).read()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("mlflow server did not start: " + (root / "mlflow-server.log").read_text()[-2000:])
-                time.sleep(0.25)
-        yield base
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
+def _serving(root: Path, db: Path):
+    """A real ``mlflow server`` on ``db`` (the browser tests' :func:`tests.tracking.ui_browser.serving`: from
+    ``--tree`` when given, else from this checkout)."""
+    if str(REPO) not in sys.path:
+        sys.path.append(str(REPO))  # after --tree's checkout: the tree's tests package comes first
+    from tests.tracking.ui_browser import serving
+
+    return serving(root, db)
 
 
 def shoot_store(store: Path, out: Path) -> list[Path]:

@@ -8,6 +8,7 @@ config.yaml artifact, segment metrics with bootstrap intervals and the per_case.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from pathlib import Path
 
@@ -168,38 +169,39 @@ def store(tmp_path, monkeypatch, _template_db):
     assert mlflow.active_run() is None
 
 
-@pytest.fixture
-def make_run(store):
+def log_run(exp_id: str, per_case: pd.DataFrame | None, *, name: str = "run", golden: str = GOLDEN,
+            corpus: str = CORPUS, config: dict | None = None, tags: dict | None = None, parent: str | None = None,
+            status: str = "FINISHED", metrics: dict | None = None) -> str:
+    """Log a run in ``exp_id`` of the current tracking store as log_experiment does (see the module)."""
     import mlflow
     import yaml
 
     from rag_experiments.tracking.mlflow_run import flatten
 
+    config = config or base_config()
+    all_tags = {"variant": config.get("retrieval", {}).get("variant", "hybrid"), "golden_sha256": golden,
+                "corpus_digest": corpus, "labels_validated": "false", **(tags or {})}
+    if parent:
+        all_tags["mlflow.parentRunId"] = parent
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with mlflow.start_run(experiment_id=exp_id, run_name=name, tags=all_tags) as run:
+            mlflow.log_params(flatten(config))
+            mlflow.log_text(yaml.safe_dump(config, sort_keys=False), "config.yaml")
+            if per_case is not None:
+                mlflow.log_metrics(aggregate(per_case))
+                mlflow.log_table(per_case, artifact_file="per_case.json")
+            if metrics:
+                mlflow.log_metrics(metrics)
+            if status != "FINISHED":
+                mlflow.end_run(status=status)
+    return run.info.run_id
+
+
+@pytest.fixture
+def make_run(store):
     _, exp_id = store
-
-    def make(per_case: pd.DataFrame | None, *, name: str = "run", golden: str = GOLDEN, corpus: str = CORPUS,
-             config: dict | None = None, tags: dict | None = None, parent: str | None = None,
-             status: str = "FINISHED", metrics: dict | None = None) -> str:
-        config = config or base_config()
-        all_tags = {"variant": config.get("retrieval", {}).get("variant", "hybrid"), "golden_sha256": golden,
-                    "corpus_digest": corpus, "labels_validated": "false", **(tags or {})}
-        if parent:
-            all_tags["mlflow.parentRunId"] = parent
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            with mlflow.start_run(experiment_id=exp_id, run_name=name, tags=all_tags) as run:
-                mlflow.log_params(flatten(config))
-                mlflow.log_text(yaml.safe_dump(config, sort_keys=False), "config.yaml")
-                if per_case is not None:
-                    mlflow.log_metrics(aggregate(per_case))
-                    mlflow.log_table(per_case, artifact_file="per_case.json")
-                if metrics:
-                    mlflow.log_metrics(metrics)
-                if status != "FINISHED":
-                    mlflow.end_run(status=status)
-        return run.info.run_id
-
-    return make
+    return functools.partial(log_run, exp_id)
 
 
 @pytest.fixture
@@ -235,19 +237,24 @@ def repo_conf(store) -> Path:
 
 
 @pytest.fixture
-def small_sweep(store, make_run, tmp_path):
+def small_sweep(store, tmp_path):
     """A three-point ``fusion.rrf_k`` sweep logged through the real Hydra sweep callback: its
     parent as the callback makes it, its children as :func:`make_run` logs runs.
 
     Returns ``(parent_id, child_ids, experiment_id)``; the best child is ``rrf_k=30``.
     """
+    _, exp_id = store
+    return log_small_sweep(exp_id, tmp_path / "multirun")
+
+
+def log_small_sweep(exp_id: str, sweep_dir: Path) -> tuple[str, list[str], str]:
+    """The :func:`small_sweep` fixture's sweep in ``exp_id`` of the current tracking store."""
     import os
 
     from rag_experiments.tracking.hydra_callback import MlflowSweepCallback
     from rag_experiments.tracking.mlflow_run import PARENT_ENV
 
-    _, exp_id = store
-    cfg = sweep_callback_config(tmp_path / "multirun")
+    cfg = sweep_callback_config(sweep_dir)
     callback = MlflowSweepCallback()
     callback.on_multirun_start(cfg)
     parent = os.environ[PARENT_ENV]
@@ -257,8 +264,8 @@ def small_sweep(store, make_run, tmp_path):
               60: [1.0 if i % 2 else 0.0 for i in range(n)]}   # 0.5
     children = []
     for k, r5 in scores.items():
-        children.append(make_run(per_case_frame(r5, seed=k), name=f"fusion.rrf_k={k} progress=false",
-                                 config=base_config(**{"fusion.rrf_k": k}), parent=parent))
+        children.append(log_run(exp_id, per_case_frame(r5, seed=k), name=f"fusion.rrf_k={k} progress=false",
+                                config=base_config(**{"fusion.rrf_k": k}), parent=parent))
         callback.on_job_end(cfg, None)
     callback.on_multirun_end(cfg)
     assert PARENT_ENV not in os.environ

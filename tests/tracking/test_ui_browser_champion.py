@@ -19,7 +19,7 @@ from .conftest import cli
 from .golden_runs import log_golden_run
 from .test_champion_newest import _grow
 from .test_golden_versions import golden, golden_add  # noqa: F401 - fixtures
-from .test_ui_browser import CHROMIUM, CHROMIUM_ARGS, SHOTS, TIMEOUT_MS, _serve, sync_playwright  # noqa: F401
+from .ui_browser import SHOTS, browser, new_page, serving, sync_playwright  # noqa: F401
 
 pytestmark = pytest.mark.browser
 
@@ -48,41 +48,31 @@ def older_champion_in_a_sweep(store, golden, golden_add):  # noqa: F811
 
 
 def test_the_runs_list_names_the_champion_first_and_says_it_is_on_an_older_golden_version(
-        sync_playwright, store, older_champion_in_a_sweep):
+        new_page, store, older_champion_in_a_sweep):
     exp, parent, champ, newer = older_champion_in_a_sweep
     sha = MlflowClient().get_run(champ).data.tags["golden_sha256"][:8]
-    gen = _serve(store)
-    base = next(gen)
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page(viewport={"width": 1500, "height": 1000})
-                page.set_default_timeout(TIMEOUT_MS)
-                page.goto(runs_view_url(base, exp))
-                close_assistant = page.get_by_role("button", name="Close")  # MLflow 3's side panel
-                # the folded sweep parent says it holds the champion, in its name (the first column)
-                older = f"older golden {sha}; 0.9500 on the newest"
-                holder = page.get_by_role("link", name=f"champion inside ({older}): fusion.rrf_k=30,60")
-                holder.wait_for()
-                if close_assistant.count():
-                    close_assistant.first.click()
-                page.wait_for_timeout(500)
-                created = page.get_by_role("columnheader", name="Created").first.bounding_box()
-                box = holder.bounding_box()
-                assert box["x"] < created["x"] and box["y"] < 1000, (box, created)  # the name column, first screen
-                # wide enough to read the notice (MLflow's default column, 190 px, showed "champion (olde…")
-                cell = page.locator("[role=gridcell]", has=holder).bounding_box()
-                assert cell["width"] >= 300, cell
-                # unfolded, the point's name starts with what makes its value of record not comparable
-                page.locator("[role=gridcell]", has=holder).locator("button").first.click()  # the row's expander
-                point = page.get_by_role("link", name=f"champion ({older}): fusion.rrf_k=30", exact=True)
-                point.wait_for()
-                assert point.bounding_box()["x"] < created["x"]
-                page.get_by_role("link", name="hybrid (heading)").wait_for()  # the newer run, unmarked
-                SHOTS.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(SHOTS / "champion-older-golden-in-a-sweep.png"))
-            finally:
-                browser.close()
-    finally:
-        gen.close()
+    with serving(store[0]) as base:
+        page = new_page(1500, 1000)
+        page.goto(runs_view_url(base, exp))
+        close_assistant = page.get_by_role("button", name="Close")  # MLflow 3's side panel
+        # the folded sweep parent says it holds the champion, in its name (the first column)
+        older = f"older golden {sha}; 0.9500 on the newest"
+        holder = page.get_by_role("link", name=f"champion inside ({older}): fusion.rrf_k=30,60")
+        holder.wait_for()
+        if close_assistant.count():
+            close_assistant.first.click()
+        page.wait_for_timeout(500)
+        created = page.get_by_role("columnheader", name="Created").first.bounding_box()
+        box = holder.bounding_box()
+        assert box["x"] < created["x"] and box["y"] < 1000, (box, created)  # the name column, first screen
+        # wide enough to read the notice (MLflow's default column, 190 px, showed "champion (olde…")
+        cell = page.locator("[role=gridcell]", has=holder).bounding_box()
+        assert cell["width"] >= 300, cell
+        # unfolded, the point's name starts with what makes its value of record not comparable
+        page.locator("[role=gridcell]", has=holder).locator("button").first.click()  # the row's expander
+        point = page.get_by_role("link", name=f"champion ({older}): fusion.rrf_k=30", exact=True)
+        point.wait_for()
+        assert point.bounding_box()["x"] < created["x"]
+        page.get_by_role("link", name="hybrid (heading)").wait_for()  # the newer run, unmarked
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "champion-older-golden-in-a-sweep.png"))

@@ -14,14 +14,13 @@ by Playwright in Debian's Chromium (never ``playwright install``).
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
 from .conftest import cli
 from .test_explorer import hostile_page, pair_of_runs
-from .test_ui_browser import CHROMIUM, CHROMIUM_ARGS, SHOTS, TIMEOUT_MS, _serve, sync_playwright  # noqa: F401
+from .ui_browser import SHOTS, browser, new_page, own_store, serving, sync_playwright  # noqa: F401
 
 pytestmark = pytest.mark.browser
 
@@ -35,22 +34,10 @@ def module_store(tmp_path_factory, _template_db, mini_docs):
     import mlflow
 
     from rag_experiments.tracking.explorer import log_page
+    from rag_experiments.tracking.mlflow_run import EXPERIMENT_TAGS
 
     root = tmp_path_factory.mktemp("explorer-ui")
-    (root / "mlruns").mkdir()
-    shutil.copy(_template_db, root / "mlruns" / "mlflow.db")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(root)
-        mp.setenv("RAG_EXP_HOME", str(root))
-        mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlruns' / 'mlflow.db'}")
-        mp.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-        mp.delenv("RAG_EXP_PARENT_RUN_ID", raising=False)
-        from rag_experiments.paths import artifact_root
-        from rag_experiments.tracking.mlflow_run import EXPERIMENT_TAGS
-
-        mlflow.set_tracking_uri(f"sqlite:///{root / 'mlruns' / 'mlflow.db'}")
-        exp_id = mlflow.create_experiment("rag-experiments", artifact_location=artifact_root(), tags=EXPERIMENT_TAGS)
-        mlflow.set_experiment(experiment_id=exp_id)
+    with own_store(root, _template_db, EXPERIMENT_TAGS) as exp_id:
         a, b, lost, _ = pair_of_runs(root, mini_docs)
         assert cli("compare", a, b) == 0
         page, _ = hostile_page()
@@ -67,32 +54,18 @@ def module_store(tmp_path_factory, _template_db, mini_docs):
         c.set_tag(b, "on_newest_golden", "measured on the newest golden version")
         mark_champion(c, b)
         yield root, exp_id, a, b, lost
-        mlflow.set_tracking_uri("")
 
 
 @pytest.fixture(scope="module")
 def server(module_store):
-    gen = _serve((module_store[0], None))
-    yield next(gen)
-    gen.close()
-
-
-@pytest.fixture(scope="module")
-def browser(sync_playwright):
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+    with serving(module_store[0]) as base:
+        yield base
 
 
 @pytest.fixture
-def page(browser):
+def page(new_page):
     """A fresh browser context's page (1500x1000), closed after the test."""
-    context = browser.new_context(viewport={"width": 1500, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    yield page
-    context.close()
+    return new_page(1500, 1000)
 
 
 def _open_artifact(page, server: str, exp_id: str, run_id: str, artifact: str):
