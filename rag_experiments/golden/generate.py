@@ -21,38 +21,19 @@ question is dropped. Rewrites are jobs of their own, checkpointed in
 twice. Counts kept / rewritten / dropped per kind (:func:`leakage_counts`) are read from the two
 checkpoints, printed, and appended to the rewrite log as a ``leakage_summary`` event after each run.
 
-Default bars, from the demo set (118 paraphrase, 112 exact questions written by an agent):
-paraphrase mean overlap 0.33 (p75 0.44, p90 0.57; 19 over 0.5), exact without the identifier mean
-0.50 (p75 0.75; 19 at 1.0). ``paraphrase`` 0.5: the quality report's warning level; a generated set
-averaging 0.55 scored recall 0.746 where hand-written questions (0.11) scored 0.385
-(lossless-claude/lcm#358). ``exact`` 0.75: above it nearly every word beside the identifier is the
-passage's own. Other kinds have no bar unless one is given.
-
-Sampling skip rule (:func:`boilerplate_reason`, first match wins), documented because it shapes
-the golden set:
-
-* ``too_short``: fewer than :data:`MIN_TOKENS` (40) tokens: stubs, lone sentences, fragments.
-* ``heading_only``: every non-blank line is a Markdown heading (ATX ``#`` or setext underline).
-* ``table_punctuation``: letters and digits are under half of the non-space characters
-  (table rules ``|---|---|``, ASCII art, separator rows).
-* ``navigation``: at least 3 non-heading lines and >= 70% of them are navigation lines: a
-  (bulleted) line that is only links (Markdown ``[x](y)`` or HTML ``<a>``) plus at most 3 other
-  words, or only navigation words (prev, next, up, home, contents, index, top) and separators.
+The bars' measure, defaults (and why) and counts: :mod:`.leakage`; which chunks are sampled and the
+skip rule: :mod:`.chunk_sample`.
 """
 
 from __future__ import annotations
 
-import math
-import random
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from statistics import fmean
 from typing import Any, Callable, Iterable
 
 from .. import llm
-from ..errors import ConfigError
 from ..limits import query_problem
 from .llm_jobs import (
     Checkpoint,
@@ -66,16 +47,31 @@ from .llm_jobs import (
     read_state,
     run_jobs,
 )
+from .chunk_sample import (  # noqa: F401 - re-exported: generate's callers import them from here
+    MIN_TOKENS,
+    NAV_SHARE,
+    TOKEN_BUCKETS,
+    SampleResult,
+    allocate,
+    boilerplate_reason,
+    sample_chunks,
+    stratified_sample,
+    token_bucket,
+)
+from .leakage import (  # noqa: F401 - re-exported: generate's callers import them from here
+    LEAKAGE_BARS,
+    leak_words,
+    leakage,
+    leakage_counts,
+    leakage_lines,
+    parse_bars,
+)
 from .quality import content_words
 from .records import new_id
 
 PROMPT_VERSION = "gen-v1"
 REWRITE_PROMPT_VERSION = "rewrite-v1"
-LEAKAGE_BARS: dict[str, float] = {"paraphrase": 0.5, "exact": 0.75}  # see the module docstring
 EXPECTED_REWRITE_TOKENS = 60  # per rewrite answer, for the cost estimate
-MIN_TOKENS = 40
-TOKEN_BUCKETS = (64, 128, 256)  # bucket edges: <64, 64-127, 128-255, 256+
-NAV_SHARE = 0.7
 EXPECTED_OUTPUT_TOKENS = 300  # per generation answer, for the cost estimate
 COPY_RUN_WORDS = 8  # a paraphrase sharing this many consecutive words with the passage copies it
 
@@ -141,156 +137,10 @@ def build_prompt(chunk: dict, language: str = "english") -> str:
 
 def build_rewrite_prompt(question: str, evidence: str, identifier: str | None, language: str = "english") -> str:
     """The user message asking to rewrite one question (the rules are :data:`REWRITE_SYSTEM_PROMPT`)."""
-    copied = sorted(_leak_words(question, identifier) & content_words(evidence))
+    copied = sorted(leak_words(question, identifier) & content_words(evidence))
     keep = f"Identifier to keep verbatim: {identifier}\n" if identifier else ""
     return (f"Passage:\n<passage>\n{evidence}\n</passage>\n\nQuestion: {question}\n"
             f"Copied words: {', '.join(copied)}\n{keep}\n{language_sentence(language)}Answer with the JSON object only.")
-
-
-# == the leakage bar ===========================================================================
-def _leak_words(question: str, identifier: str | None) -> set[str]:
-    words = content_words(question)
-    return words - content_words(identifier) if identifier else words
-
-
-def leakage(question: str, evidence: str, identifier: str | None = None) -> float | None:
-    """The share of the question's content words found in its evidence (the quality report's
-    :func:`~rag_experiments.golden.quality.overlap`), leaving out the identifier's own words when
-    ``identifier`` is given (an exact question shares them by design). None: nothing to measure."""
-    words = _leak_words(question, identifier)
-    if not words:
-        return None
-    return len(words & content_words(evidence)) / len(words)
-
-
-def parse_bars(specs: Iterable[str] | None, base: dict[str, float] | None = None) -> dict[str, float]:
-    """``["paraphrase=0.4", "exact=off"]`` over :data:`LEAKAGE_BARS` (``off`` or ``none``: no bar
-    for that kind). Raises ConfigError naming the bad item."""
-    bars = dict(LEAKAGE_BARS if base is None else base)
-    for spec in specs or ():
-        kind, sep, value = str(spec).partition("=")
-        kind, value = kind.strip(), value.strip()
-        if not sep or not kind:
-            raise ConfigError(f"--leakage-bar: {spec!r} is not KIND=VALUE",
-                              hint="for example --leakage-bar paraphrase=0.4 (a share 0..1, or off)")
-        if value.lower() in ("off", "none"):
-            bars.pop(kind, None)
-            continue
-        try:
-            bar = float(value)
-        except ValueError:
-            bar = float("nan")
-        if not 0 <= bar <= 1:
-            raise ConfigError(f"--leakage-bar: {kind}={value!r} is not a share between 0 and 1 (or off)",
-                              hint="for example --leakage-bar paraphrase=0.4")
-        bars[kind] = bar
-    return bars
-
-
-# == sampling ===================================================================================
-_HEADING = re.compile(r"^#{1,6}(\s|$)")
-_SETEXT = re.compile(r"^(=+|-+)$")
-_BULLET = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
-_MD_LINK = re.compile(r"!?\[[^\]]*\]\([^)]*\)")
-_HTML_LINK = re.compile(r"<a\b[^>]*>.*?</a>", re.IGNORECASE)
-_NAV_WORDS = re.compile(r"^(?:(?:prev(?:ious)?|next|up|home|top|contents|index|back)\b[\s|/·•:,>»«<-]*)+$",
-                        re.IGNORECASE)
-_WORD = re.compile(r"\w+")
-
-
-def token_bucket(n_tokens: int) -> str:
-    """``<64``, ``64-127``, ``128-255`` or ``256+``."""
-    lo = 0
-    for edge in TOKEN_BUCKETS:
-        if n_tokens < edge:
-            return f"<{edge}" if lo == 0 else f"{lo}-{edge - 1}"
-        lo = edge
-    return f"{lo}+"
-
-
-def _is_nav_line(line: str) -> bool:
-    body = _BULLET.sub("", line)
-    if _NAV_WORDS.match(body):
-        return True
-    stripped, n_links = _MD_LINK.subn(" ", body)
-    stripped, n_html = _HTML_LINK.subn(" ", stripped)
-    return (n_links + n_html) > 0 and len(_WORD.findall(stripped)) <= 3
-
-
-def boilerplate_reason(chunk: dict) -> str | None:
-    """Why a chunk is not worth a question (see the module docstring), or None if it is."""
-    if int(chunk["n_tokens"]) < MIN_TOKENS:
-        return "too_short"
-    text = chunk["text"]
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    body = [ln for ln in lines if not _HEADING.match(ln) and not _SETEXT.match(ln)]
-    if not body:
-        return "heading_only"
-    nonspace = [ch for ch in text if not ch.isspace()]
-    if sum(ch.isalnum() for ch in nonspace) < 0.5 * len(nonspace):
-        return "table_punctuation"
-    if len(body) >= 3 and sum(_is_nav_line(ln) for ln in body) >= NAV_SHARE * len(body):
-        return "navigation"
-    return None
-
-
-@dataclass(frozen=True)
-class SampleResult:
-    chunks: tuple[dict, ...]
-    skipped: dict[str, int]  # boilerplate reason -> chunks skipped
-    strata: dict[tuple[str, str], tuple[int, int]]  # (doc_type, bucket) -> (eligible, taken)
-
-
-def allocate(sizes: dict[Any, int], n: int) -> dict[Any, int]:
-    """Proportional allocation of ``n`` over strata by largest remainder, at least 1 per
-    non-empty stratum, never more than a stratum holds. With more strata than ``n`` every
-    stratum still gets one (the sample is then larger than ``n``)."""
-    total = sum(sizes.values())
-    if n >= total:
-        return dict(sizes)
-    exact = {k: n * s / total for k, s in sizes.items()}
-    quota = {k: min(s, max(1, math.floor(exact[k]))) for k, s in sizes.items() if s > 0}
-    keys = sorted(quota)
-    while sum(quota.values()) < n:
-        room = [k for k in keys if quota[k] < sizes[k]]
-        best = max(room, key=lambda k: (exact[k] - quota[k], -keys.index(k)))
-        quota[best] += 1
-    while sum(quota.values()) > n:
-        over = [k for k in keys if quota[k] > 1]
-        if not over:
-            break
-        worst = min(over, key=lambda k: (exact[k] - quota[k], keys.index(k)))
-        quota[worst] -= 1
-    return quota
-
-
-def stratified_sample(chunks: Iterable[dict], n: int = 150, seed: int = 13) -> SampleResult:
-    """Stratified sample over doc_type x token bucket (see :func:`allocate`), boilerplate skipped.
-
-    Reproducible: input order does not matter (chunks are sorted by id) and each stratum draws
-    with its own generator seeded by ``(seed, doc_type, bucket)``, so adding a document type
-    leaves the other strata's draws unchanged.
-    """
-    skipped: Counter = Counter()
-    strata: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for chunk in sorted(chunks, key=lambda c: str(c["chunk_id"])):
-        reason = boilerplate_reason(chunk)
-        if reason:
-            skipped[reason] += 1
-            continue
-        strata[(str(chunk["doc_type"]), token_bucket(int(chunk["n_tokens"])))].append(chunk)
-    quotas = allocate({k: len(v) for k, v in strata.items()}, n)
-    picked: list[dict] = []
-    for key in sorted(strata):
-        rng = random.Random(f"{seed}|{key[0]}|{key[1]}")
-        picked.extend(sorted(rng.sample(strata[key], quotas[key]), key=lambda c: str(c["chunk_id"])))
-    return SampleResult(tuple(picked), dict(skipped),
-                        {k: (len(v), quotas[k]) for k, v in sorted(strata.items())})
-
-
-def sample_chunks(chunks: Iterable[dict], n: int = 150, seed: int = 13) -> list[dict]:
-    """The chunks of :func:`stratified_sample` (ordered by stratum, then chunk id)."""
-    return list(stratified_sample(chunks, n, seed).chunks)
 
 
 # == locating quotes ===========================================================================
@@ -319,6 +169,7 @@ def quote_matches(text: str, quote: str) -> tuple[str, list[tuple[int, int]]]:
 
 # == validating answers ========================================================================
 KINDS = ("paraphrase", "exact")
+_WORD = re.compile(r"\w+")
 
 
 def _copies(question: str, passage: str, run: int = COPY_RUN_WORDS) -> bool:
@@ -605,78 +456,6 @@ def interpret_rewrite(model: str, provider: str = llm.DEFAULT_PROVIDER) -> Inter
                 "kind": case["kind"], "overlap_before": held["overlap"],
                 "overlap_after": None if value is None else round(value, 4)}
     return interpret
-
-
-def leakage_counts(golden_path: str | Path) -> dict[str, dict]:
-    """Per kind, over the golden set's generation and rewrite logs: ``generated``, ``kept`` (at or
-    under the bar), ``rewritten``, ``dropped``, ``pending`` (held, rewrite not answered yet),
-    ``unchecked`` (answers from before the bar), and the mean overlap ``before`` (of every generated
-    question as first written) and ``after`` (of the questions that went into the set)."""
-    state = read_state(Checkpoint(checkpoint_path(golden_path, "generate")))
-    rstate = read_state(Checkpoint(checkpoint_path(golden_path, "rewrite")))
-    latest: dict[str, dict] = {}
-    for e in state.entries:
-        if e.get("event") == "item" and e.get("status") == "done":
-            latest[e["key"]] = e
-    outcome: dict[str, dict] = {}
-    for e in rstate.entries:
-        if e.get("event") == "item" and e.get("status") == "done":
-            outcome[e["key"]] = e
-    rows: dict[str, dict] = {}
-    before: dict[str, list[float]] = defaultdict(list)
-    after: dict[str, list[float]] = defaultdict(list)
-
-    def row(kind: str) -> dict:
-        return rows.setdefault(kind, dict.fromkeys(("generated", "kept", "rewritten", "dropped", "pending",
-                                                    "unchecked"), 0))
-
-    for e in latest.values():
-        if "leakage" not in e:
-            for rec in e.get("records") or ():
-                row(rec["kind"])["unchecked"] += 1
-            continue
-        for rec in e.get("records") or ():
-            r = row(rec["kind"])
-            r["generated"] += 1
-            r["kept"] += 1
-            value = (rec["provenance"].get("leakage") or {}).get("overlap")
-            if value is not None:
-                before[rec["kind"]].append(value)
-                after[rec["kind"]].append(value)
-        for held in e["leakage"].get("held") or ():
-            kind = held["case"]["kind"]
-            r = row(kind)
-            r["generated"] += 1
-            before[kind].append(held["overlap"])
-            done = outcome.get(held["case"]["id"])
-            if done is None:
-                r["pending"] += 1
-            elif done.get("outcome") == "rewritten":
-                r["rewritten"] += 1
-                if done.get("overlap_after") is not None:
-                    after[kind].append(done["overlap_after"])
-            else:
-                r["dropped"] += 1
-    for kind, r in rows.items():
-        r["overlap_before"] = round(fmean(before[kind]), 3) if before[kind] else None
-        r["overlap_after"] = round(fmean(after[kind]), 3) if after[kind] else None
-    return dict(sorted(rows.items()))
-
-
-def leakage_lines(counts: dict[str, dict]) -> list[str]:
-    def num(x: float | None) -> str:
-        return "n/a" if x is None else f"{x:.2f}"
-
-    out = []
-    for kind, r in counts.items():
-        line = (f"{kind}: {r['generated']} generated, {r['kept']} kept, {r['rewritten']} rewritten, "
-                f"{r['dropped']} dropped; mean overlap {num(r['overlap_before'])} -> {num(r['overlap_after'])}")
-        if r["pending"]:
-            line += f"; {r['pending']} awaiting a rewrite (API errors: rerun)"
-        if r["unchecked"]:
-            line += f"; {r['unchecked']} from before the bar (unchecked)"
-        out.append(line)
-    return out
 
 
 def run_generation(plan: GenerationPlan, client: Any, *, concurrency: int = 4, max_tokens: int = 1024,

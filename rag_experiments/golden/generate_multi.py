@@ -15,15 +15,15 @@ Pairs (no API call; deterministic for a seed, the chunks' order does not matter)
   code...) that at most :data:`MAX_IDENTIFIER_DOCS` documents hold (a rare name ties them; ``the``
   or a name on every page does not).
 
-Boilerplate chunks are skipped (:func:`.generate.boilerplate_reason`). N is split evenly between the
+Boilerplate chunks are skipped (:func:`.chunk_sample.boilerplate_reason`). N is split evenly between the
 two kinds of pair (the rest to the other kind when one has too few).
 
 Resumability is :mod:`.llm_jobs`'s, with its own checkpoint ``<golden stem>.generate-multi.log.jsonl``
 keyed by the pair: a rerun never asks about a pair twice; a Message Batch is resumed, never resubmitted.
 
 Leakage: each question's content-word overlap with its two quotes together is measured as for the
-other kinds (:func:`.generate.leakage`) and kept in the provenance; ``multi`` has no bar by default
-(the bars of :data:`.generate.LEAKAGE_BARS` are unchanged). With ``--leakage-bar multi=VALUE`` a
+other kinds (:func:`.leakage.leakage`) and kept in the provenance; ``multi`` has no bar by default
+(the bars of :data:`.leakage.LEAKAGE_BARS` are unchanged). With ``--leakage-bar multi=VALUE`` a
 question over it is dropped (``over_leakage_bar``; no rewrite prompt for ``multi``).
 """
 
@@ -38,15 +38,9 @@ from typing import Any, Callable, Iterable
 from .. import llm
 from ..identifiers import extract_identifiers
 from ..limits import query_problem
-from .generate import (
-    CHUNK_KEYS,
-    boilerplate_reason,
-    check_chunk,
-    copies_passage,
-    language_sentence,
-    leakage,
-    quote_matches,
-)
+from .chunk_sample import boilerplate_reason
+from .generate import CHUNK_KEYS, check_chunk, copies_passage, language_sentence, quote_matches
+from .leakage import leakage
 from .llm_jobs import (
     Checkpoint,
     Interpret,
