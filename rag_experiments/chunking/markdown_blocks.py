@@ -2,7 +2,7 @@
 and definition-list terms.
 
 A *term* is a paragraph of one line that is bold as a whole (``**AUTO_CD** (-J)`` is not;
-``**`shared_buffers` (`integer`)**`` is): the form :mod:`rag_experiments.corpus.html_import` gives
+``**`shared_buffers` (`integer`)**`` is): the form :mod:`rag_experiments.corpus.html_markdown` gives
 each ``<dt>`` of an HTML definition list (a man page's option list, a configuration parameter),
 the blocks after it being the ``<dd>``. A bold line standing alone as a pseudo-heading is read the
 same way, which is what the chunker wants too: it belongs with what follows it.

@@ -20,14 +20,14 @@ verbatim (what exact anchoring of a golden quote needs), headings kept, and seco
   python-docx writes ("Could not find the body element": its pre-processing rewrites the XML);
   mammoth's own Markdown escapes ``work_mem`` as ``work\\_mem`` (a quote no longer matches);
   python-docx paragraphs lose every table (word F1 0.966). mammoth's HTML keeps Word's Heading
-  styles, lists and tables, and html_import turns it into Markdown that escapes nothing: word F1
+  styles, lists and tables, and html_markdown turns it into Markdown that escapes nothing: word F1
   1.000, every sentence and heading kept. It is the slowest converter (about 1 s a file: mammoth
   parses the package's XML with minidom); the cache makes that a one-time cost.
 * **PPTX: python-pptx, walked here**: one ``# title`` per slide, text frames and tables top to
   bottom, speaker notes. Word F1 1.000 (markitdown 0.983: it writes ``<!-- Slide number: N -->``
   comments into the text, words a quote or a keyword search then meets); here slide numbers
   are metadata (page offsets).
-* **HTML: html_import.html_to_markdown**, the rules of ``rag-exp corpus import-html``: word F1
+* **HTML: html_markdown.html_to_markdown**, the rules of ``rag-exp corpus import-html``: word F1
   1.000 and every sentence verbatim, where markitdown's escaping left 88 % findable. A page loaded
   directly and the same page imported first give the same text, so spans carry over.
 
@@ -276,7 +276,7 @@ def _find_loose(text: str, needle: str) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# DOCX: mammoth -> HTML -> html_import's Markdown
+# DOCX: mammoth -> HTML -> html_markdown's Markdown
 # --------------------------------------------------------------------------------------------
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -354,7 +354,7 @@ def _ooxml_title(zf: zipfile.ZipFile) -> str | None:
 def _docx(data: bytes) -> Converted:
     import mammoth
 
-    from .html_import import html_to_markdown
+    from .html_markdown import html_to_markdown
 
     zf = _open_ooxml(data, "docx")
     if "word/document.xml" not in zf.namelist():
@@ -448,7 +448,8 @@ def _pptx(data: bytes) -> Converted:
 
 
 def _html(data: bytes) -> Converted:
-    from .html_import import decode_html, html_to_markdown
+    from .html_import import decode_html
+    from .html_markdown import html_to_markdown
 
     try:
         html = decode_html(data)
@@ -496,10 +497,10 @@ def converter_for(suffix: str) -> str:
 
 @lru_cache(maxsize=1)
 def conversion_code_digest() -> str:
-    """sha256 (16 hex) of this module's and html_import's source: part of the cache key, so a
+    """sha256 (16 hex) of this module's, html_import's and html_markdown's source: part of the cache key, so a
     change to the conversion rules re-converts even when no package version moved."""
     h = hashlib.sha256()
-    for name in ("convert.py", "html_import.py"):
+    for name in ("convert.py", "html_import.py", "html_markdown.py"):
         h.update((Path(__file__).with_name(name)).read_bytes())
     return h.hexdigest()[:16]
 
