@@ -1,5 +1,6 @@
 """What the LLM-backed golden commands share (generate, label, label --decide): the configured
-corpus and llm node, the provider/model/price resolution, the cost confirmation and the job runner.
+corpus and llm node, the provider/model/price resolution, the cost confirmation and the job runner,
+and the console, the retriever session and the usage lines they print.
 
 Its own module so that commands/golden.py and commands/decide_labels.py both import it and not
 each other (tools/import_check.py: no import cycle, no private import across modules)."""
@@ -136,3 +137,48 @@ def run_llm_job(args: argparse.Namespace, console, plan, runner, verb: str, pric
     with progress:
         return runner(plan, client, concurrency=args.concurrency, on_progress=tick,
                       poll_interval=args.poll_interval, poll_timeout=args.poll_timeout, price=price)
+
+
+# -- the console, the session, the job's last lines (golden generate and label) ---------------
+def console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def open_session(overrides: list[str]) -> Any:
+    from ..session import open_retriever  # lazy: the database is only needed here
+
+    return open_retriever(overrides or None)
+
+
+def check_llm_args(args: argparse.Namespace) -> None:
+    if args.concurrency < 1:
+        raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
+    if args.max_retries < 0:
+        raise ConfigError(f"--max-retries must be >= 0, got {args.max_retries}")
+
+
+def usage_line(report: Any, model: str, provider: str = "anthropic") -> str:
+    u = report.usage + report.batch_usage
+    cost = "unknown (no price for this model; pass --price)" if report.cost_usd is None else f"${report.cost_usd:.4f}"
+    via = f" (provider {provider})" if provider != "anthropic" else ""
+    return (f"Usage: {u.requests} responses, {u.input_tokens:,} input + {u.output_tokens:,} output tokens "
+            f"on {model}{via}; cost {cost}")
+
+
+def corpus_language(session) -> str:
+    """The session's corpus.language (english for a session without settings)."""
+    settings = getattr(session, "settings", None)
+    return settings.corpus.language if settings is not None else "english"
+
+
+def finish_llm_job(args: argparse.Namespace, console, report, problems_title: str) -> int:
+    say(console, f"{problems_title}: {counter_line(dict(report.problems))}")
+    if report.torn_checkpoint_lines:
+        say(console, f"  note: {report.torn_checkpoint_lines} torn checkpoint line(s) ignored (a run killed "
+                     "mid-write); those items were asked again")
+    for err in report.errors[:5]:
+        say(console, f"  error: {err}")
+    say(console, usage_line(report, args.model, args.provider))
+    return 0 if not report.api_errors else 3
