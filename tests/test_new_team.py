@@ -240,7 +240,7 @@ def judge_reply(body: dict):
 
 def spotcheck_answers(golden: Path, seed: int, disagree: set[int]) -> list[str]:
     """The answers a careful human gives, in the order spot-check shows the pairs (documented in
-    rag_experiments/golden/spotcheck.py: live machine judgements sorted by sha256("<seed>|<id>")):
+    rag_experiments/golden/spotcheck_sample.py: live machine judgements sorted by sha256("<seed>|<id>")):
     the judge's rule applied to the question and passage shown, except at the positions in
     ``disagree``."""
     records = [json.loads(line) for line in golden.read_text().splitlines()]

@@ -1,7 +1,7 @@
 """Judge-corrected headline metrics of a run: its ranked lists scored again under people's labels.
 
 When people have checked every machine-judged pair of a random sample of cases (``rag-exp golden
-spotcheck --cases N``, :func:`rag_experiments.golden.spotcheck.case_sample`), each sampled case is
+spotcheck --cases N``, :func:`rag_experiments.golden.spotcheck_sample.case_sample`), each sampled case is
 scored twice from the run's own ranked lists: as the run scored it (machine labels, ``M``) and
 with each machine verdict replaced by the person's (``H``, same spans, same overlap rule, same
 metric code: :func:`.evaluate.score_case`). :func:`rag_experiments.stats.ppi.ppi_mean` (plain
@@ -28,7 +28,7 @@ from typing import Mapping
 import pandas as pd
 
 from ..golden.resolve import EvalCase, GoldenSet
-from ..golden.spotcheck import CaseSample, case_sample, machine_judged_pairs, read_spotchecks, spotcheck_path
+from ..golden.spotcheck_sample import CaseSample, case_sample, machine_judged_pairs, read_spotchecks, spotcheck_path
 from ..stats.ppi import MIN_CASES, Corrected, ppi_mean, ppi_paired
 from ..types import RankedList
 from .evaluate import EvalParams, score_case

@@ -234,13 +234,13 @@ def test_a_judge_served_by_another_provider_is_another_judge(golden):
     from dataclasses import replace
 
     j = sc.machine_judged_pairs(GoldenFile(golden).read_records())[0]
-    assert sc._judge_id(j) == ("m", "judge-v1")
+    assert sc.judge_id(j) == ("m", "judge-v1")
 
     def served_by(provider):
         return replace(j, raw={**j.raw, "judge": {**j.raw["judge"], "provider": provider}})
 
-    assert sc._judge_id(served_by("openai")) == ("openai:m", "judge-v1")
-    assert sc._judge_id(served_by("anthropic")) == ("m", "judge-v1")
+    assert sc.judge_id(served_by("openai")) == ("openai:m", "judge-v1")
+    assert sc.judge_id(served_by("anthropic")) == ("m", "judge-v1")
 
 
 def test_export_and_answers_files_that_cannot_be_used_are_one_line(golden, tmp_path, capsys):
