@@ -16,7 +16,7 @@ import pytest
 
 from rag_experiments.corpus.loader import demo_corpus_dir, load_corpus
 from rag_experiments.evaluation.evaluate import EvalParams, evaluate
-from rag_experiments.commands.golden import fix_command
+from rag_experiments.commands.drift import fix_command
 from rag_experiments.golden.anchoring import (
     FUZZY_THRESHOLD, check, drift_status, drift_warning, reanchor,
 )
