@@ -67,7 +67,9 @@ def test_scale_bench_prints_rows_and_exponents_and_drops_its_database(pg_server,
             return {r[0] for r in c.execute("SELECT datname FROM pg_database WHERE datname LIKE 'rag_bench_scale_%'")}
 
     before = bench_dbs()
-    assert B.main(["--sizes", "1000,2000", "--eval-cases", "150,300", "--sweep-points", "3", "--queries", "20",
+    # the smallest run that still prints every row: two sizes (the minimum, 1,000, and twice it) give
+    # the exponents, two case counts the eval rows of each, three points the sweep summary
+    assert B.main(["--sizes", "1000,2000", "--eval-cases", "20,40", "--sweep-points", "3", "--queries", "5",
                    "--workdir", str(tmp_path / "work")]) == 0
     out = capsys.readouterr().out
     assert bench_dbs() == before
@@ -77,7 +79,7 @@ def test_scale_bench_prints_rows_and_exponents_and_drops_its_database(pg_server,
                 "BM25 leg p50, ms (every posting read", "BM25 SQL-search queries pruned",
                 "BM25 leg p50, ms (OR, depth 50; as shipped: native)", "BM25 leg p50, ms (SQL search",
                 "BM25 leg p50, ms, as shipped, the queries' first pass", "BM25 packed postings + chunk ordinals",
-                "peak RSS of ingest", "peak RSS of a run", "eval 150 cases: cold run", "eval 300 cases: warm run",
+                "peak RSS of ingest", "peak RSS of a run", "eval 20 cases: cold run", "eval 40 cases: warm run",
                 "per-case artifact", "compare of two runs", "summary of a 3-point sweep"):
         assert row in table, row
     assert "growth 1,000->2,000" in table
@@ -90,18 +92,18 @@ def test_scale_bench_prints_rows_and_exponents_and_drops_its_database(pg_server,
     # every timed query
     same = re.search(r"\| BM25 lists and scores, as shipped = SQL search = every posting read, queries"
                      r" \| ([0-9,]+) \| ([0-9,]+) \|", table)
-    assert same and same.groups() == ("20", "20"), same
+    assert same and same.groups() == ("5", "5"), same
 
 
 def test_keyword_only_builds_no_hnsw_index_and_times_the_bm25_leg(pg_server, monkeypatch, capsys, tmp_path):
     admin, _ = pg_server
     monkeypatch.setenv("DATABASE_URL", admin)
-    assert B.main(["--sizes", "1000", "--eval-cases", "100", "--queries", "15", "--keyword-only",
+    assert B.main(["--sizes", "1000", "--eval-cases", "20", "--queries", "5", "--keyword-only",
                    "--workdir", str(tmp_path / "work")]) == 0
     table = capsys.readouterr().out.split("| row |", 1)[1]
-    assert re.search(r"\| BM25 lists and scores, as shipped = SQL search = every posting read, queries \| 15 \|", table)
+    assert re.search(r"\| BM25 lists and scores, as shipped = SQL search = every posting read, queries \| 5 \|", table)
     assert re.search(r"\| HNSW build \(m 16, ef_construction 64\), s \|  \|", table)  # not built
-    for absent in ("vector leg p50", "hybrid p50", "eval 100 cases"):
+    for absent in ("vector leg p50", "hybrid p50", "eval 20 cases"):
         assert absent not in table, absent
 
 
