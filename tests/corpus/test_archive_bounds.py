@@ -15,7 +15,7 @@ import zipfile
 
 import pytest
 
-from rag_experiments.corpus import convert
+from rag_experiments.corpus import convert_ooxml
 from rag_experiments.corpus.convert import ConversionError, convert_bytes
 from rag_experiments.corpus.loader import read_corpus
 
@@ -90,7 +90,7 @@ def test_a_pptx_is_bounded_the_same_way(no_decompression):
 def test_each_declared_bound_is_named(monkeypatch, no_decompression, limit, value, message):
     """The real bounds (256 MiB in all, 64 MiB of XML, 10,000 members) are too large to build
     here; a normal DOCX against small ones shows each check and its line."""
-    monkeypatch.setattr(convert, limit, value)
+    monkeypatch.setattr(convert_ooxml, limit, value)
     docx = make_docx()
     no_decompression.clear()
     with pytest.raises(ConversionError, match=r"^zip bomb\? DOCX refused before decompressing: " + message):
