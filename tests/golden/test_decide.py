@@ -215,3 +215,48 @@ def test_near_duplicates_are_one_passage_left_as_in_the_export():
     assert len(st.candidates) == 2  # the two near-duplicates are one offer; it said 3
     first = next(c for c in st.candidates if c.key in ("html:0-300", "txt:0-300"))
     assert set((first.key, *first.copies)) == {"html:0-300", "txt:0-300"}
+
+
+def test_decide_left_counts_the_rows_the_export_writes(store, mini_golden, tmp_path, capsys):
+    """End to end: a page and its reworded copy (one word changed, similarity 0.98) ranked by one run
+    each in every case. --dry-run's "left" and the --export's rows are the same number (it said
+    "left" twice the rows: the order grouped exact texts, the export near-duplicates)."""
+    import csv
+    import shutil
+
+    from rag_experiments.corpus.loader import load_corpus
+    from rag_experiments.golden.resolve import load_golden
+    from rag_experiments.types import Hit
+
+    from ..conftest import FIXTURES
+
+    folder = tmp_path / "corpus"
+    shutil.copytree(FIXTURES / "mini_corpus", folder)
+    for name, text in (("near-a", NEAR), ("near-b", NEAR.replace("later", "future"))):
+        (folder / f"{name}.md").write_text(f"---\nsource_uri: mini/{name}.html\ntitle: {name}\ndoc_type: guide\n---\n"
+                                           f"# {name}\n\n{text}\n")
+    docs = {d.source_uri: d for d in load_corpus(folder, "mini")}
+
+    def near(uri: str, rank: int) -> Hit:
+        d = docs[uri]
+        at = d.text.index(NEAR[:40])
+        return Hit(f"n{rank}", d.doc_id, d.source_uri, d.doc_type, at, at + len(d.text[at:].rstrip()), 1.0, rank)
+
+    def side(uri: str):
+        def run(case):
+            s = case.relevant[0].span
+            return (Hit("e", s.doc_id, s.source_uri, case.doc_type, s.start, s.end, 2.0, 1), near(uri, 2))
+        return run
+
+    a = log_golden_run(mini_golden, side("mini/near-a.html"), name="alpha")
+    b = log_golden_run(mini_golden, side("mini/near-b.html"), name="beta")
+    n = len(load_golden(mini_golden).scorable)
+    sets = ["--set", f"corpus.path={folder}", "--set", "corpus.name=mini"]
+    base = ["golden", "label", "--golden", str(mini_golden), "--decide", a, b, "--by-hand", *sets]
+    assert cli(*base, "--dry-run") == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"left {n} (" in out, out  # one passage a case: it said left {2 * n}
+    sheet = tmp_path / "next.csv"
+    assert cli(*base, "--export", str(sheet)) == 0
+    with sheet.open(encoding="utf-8") as f:
+        assert len(list(csv.DictReader(f))) == n
