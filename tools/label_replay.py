@@ -34,6 +34,7 @@ from rag_experiments.evaluation.relevance import credit  # noqa: E402
 from rag_experiments.evaluation.rescore import params_from_flat  # noqa: E402
 from rag_experiments.golden.decide import outcome, run_loop, without_judgements  # noqa: E402
 from rag_experiments.golden.decide_stop import LEVEL, SEED  # noqa: E402
+from rag_experiments.golden.relevance_features import case_queries  # noqa: E402
 from rag_experiments.golden.resolve import load_golden  # noqa: E402
 from rag_experiments.paths import project_path  # noqa: E402
 from rag_experiments.tracking.decide_tracker import STOP_RULES, PairTracker  # noqa: E402
@@ -58,7 +59,7 @@ def truth_grades(truth, ranked, k: int, min_coverage: float) -> dict[tuple[str, 
 
 def replay_pair(metric: str, start, truth, ra, rb, min_cov: float, text_of, alpha: float, *,
                 stop: str = "confident", seed: int = SEED, shuffle: int | None = None, level: float = LEVEL,
-                order_by: str | None = None):
+                order_by: str | None = None, model: str = "features"):
     """Label in the decide order (or, ``shuffle`` a seed, in a random order) with the truth's verdicts
     until the rule says settled; the decision declared against the full pool's."""
     k = B.metric_parts(metric)[1]
@@ -71,7 +72,9 @@ def replay_pair(metric: str, start, truth, ra, rb, min_cov: float, text_of, alph
     grades = truth_grades(truth, ra, k, min_cov)
     for key, g in truth_grades(truth, rb, k, min_cov).items():
         grades[key] = max(grades.get(key, 0), g)
-    tracker = PairTracker(metric, va, vb, text_of, alpha=alpha, stop=stop, seed=seed, level=level, order_by=order_by)
+    queries = case_queries(start.cases) if model == "features" else None  # as golden label --decide passes them
+    tracker = PairTracker(metric, va, vb, text_of, alpha=alpha, stop=stop, seed=seed, level=level, order_by=order_by,
+                          queries=queries)
     first = tracker.state()
     pool = len(first.candidates)
     pool_passages = sum(1 + len(c.copies) for c in first.candidates)
@@ -134,6 +137,9 @@ def main(argv=None) -> int:
     ap.add_argument("--order-by", choices=("weight", "spread"), default=None,
                     help="the decide order: by weight (default, as golden label --decide), or weight x sqrt(p (1 - p)) "
                     "of the passage's rate")
+    ap.add_argument("--model", choices=("features", "cells"), default="features",
+                    help="the confident rule's relevance model: per passage from its cell and features (default, as "
+                    "golden label --decide), or one rate per cell (the rule before)")
     ap.add_argument("--null", type=int, default=0, metavar="N",
                     help="instead: N null pairs per pair (per case a coin swaps the two lists), the rate at which "
                     "a decision other than a tie is declared settled where the full pool gives a tie")
@@ -170,7 +176,8 @@ def main(argv=None) -> int:
                 variants += [(f"random {i}", SEED, 1000 + i) for i in range(args.random_orders)]
                 for order_name, seed, shuffle in variants:
                     r = replay_pair(metric, start, truth, ranked[a.id], ranked[b.id], min_cov, text_of, args.alpha,
-                                    stop=stop, seed=seed, shuffle=shuffle, level=args.level, order_by=args.order_by)
+                                    stop=stop, seed=seed, shuffle=shuffle, level=args.level, order_by=args.order_by,
+                                    model=args.model)
                     share = r["labels"] / r["pool"] if r["pool"] else 0.0
                     agree = r["declared"] == r["full"]
                     rows += 1
@@ -198,7 +205,7 @@ def null_table(args, pairs, ranked, label, start, truth, text_of) -> int:
                 for i in range(args.null):
                     xa, xb = null_lists(ranked[a.id], ranked[b.id], 5700 + i)
                     r = replay_pair(metric, start, truth, xa, xb, min_cov, text_of, args.alpha, stop=stop,
-                                    level=args.level)
+                                    level=args.level, model=args.model)
                     n += 1
                     labels += r["labels"] / max(r["pool"], 1)
                     if r["full"] == "tie":

@@ -24,6 +24,12 @@ YES (grade 2) or PART (1) by the judged share of YES among the relevant (again w
 A passage whose text equals a judged passage of the same case takes that verdict; copies of one text
 in a case take one draw.
 
+**With features** (:class:`.relevance_logit.FeatureModel`, what ``golden label --decide`` and the replay
+use, since they know the questions): each passage's own rate from its cell and its features
+(:mod:`.relevance_features`: the share of the question's terms it holds), a Bayesian logistic
+regression drawn from its Laplace posterior per draw; the per-question factor and the share of YES as
+above. :class:`RelevanceModel` is the model without features (a tracker given no questions).
+
 **The values** under a draw are computed exactly as :func:`rag_experiments.evaluation.bounds.value`
 scores them (a relevant passage becomes a unit of the case for both runs), vectorised over the draws
 with numpy (:class:`CaseTable`); the per-case differences of each draw go through the same paired
@@ -75,6 +81,7 @@ class Judged:
     rank_b: int | None
     grade: int
     case_id: str | None = None  # the question it belongs to: relevance clusters by question
+    features: tuple[float, ...] = ()  # relevance_features.features of the passage for its question
 
 
 class RelevanceModel:
@@ -84,11 +91,17 @@ class RelevanceModel:
         self.yes = np.zeros(CELLS)
         self.no = np.zeros(CELLS)
         self.full = self.part = 0
-        self.by_case: dict[str, list[tuple[int, bool]]] = {}  # case -> (cell, relevant) of its judged passages
+        self.cells: list[int] = []  # per judged passage its cell, whether relevant, its features
+        self.relevant: list[bool] = []
+        self.features: list[tuple[float, ...]] = []
+        self.by_case: dict[str, list[int]] = {}  # case -> its judged passages (indices into cells)
         for j in judged:
             c = cell_of(j.rank_a, j.rank_b)
             if j.case_id is not None:
-                self.by_case.setdefault(j.case_id, []).append((c, j.grade > 0))
+                self.by_case.setdefault(j.case_id, []).append(len(self.cells))
+            self.cells.append(c)
+            self.relevant.append(j.grade > 0)
+            self.features.append(j.features)
             if j.grade > 0:
                 self.yes[c] += 1
                 self.full += j.grade >= 2
@@ -102,20 +115,29 @@ class RelevanceModel:
         return int(self.yes.sum() + self.no.sum())
 
     def mean(self) -> np.ndarray:
-        """Each cell's expected rate (the order uses it)."""
+        """Each cell's expected rate."""
         overall = (1 + self.yes.sum()) / (2 + self.yes.sum() + self.no.sum())
         return (self.strength * overall + self.yes) / (self.strength + self.yes + self.no)
 
+    def means(self, cells: Sequence[int], features: Sequence[tuple[float, ...]]) -> np.ndarray:
+        """The expected rate of passages in ``cells`` with ``features`` (the spread order, the factor)."""
+        return self.mean()[np.asarray(cells, dtype=int)]
+
+    def judged_means(self) -> np.ndarray:
+        """Each judged passage's expected rate as the model sees it now."""
+        return self.means(self.cells, self.features) if self.cells else np.zeros(0)
+
     def dispersion(self) -> float:
         """1/kappa of the per-question factor on the odds of relevance, by moments: how much more the
-        judged YES counts per question spread around what the cells predict than independent verdicts
+        judged YES counts per question spread around what the model predicts than independent verdicts
         would (Var y = e + e^2 / kappa, less the binomial part); at least DISPERSION_FLOOR, so a few
         labels cannot claim that questions are alike."""
-        rate = self.mean()
+        rate = self.judged_means()
+        relevant = np.array(self.relevant, dtype=float)
         excess = square = 0.0
         for judged in self.by_case.values():
-            p = rate[[c for c, _ in judged]]
-            e, y = p.sum(), sum(r for _, r in judged)
+            p = rate[judged]
+            e, y = p.sum(), relevant[judged].sum()
             excess += (y - e) ** 2 - (p * (1 - p)).sum()
             square += e * e
         measured = excess / square if square > 0 else 0.0
@@ -125,18 +147,19 @@ class RelevanceModel:
         """(draws x cases) each question's factor on the odds of relevance of its unjudged passages: the
         random effect that makes relevance cluster by question. Its prior is Gamma(kappa, kappa) (mean 1);
         a question's own judged passages update it (Gamma(kappa + yes, kappa + expected yes)), so a
-        question whose labels came out more often relevant than its cells predict keeps more YES to come."""
+        question whose labels came out more often relevant than the model predicts keeps more YES to come."""
         inv = self.dispersion()
         if inv <= 0 or not case_ids:
             return np.ones((draws, len(case_ids)))
         kappa = 1.0 / inv
-        rate = self.mean()
+        rate = self.judged_means()
+        relevant = np.array(self.relevant, dtype=float)
         shape = np.empty(len(case_ids))
         scale = np.empty(len(case_ids))
         for i, cid in enumerate(case_ids):
-            judged = self.by_case.get(cid, ())
-            y = sum(r for _, r in judged)
-            e = rate[[c for c, _ in judged]].sum() if judged else 0.0
+            judged = self.by_case.get(cid, [])
+            y = relevant[judged].sum() if judged else 0.0
+            e = rate[judged].sum() if judged else 0.0
             shape[i], scale[i] = kappa + y, 1.0 / (kappa + e)
         return rng.gamma(shape, scale, size=(draws, len(case_ids)))
 
@@ -148,6 +171,13 @@ class RelevanceModel:
         rates = rng.beta(np.maximum(a, 1e-9), np.maximum(b, 1e-9))
         yes_share = rng.beta(1 + self.full, 1 + self.part, size=draws)
         return rates, yes_share
+
+    def draw_probs(self, rng: np.random.Generator, draws: int, cells: np.ndarray,
+                   features: Sequence[tuple[float, ...]]) -> tuple[np.ndarray, np.ndarray]:
+        """(draws x units) each unit's probability of relevance (its cell's drawn rate) and (draws,) shares
+        of YES among the relevant."""
+        rates, yes_share = self.draw_rates(rng, draws)
+        return rates[:, cells], yes_share
 
 
 class CaseTable:
@@ -275,25 +305,27 @@ SCOUT_MARGIN = 0.05  # of the level (at 400 draws and 0.90 the standard error is
 def confidence(tables: Sequence[CaseTable | float], cells: Sequence[Sequence[int]],
                fixed: Sequence[Sequence[int | None]], model: RelevanceModel, *, alpha: float,
                level: float = LEVEL, draws: int = DRAWS, seed: int = SEED,
-               case_ids: Sequence[str] | None = None) -> Confidence:
+               case_ids: Sequence[str] | None = None,
+               features: Sequence[Sequence[tuple[float, ...]]] | None = None) -> Confidence:
     """The decision under ``draws`` draws of the unjudged verdicts. ``tables``: per case its table, or
     its Δ when nothing in it is unjudged; ``cells[i]``: the model cell of each of case i's units;
     ``fixed[i]``: a unit's known grade (a copy of a judged text) or None; ``case_ids[i]``: case i's
     question, for the per-question factor (:meth:`RelevanceModel.case_factors`; None: verdicts drawn
-    independently across questions, which declared wrong decisions settled where relevance clusters). A scouting pass of
-    ``draws / SCOUT`` draws answers alone when it is far below the level (the loop asks after every
-    label, and most steps are far from settled); a settled answer always rests on all ``draws``."""
+    independently across questions, which declared wrong decisions settled where relevance clusters);
+    ``features[i]``: each unit's features (:mod:`.relevance_features`) for a model that reads them. A
+    scouting pass of ``draws / SCOUT`` draws answers alone when it is far below the level (the loop asks
+    after every label, and most steps are far from settled); a settled answer always rests on all ``draws``."""
+    args = (tables, cells, fixed, model, alpha, level)
     if draws >= 2 * SCOUT:
-        scout = _confidence(tables, cells, fixed, model, alpha, level, draws // SCOUT, seed, case_ids)
+        scout = _confidence(*args, draws // SCOUT, seed, case_ids, features)
         if scout.probability < level - SCOUT_MARGIN:
             return scout
-    return _confidence(tables, cells, fixed, model, alpha, level, draws, seed, case_ids)
+    return _confidence(*args, draws, seed, case_ids, features)
 
 
 def _confidence(tables, cells, fixed, model: RelevanceModel, alpha: float, level: float, draws: int,
-                seed: int, case_ids: Sequence[str] | None = None) -> Confidence:
+                seed: int, case_ids: Sequence[str] | None = None, features=None) -> Confidence:
     rng = np.random.default_rng(seed)
-    rates, yes_share = model.draw_rates(rng, draws)
     diffs = np.empty((draws, len(tables)))
     live = [i for i, t in enumerate(tables) if isinstance(t, CaseTable)]
     for i, t in enumerate(tables):
@@ -301,9 +333,10 @@ def _confidence(tables, cells, fixed, model: RelevanceModel, alpha: float, level
             diffs[:, i] = t
     if live:
         unit_cells = np.array([c for i in live for c in cells[i]], dtype=int)
+        unit_features = [f for i in live for f in features[i]] if features is not None else [()] * len(unit_cells)
         known = [g for i in live for g in fixed[i]]
         u = len(unit_cells)
-        p = rates[:, unit_cells]
+        p, yes_share = model.draw_probs(rng, draws, unit_cells, unit_features)
         if case_ids is not None:  # every case's factor from a stream of its own: the same at every step
             factors = model.case_factors(np.random.default_rng([seed, 1]), draws, case_ids)
             unit_case = np.array([i for i in live for _ in cells[i]], dtype=int)

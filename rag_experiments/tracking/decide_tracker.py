@@ -17,15 +17,19 @@ from typing import Callable, Mapping, Sequence
 from ..evaluation import bounds as B
 from ..golden.decide import ALPHA, Candidate, State, favoured_side, normalised_text, one_per_text, order, settle
 from ..golden.decide_stop import DRAWS, LEVEL, SEED, CaseTable, Judged, RelevanceModel, cell_of, confidence
+from ..golden.relevance_features import FEATURES, features
+from ..golden.relevance_logit import FeatureModel
 
 STOP_RULES = ("confident", "certain")
 
 
 def judged_in_pool(start_a: Mapping[str, B.CaseView], start_b: Mapping[str, B.CaseView],
                    now_a: Mapping[str, B.CaseView], now_b: Mapping[str, B.CaseView], k: int,
-                   text_of: Callable[[str], str]) -> tuple[list[Judged], dict[tuple[str, str], int]]:
+                   text_of: Callable[[str], str], queries: Mapping[str, str] | None = None,
+                   ) -> tuple[list[Judged], dict[tuple[str, str], int]]:
     """The pool passages judged since the start views (the golden set without its judgements): per
-    passage where each run ranks it and its grade now; and (case, normalised text) -> grade."""
+    passage where each run ranks it, its grade now and (``queries``: case -> question) its features;
+    and (case, normalised text) -> grade."""
     judged: list[Judged] = []
     known: dict[tuple[str, str], int] = {}
     for cid in start_a:
@@ -37,8 +41,9 @@ def judged_in_pool(start_a: Mapping[str, B.CaseView], start_b: Mapping[str, B.Ca
             rb = start_b[cid].slots.index(key) + 1 if key in ub else None
             grade = now_a[cid].slots[ra - 1] if ra else now_b[cid].slots[rb - 1]
             if isinstance(grade, int):
-                judged.append(Judged(ra, rb, grade, cid))
                 text = text_of(key)
+                feats = features(queries.get(cid, ""), text or "") if queries is not None else ()
+                judged.append(Judged(ra, rb, grade, cid, feats))
                 if text:
                     known[(cid, normalised_text(text))] = grade
     return judged, known
@@ -52,7 +57,7 @@ class PairTracker:
                  text_of: Callable[[str], str], names: tuple[str, str] = ("A", "B"), alpha: float = ALPHA, *,
                  stop: str = "confident", level: float = LEVEL, draws: int = DRAWS, seed: int = SEED,
                  judged: Sequence[Judged] = (), known: Mapping[tuple[str, str], int] | None = None,
-                 order_by: str | None = None) -> None:
+                 order_by: str | None = None, queries: Mapping[str, str] | None = None) -> None:
         if stop not in STOP_RULES:
             raise ValueError(f"stop rule {stop!r}: one of {', '.join(STOP_RULES)}")
         self.metric, self.text_of, self.names, self.alpha = metric, text_of, names, alpha
@@ -62,6 +67,8 @@ class PairTracker:
         # recall@10 (hybrid vs vector, keyword vs vector) where the weight order declared none
         self.order_by = order_by or "weight"
         self.judged = list(judged)
+        # case -> question: each passage's own rate from its features (relevance_logit), not only its cell's
+        self.queries = queries
         self.known = dict(known or {})
         self.name, self.k = B.metric_parts(metric)
         shared = [cid for cid in a if cid in b]
@@ -92,14 +99,24 @@ class PairTracker:
             group_of[c.key] = i
             ranks[i] = [_best(ranks[i][0], c.rank_a), _best(ranks[i][1], c.rank_b)]
         table = CaseTable(self.name, self.k, va, vb, texts, group_of)
-        return table, [cell_of(ra, rb) for ra, rb in ranks], texts
+        firsts = {group_of[c.key]: c for c in reversed(cands)}  # a text group's features: its first passage's
+        return table, [cell_of(ra, rb) for ra, rb in ranks], texts, [self._features(firsts[i]) for i in range(len(texts))]
+
+    def _features(self, c: Candidate) -> tuple[float, ...]:
+        return features(self.queries.get(c.case_id, ""), c.text) if self.queries is not None else ()
+
+    def model(self) -> RelevanceModel:
+        """The relevance model of the judged pool passages: with the features when the questions are known."""
+        if self.queries is None:
+            return RelevanceModel(self.judged)
+        return FeatureModel(self.judged, len(FEATURES))
 
     def apply(self, case_id: str, keys: Sequence[str], grade: int) -> None:
         """Record a verdict on ``keys`` (a passage and its copies) of one case."""
         mine = [c for c in self.cases[case_id][4] if c.key in keys]
         if mine:
             self.judged.append(Judged(_best(*(c.rank_a for c in mine)), _best(*(c.rank_b for c in mine)), grade,
-                                      case_id))
+                                      case_id, self._features(mine[0])))
             if mine[0].text:
                 self.known[(case_id, normalised_text(mine[0].text))] = grade
         for key in keys:
@@ -119,27 +136,29 @@ class PairTracker:
         return State(settling, d.text(*self.names), tuple(candidates))
 
     def _spread(self) -> Callable[[Candidate], float]:
-        rate = RelevanceModel(self.judged).mean()
+        model = self.model()
 
         def spread(c: Candidate) -> float:
-            p = rate[cell_of(c.rank_a, c.rank_b)]
+            p = float(model.means([cell_of(c.rank_a, c.rank_b)], [self._features(c)])[0])
             return math.sqrt(p * (1 - p))
         return spread
 
     def confidence(self, rows, now: Sequence[float]):
-        tables, cells, fixed = [], [], []
+        tables, cells, fixed, feats = [], [], [], []
         for (cid, row), delta in zip(zip(self.cases, rows), now):
             if row[5] is None:
                 tables.append(delta)
                 cells.append(())
                 fixed.append(())
+                feats.append(())
                 continue
-            table, unit_cells, texts = row[5]
+            table, unit_cells, texts, unit_features = row[5]
             tables.append(table)
             cells.append(unit_cells)
             fixed.append([self.known.get((cid, t)) for t in texts])
-        return confidence(tables, cells, fixed, RelevanceModel(self.judged), alpha=self.alpha, level=self.level,
-                          draws=self.draws, seed=self.seed, case_ids=list(self.cases))
+            feats.append(unit_features)
+        return confidence(tables, cells, fixed, self.model(), alpha=self.alpha, level=self.level,
+                          draws=self.draws, seed=self.seed, case_ids=list(self.cases), features=feats)
 
 
 def _best(*ranks: int | None) -> int | None:
