@@ -148,15 +148,16 @@ def open_store(uri: str, *, check: bool = True) -> None:
         from mlflow.tracking import MlflowClient
 
         with init_lock(uri):
-            _copy_template(sqlite_path(uri))
+            copy_template(sqlite_path(uri))
             # the first request builds MLflow's store: tables, then every schema migration
             MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
     _opened.add(uri)
 
 
-def _copy_template(path: Path) -> None:
+def copy_template(path: Path) -> None:
     """A new store at ``path`` copied from ``$RAG_EXP_MLFLOW_STORE_TEMPLATE`` (made first if it does
-    not exist yet); nothing when the variable is unset or the store exists. Under the caller's lock."""
+    not exist yet); nothing when the variable is unset or the store exists. Under the caller's lock
+    (or before anything else opens ``path``: the Ray test's ``mlflow server`` store)."""
     template = os.environ.get(TEMPLATE_ENV)
     if not template or path.exists():
         return

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ import psycopg  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
 from rag_experiments.db.migrations import SCHEMA_LOCK_KEY  # noqa: E402
+from rag_experiments.tracking.server import copy_template  # noqa: E402
 
 from rag_experiments.scale.services import MlflowServer, RayCluster, TcpPostgres, free_port  # noqa: E402
 
@@ -33,6 +35,12 @@ ROOT = Path(__file__).resolve().parents[2]
 MINI = ROOT / "tests" / "fixtures" / "mini_corpus"
 
 
+#: Ray's GCS declares a node dead after health_check_failure_threshold failed checks, one per
+#: health_check_period_ms: 5 x 3 s by default, the wait for a killed node's lost points; here
+#: 3 x 0.5 s (the timeout of one check stays 10 s, so a loaded machine does not lose a live node)
+FAST_NODE_DEATH = {"RAY_health_check_period_ms": "500", "RAY_health_check_failure_threshold": "3"}
+
+
 @pytest.fixture(scope="module")
 def services():
     from tests.conftest import server_folder
@@ -40,16 +48,21 @@ def services():
     folder = server_folder()
     pg = TcpPostgres(folder / "pgdata")
     mlflow_server = MlflowServer(folder / "mlflow")
-    cluster = RayCluster(workers=1, cpus_per_node=1)
+    cluster = RayCluster(workers=1, cpus_per_node=1, env=FAST_NODE_DEATH)
+    # the server's store from the suite's template (tests/conftest.py), not MLflow's migrations
+    (folder / "mlflow").mkdir(parents=True)
+    copy_template(folder / "mlflow" / "mlflow.db")
     try:
-        pg.ensure_running()
-        mlflow_server.start()
-        cluster.start()
+        # the three are independent and each mostly waits (imports, initdb, raylets): started at once
+        with ThreadPoolExecutor(3) as pool:
+            for started in [pool.submit(pg.ensure_running), pool.submit(mlflow_server.start),
+                            pool.submit(cluster.start)]:
+                started.result()
         yield {"pg": pg, "mlflow": mlflow_server, "ray": cluster, "folder": folder}
     finally:
-        cluster.stop()
-        mlflow_server.stop()
-        pg.stop()
+        with ThreadPoolExecutor(3) as pool:  # independent too: stopped at once
+            for stopped in [pool.submit(cluster.stop), pool.submit(mlflow_server.stop), pool.submit(pg.stop)]:
+                stopped.result()
 
 
 @pytest.fixture(scope="module")
