@@ -69,34 +69,56 @@ class CoverageGap:
                 f"{'against' if self.delta < 0 else 'for'} it; judge the pool of both first: {self.command}")
 
 
-def gaps_at_depth(runs: Sequence[RunView], labels: Sequence[str], metric: str, golden: GoldenSet | None,
-                  alpha: float, n_resamples: int, seed: int, c=None) -> list[str] | None:
-    """The label-coverage check at the depth of the metric compared: one labelling depth. Deciding on
-    recall@5 (``golden label --decide``, the default objective) labels the top 5, so the check asks for
-    judged@5 and its command for ``-k 5``; a logged judged@10 would keep asking for ``-k 10``. judged@k
-    per case comes from each run's stored ranked lists scored on ``golden`` (the newest labels), its
-    paired difference against the first run tested as compare tests a column (Holm across the runs).
-    The warning lines, or None when the runs' logged judged@k already is that depth or it cannot be
-    computed (a metric without a cut-off, a run without ranked lists, no golden file): then the table's
-    judged@k check stands."""
+def with_judged_at(runs: Sequence[RunView], metric: str, golden: GoldenSet | None = None, c=None
+                   ) -> tuple[list[RunView], str] | None:
+    """The runs with judged@k at the depth of ``metric`` in their per-case tables (recall@5 ->
+    ``judged_at_5``: what one labelling depth checks), scored from each run's stored ranked lists on
+    ``golden`` (default: the newest version of the runs' golden file), and that column's name. None
+    when a run already logs it, or it cannot be computed (a metric without a cut-off, runs on
+    different golden versions, a run without ranked lists or a per-case table): the logged judged@k
+    stands then."""
     try:
         k = B.metric_parts(metric)[1]
     except ValueError:
         return None
     column = f"{JUDGED_PREFIX}{k}"
-    if golden is None or any(r.per_case is not None and column in r.per_case for r in runs):
+    if any(r.per_case is None or column in r.per_case for r in runs) or len({r.golden for r in runs}) > 1:
         return None
-    judged = []
+    golden = golden or newest_golden(runs)
+    if golden is None:
+        return None
+    out = []
     for r in runs:
         ranked = load_ranked_lists(r, c)
         if ranked is None:
             return None
         result, _missing = rescore(golden, ranked, replace(eval_params(r.params), judged_k=k))
-        judged.append(result.per_case.set_index("case_id")[column].astype(float))
+        judged = result.per_case[["case_id", column]]
+        per_case = r.per_case.merge(judged, on="case_id", how="inner")  # the cases both score
+        out.append(replace(r, per_case=per_case))
+    return out, column
+
+
+def gaps_at_depth(runs: Sequence[RunView], labels: Sequence[str], metric: str, golden: GoldenSet | None,
+                  alpha: float, n_resamples: int, seed: int, c=None) -> list[str] | None:
+    """The label-coverage check at the depth of the metric compared: one labelling depth. Deciding on
+    recall@5 (``golden label --decide``, the default objective) labels the top 5, so the check asks for
+    judged@5 and its command for ``-k 5``; a logged judged@10 would keep asking for ``-k 10``. judged@k
+    per case comes from :func:`with_judged_at` (the stored ranked lists on the newest labels), its
+    paired difference against the first run tested as compare tests a column (Holm across the runs).
+    The warning lines, or None when :func:`with_judged_at` cannot say (then the table's judged@k
+    check stands)."""
+    deep = with_judged_at(runs, metric, golden, c)
+    if deep is None:
+        return None
+    runs, column = deep
+    k = int(column[len(JUDGED_PREFIX):])
+    base = runs[0].per_case.set_index("case_id")[column].astype(float)
     tests = []
-    for other in judged[1:]:
-        shared = judged[0].index.intersection(other.index)
-        a, b = judged[0].loc[shared].to_numpy(), other.loc[shared].to_numpy()
+    for r in runs[1:]:
+        other = r.per_case.set_index("case_id")[column].astype(float)
+        shared = base.index.intersection(other.index)
+        a, b = base.loc[shared].to_numpy(), other.loc[shared].to_numpy()
         tests.append((a, b, paired_permutation_test(a, b, n_resamples=n_resamples, seed=seed) if len(a) else math.nan))
     lines = []
     for r, label, (a, b, _p), q in zip(runs[1:], labels[1:], tests, holm([t[2] for t in tests])):

@@ -36,7 +36,7 @@ from ..stats.power import PowerEstimate, estimate
 from .champion import Champion
 from .champion_newest import on_newest
 from .compare import Pairing, paired_values
-from .coverage import JUDGED_PREFIX, CoverageGap, fix_command, judged_columns
+from .coverage import JUDGED_PREFIX, CoverageGap, fix_command, judged_columns, with_judged_at
 from .judge_corrected_log import judge_corrected_lines
 from .sampled_log import sampled_lines
 from .split_decision import on_cases, shared_ids
@@ -302,7 +302,7 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
     notes += sampled_lines([champ_run, cand_run], ["champion", "candidate"])
     reasons = []
     if mode == "beat":  # promote: a candidate judged on other labels than the champion is not comparable yet
-        reasons += coverage_reasons(champ_run, cand_run, alpha, n_resamples, seed)
+        reasons += coverage_reasons(champ_run, cand_run, alpha, n_resamples, seed, metric)
     for chk in checks:
         if chk.passed:
             continue
@@ -394,13 +394,18 @@ def noise_notes(checks: list[Check], champion: RunView, candidate: RunView) -> t
 
 
 def coverage_reasons(champion: RunView, candidate: RunView, alpha: float, n_resamples: int = 10000,
-                     seed: int = 13) -> list[str]:
+                     seed: int = 13, metric: str | None = None) -> list[str]:
     """Why the candidate cannot be promoted yet: the champion's judged@k is significantly lower
     than the candidate's (rag_experiments.tracking.coverage: its unjudged hits may be relevant),
-    with the command that judges the two runs' pool."""
+    with the command that judges the two runs' pool. ``metric``: judged@k at its depth (one labelling
+    depth: recall@5 -> judged@5 and ``-k 5``, :func:`.coverage.with_judged_at`), when it can be scored."""
     if champion.per_case is None or candidate.per_case is None:
         return []
     cols = judged_columns([champion, candidate])
+    deep = with_judged_at([champion, candidate], metric) if metric else None
+    if deep is not None:
+        (champion, candidate), column = deep
+        cols = [column]
     for col in cols:
         a, b = paired_values(champion.per_case, candidate.per_case, col, None)
         if not len(a):

@@ -56,3 +56,13 @@ def test_compare_checks_coverage_at_the_depth_of_the_metric_compared(store, mini
     assert "LABEL COVERAGE DIFFERS: ten-judged has judged@5 1.000 vs the baseline's 0.200" in out
     assert f"rag-exp golden label --pool {once} {ten} -k 5 (-k 5: the depth of recall@5, the metric compared" in out
     assert "-k 10" not in out
+
+    # promote's refusal reads the same depth: the top 5 judged alike is no reason to refuse (it asked
+    # for -k 10); the top 5 judged for the candidate only is, with -k 5
+    from rag_experiments.tracking.promote import coverage_reasons
+    from rag_experiments.tracking.runs import get_run
+
+    assert coverage_reasons(get_run(top5), get_run(ten), 0.05, 2000, metric="recall_at_5") == []
+    assert coverage_reasons(get_run(top5), get_run(ten), 0.05, 2000) != []  # judged@10 alone: refused
+    (reason,) = coverage_reasons(get_run(once), get_run(ten), 0.05, 2000, metric="recall_at_5")
+    assert "judged@5 1.000 vs the baseline's 0.200" in reason and f"--pool {once} {ten} -k 5" in reason
