@@ -30,6 +30,7 @@ from ..golden.label import plan_labelling, run_labelling
 from ..golden.relevance_features import case_queries
 from ..golden.resolve import load_golden
 from ..stats.maxt import all_pairs
+from ..tracking.compare import run_labels
 from ..tracking.configured import objective
 from ..tracking.decide_tracker import PairTracker, SweepTracker, judged_in_pool
 from ..tracking.pool import decide_run, decide_views, doc_text_of, ranked_of
@@ -76,7 +77,10 @@ class Decision:
             runs = sweep_points(runs, self.views(load_golden(args.golden), runs), self.metric)
         self.runs = runs
         self.a, self.b = runs[0], runs[1]
-        self.names = (self.a.label, self.b.label) if not args.sweep else (self.a.label, "the tied points")
+        # named as compare's table names them (retrieval=hybrid), not by run names that carry every
+        # override (retrieval=hybrid db.pgdata=/tmp/...): the git-doc transcript's finding 3
+        self.label = dict(zip((r.id for r in runs), run_labels(runs)))
+        self.names = (self.label[self.a.id], self.label[self.b.id] if not args.sweep else "the tied points")
         self.pool = {"decide": [r.id for r in runs], "metric": self.metric, "k": self.k}
 
     def views(self, golden, runs) -> dict[str, dict]:
@@ -85,7 +89,7 @@ class Decision:
     def tracker(self, a, b, now: dict, start: dict) -> PairTracker:
         queries = case_queries(self.start.cases)  # the relevance model's features, as the replay passes them
         judged, known = judged_in_pool(start[a.id], start[b.id], now[a.id], now[b.id], self.k, self.text_of, queries)
-        return PairTracker(self.metric, now[a.id], now[b.id], self.text_of, (a.label, b.label),
+        return PairTracker(self.metric, now[a.id], now[b.id], self.text_of, (self.label[a.id], self.label[b.id]),
                            stop=self.args.stop, level=self.args.stop_level, judged=judged, known=known,
                            queries=queries)
 
@@ -96,7 +100,7 @@ class Decision:
             state = self.tracker(self.a, self.b, now, start).state()
         else:
             best = self.runs[0]
-            state = SweepTracker({(best.label, r.label): self.tracker(best, r, now, start)
+            state = SweepTracker({(self.label[best.id], self.label[r.id]): self.tracker(best, r, now, start)
                                   for r in self.runs[1:]}).state()
         return replace(state, judged=judged_pool_passages(start, now, self.k))
 
@@ -158,7 +162,7 @@ def label_decide(args: argparse.Namespace, console: Any, say, labeller: str) -> 
     a, b = d.names
     if args.sweep:
         say(console, f"deciding the best point of sweep {args.sweep[:12]} on {MetricKey.parse(d.metric).title}: {a} "
-                     f"against {', '.join(r.label for r in d.runs[1:])} (max-T cannot tell them from it); the "
+                     f"against {', '.join(d.label[r.id] for r in d.runs[1:])} (max-T cannot tell them from it); the "
                      f"passages unjudged in any top {d.k}, the one whose verdict can move a Δ most first",
             soft_wrap=True)
     else:

@@ -260,3 +260,20 @@ def test_decide_left_counts_the_rows_the_export_writes(store, mini_golden, tmp_p
     assert cli(*base, "--export", str(sheet)) == 0
     with sheet.open(encoding="utf-8") as f:
         assert len(list(csv.DictReader(f))) == n
+
+
+def test_decide_names_the_runs_as_compare_does(store, mini_golden, capsys):
+    """The runs are named by the params that differ (as compare's table), not by run names that carry
+    every override: the git-doc transcript's lines read 'retrieval=hybrid db.pgdata=/tmp/transcript/pg'."""
+    from mlflow.tracking import MlflowClient
+
+    run_a, run_b, _cases, sets = two_runs(mini_golden)
+    client = MlflowClient()
+    for rid, value in ((run_a, "first"), (run_b, "second")):
+        client.log_param(rid, "extra.setting", value)
+        client.set_tag(rid, "mlflow.runName", f"setting={value} db.pgdata=/tmp/elsewhere/pg")
+    assert cli("golden", "label", "--golden", str(mini_golden), "--decide", run_a, run_b, "--decide-metric",
+               "mrr_at_10", "--by-hand", "--dry-run", *sets) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"deciding setting=first ({run_a[:12]}) vs setting=second ({run_b[:12]})" in out
+    assert "mrr@10 Δ(setting=first - setting=second)" in out and "db.pgdata" not in out
