@@ -81,7 +81,12 @@ def test_a_case_sample_labelled_by_hand_gives_estimates_and_a_paired_difference(
     capsys.readouterr()
     assert cli(["compare", *(r.info.run_id for r in second), "--metrics", "recall_at_5"]) == 0
     out = capsys.readouterr().out
-    assert "the sampled-labels note below is the unbiased comparison" in " ".join(out.replace("│", " ").split())  # the warning panel wraps
+    # coverage is checked at the depth of the metric compared: the top 5 of these runs are judged alike,
+    # their top 20 are not; a label sample's coverage differs by design, and the warning says which note counts
+    assert "LABEL COVERAGE" not in out
+    assert cli(["compare", *(r.info.run_id for r in second), "--metrics", "recall_at_5", "--primary", "recall_at_20"]) == 0
+    deep = " ".join(capsys.readouterr().out.replace("│", " ").split())  # the warning panel wraps
+    assert "judged@20" in deep and "the sampled-labels note below is the unbiased comparison" in deep
     line = next(x for x in out.splitlines() if "sampled labels" in x and " vs " in x)
     assert "recall@5 Δ" in line and ("holds 0" in line or "excludes 0" in line), line
     # its value is the difference of the two runs' logged estimates

@@ -104,6 +104,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if unlike is not None:
         raise UserError(unlike.line, hint=unlike.hint)
     from ..tracking.coverage import COVERAGE_LINE, bounds_lines, gaps_at_depth, newest_golden, on_newest_labels
+    from ..tracking.sampled_log import MARK as SAMPLED_MARK
 
     on_labels = on_newest_labels(runs, c)  # labels given since the runs: their run.trec rescored, not re-run
     runs = on_labels.runs or runs
@@ -120,7 +121,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                            args.seed, labels=run_labels(runs), family=args.family)
     if alignment.gap is None:  # label coverage checked at the primary metric's depth (one labelling depth)
         at_depth = gaps_at_depth(runs, [row.label for row in cmp.rows], primary,
-                                 on_labels.golden or newest_golden(runs), args.alpha, args.resamples, args.seed, c)
+                                 on_labels.golden or newest_golden(runs), args.alpha, args.resamples, args.seed, c,
+                                 sampled=any(SAMPLED_MARK in r.metrics for r in runs))
         if at_depth is not None:
             cmp.warnings[:] = [w for w in cmp.warnings if not w.startswith(COVERAGE_LINE)] + at_depth
     if alignment.reason:

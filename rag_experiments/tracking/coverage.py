@@ -100,13 +100,14 @@ def with_judged_at(runs: Sequence[RunView], metric: str, golden: GoldenSet | Non
 
 
 def gaps_at_depth(runs: Sequence[RunView], labels: Sequence[str], metric: str, golden: GoldenSet | None,
-                  alpha: float, n_resamples: int, seed: int, c=None) -> list[str] | None:
+                  alpha: float, n_resamples: int, seed: int, c=None, sampled: bool = False) -> list[str] | None:
     """The label-coverage check at the depth of the metric compared: one labelling depth. Deciding on
     recall@5 (``golden label --decide``, the default objective) labels the top 5, so the check asks for
     judged@5 and its command for ``-k 5``; a logged judged@10 would keep asking for ``-k 10``. judged@k
     per case comes from :func:`with_judged_at` (the stored ranked lists on the newest labels), its
     paired difference against the first run tested as compare tests a column (Holm across the runs).
-    The warning lines, or None when :func:`with_judged_at` cannot say (then the table's judged@k
+    ``sampled``: the runs are scored on a label sample (coverage differs by design), and the line says
+    the sampled-labels note is the unbiased comparison. The warning lines, or None when :func:`with_judged_at` cannot say (then the table's judged@k
     check stands)."""
     deep = with_judged_at(runs, metric, golden, c)
     if deep is None:
@@ -127,7 +128,9 @@ def gaps_at_depth(runs: Sequence[RunView], labels: Sequence[str], metric: str, g
                               fix_command([runs[0], r], k))
             lines.append(f"{gap.line()} (-k {k}: the depth of {metric_title(metric)}, the metric compared; no LLM "
                          f"key: label them yourself with {gap.command} --by-hand, or rag-exp golden label --decide "
-                         f"{runs[0].id} {r.id} --by-hand for the passages that can change this decision)")
+                         f"{runs[0].id} {r.id} --by-hand for the passages that can change this decision)"
+                         + ("; scored on a label sample, the sampled-labels note below is the unbiased comparison"
+                            if sampled else ""))
     return lines
 
 
