@@ -107,7 +107,8 @@ def add_parser(sub: Any, golden_arg: Callable, llm_args: Callable, overrides_arg
                      help="with --decide: confident (default): settled when the same decision comes out in at least "
                      "--stop-level of 2,000 seeded draws of the unjudged verdicts, each relevant at the rate the "
                      "judged passages of its rank band and side show, moved by how many of the question's terms it "
-                     "holds and scaled by its question's factor; certain: "
+                     "holds and scaled by its question's factor (the pool's last 10%% is labelled, not modelled); "
+                     "certain: "
                      "only when every verdict the unjudged passages could get gives the same decision (needs far "
                      "more labels)")
     dec.add_argument("--stop-level", type=float, metavar="P", default=0.99,

@@ -15,7 +15,8 @@ from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
 from ..evaluation import bounds as B
-from ..golden.decide import ALPHA, Candidate, State, favoured_side, normalised_text, one_per_text, order, settle
+from ..golden.decide import (ALPHA, Candidate, State, favoured_side, in_tail, normalised_text, one_per_text, order,
+                             settle)
 from ..golden.decide_stop import DRAWS, LEVEL, SEED, CaseTable, Judged, RelevanceModel, cell_of, confidence
 from ..golden.relevance_features import FEATURES, features
 from ..golden.relevance_logit import FeatureModel
@@ -133,6 +134,8 @@ class PairTracker:
             settling = replace(settling, confidence=self.confidence(rows, [r[2] for r in rows]))
         spread = self._spread() if self.order_by == "spread" else None
         candidates = order(one_per_text(order(c for r in rows for c in r[4])), favoured_side(settling), spread)
+        if settling.confidence is not None and in_tail(len(candidates), len(self.judged)):
+            settling = replace(settling, tail=len(candidates))  # the last of the pool: labelled, not modelled
         return State(settling, d.text(*self.names), tuple(candidates))
 
     def _spread(self) -> Callable[[Candidate], float]:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from rag_experiments.evaluation.bounds import CaseView, value, with_verdict
-from rag_experiments.golden.decide import run_loop
+from rag_experiments.golden.decide import in_tail, run_loop
 from rag_experiments.golden.decide_stop import DISPERSION_FLOOR, CaseTable, Judged, RelevanceModel, cell_of
 from rag_experiments.tracking.decide_tracker import PairTracker, decide_state
 
@@ -176,3 +176,20 @@ def test_dispersion_is_measured_from_the_questions():
     clustered = [Judged(None, 1, 2 if i < 10 else 0, f"q{i}") for i in range(40) for _ in range(4)]
     assert RelevanceModel(even).dispersion() == DISPERSION_FLOOR
     assert RelevanceModel(clustered).dispersion() > 2
+
+
+def test_the_pools_last_tenth_is_labelled_not_modelled():
+    """At the end of a pool the confident rule does not settle: its decision would rest on a few
+    passages' modelled rates (the git-doc pair's random order 2 declared "hybrid ahead" with P 0.996
+    after 149 of 160 labels, the full pool a tie at p=0.058). 30 open passages after 300 judged NO:
+    the draws say A ahead with P ~1, but 30 of 330 is the pool's last 10%."""
+    assert in_tail(16, 144) and not in_tail(17, 143) and not in_tail(0, 100)  # 10% of 160 = 16
+    a, b = open_pair(6, 30)
+    judged = [Judged(None, 1, 0)] * 300
+    st = decide_state("recall_at_5", a, b, str, judged=judged)
+    assert st.settling.confidence.winner == "A" and st.settling.confidence.settled  # the model alone would stop
+    assert st.settling.tail == 30 and not st.settling.settled
+    assert "only 30 passage(s) are left, the pool's last 10%: they are labelled, not modelled" in st.settling.text()
+    # with 200 judged the 30 are 13% of the pool: the model settles it
+    st = decide_state("recall_at_5", a, b, str, judged=[Judged(None, 1, 0)] * 200)
+    assert st.settling.tail == 0 and st.settling.settled and st.settling.declared == "A"
