@@ -135,8 +135,8 @@ def main(argv=None) -> int:
     ap.add_argument("--random-orders", type=int, default=0, metavar="N",
                     help="also label each pair in N random orders (seeded): the rule without the decide order")
     ap.add_argument("--order-by", choices=("weight", "spread"), default=None,
-                    help="the decide order: by weight (default, as golden label --decide), or weight x sqrt(p (1 - p)) "
-                    "of the passage's rate")
+                    help="the decide order: weight x sqrt(p (1 - p)) of the passage's rate (spread: the default of "
+                    "--stop confident, as golden label --decide), or by weight (the default of --stop certain)")
     ap.add_argument("--model", choices=("features", "cells"), default="features",
                     help="the confident rule's relevance model: per passage from its cell and features (default, as "
                     "golden label --decide), or one rate per cell (the rule before)")
@@ -205,7 +205,7 @@ def null_table(args, pairs, ranked, label, start, truth, text_of) -> int:
                 for i in range(args.null):
                     xa, xb = null_lists(ranked[a.id], ranked[b.id], 5700 + i)
                     r = replay_pair(metric, start, truth, xa, xb, min_cov, text_of, args.alpha, stop=stop,
-                                    level=args.level, model=args.model)
+                                    level=args.level, model=args.model, order_by=args.order_by)
                     n += 1
                     labels += r["labels"] / max(r["pool"], 1)
                     if r["full"] == "tie":

@@ -117,8 +117,8 @@ def test_model_cells_and_prior():
 
 def test_spread_order_puts_the_uncertain_side_first():
     """With B's own passages judged NO ten times and nothing known of A's, ``order_by="spread"`` offers
-    A's passage first (its verdict is the uncertain one), although B's weighs as much; the default is
-    the weight order."""
+    A's passage first (its verdict is the uncertain one), although B's weighs as much; it is the
+    confident rule's default, the certain rule's is the weight order."""
     a = {"d": CaseView(("pa", 0, 0, 0, 0), (2,)), "c": CaseView((0, 0, 0, 0, 0), (2,))}
     b = {"d": CaseView((0, 0, 0, 0, 0), (2,)), "c": CaseView(("pb", 0, 0, 0, 0), (2,))}
     judged = [Judged(None, 1, 0)] * 10
@@ -127,7 +127,8 @@ def test_spread_order_puts_the_uncertain_side_first():
     assert by_weight.candidates[0].weight == by_weight.candidates[1].weight
     assert [c.key for c in by_spread.candidates] == ["pa", "pb"]
     assert [c.key for c in by_weight.candidates] == ["pb", "pa"]  # equal weights: case c before d
-    assert [c.key for c in decide_state("mrr_at_10", a, b, str, judged=judged).candidates] == ["pb", "pa"]
+    assert [c.key for c in decide_state("mrr_at_10", a, b, str, judged=judged).candidates] == ["pa", "pb"]
+    assert [c.key for c in decide_state("mrr_at_10", a, b, str, judged=judged, stop="certain").candidates] == ["pb", "pa"]
 
 
 def test_judged_in_pool_reads_the_verdicts_given_since_the_start():
