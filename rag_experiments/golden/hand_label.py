@@ -179,8 +179,10 @@ def offer_records(offer: Offer, verdict: str, judge: Mapping[str, Any], *, via: 
                       for p, sim in offer.duplicates]
 
 
-def append_held(gf: GoldenFile, records: list[dict]) -> None:
-    """Append with Ctrl-C held back until the records and the manifest are written."""
+def append_held(gf: GoldenFile, records: list[dict], then: Callable[[], None] | None = None) -> None:
+    """Append with Ctrl-C held back until the records and the manifest are written, and ``then`` (the
+    session's count of them) has run: a Ctrl-C during the write is delivered as the mask lifts, so a
+    count kept after this call would miss a verdict the file holds."""
     if not records:
         return
     blocked = hasattr(signal, "pthread_sigmask")
@@ -188,6 +190,8 @@ def append_held(gf: GoldenFile, records: list[dict]) -> None:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         gf.append(records)
+        if then is not None:
+            then()
     finally:
         if blocked:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
@@ -258,8 +262,7 @@ def run_terminal(plan: HandPlan, *, labeller: str, doc_text: Callable[[str], str
     judge = {"kind": _judge_kind(judge_kind), "name": labeller}
     report = HandReport(left=len(plan.offers))
     if plan.applied:
-        append_held(gf, list(plan.applied))
-        report.applied_earlier = len(plan.applied)
+        append_held(gf, list(plan.applied), then=lambda: setattr(report, "applied_earlier", len(plan.applied)))
         console.print(f"{len(plan.applied)} pair(s) repeat a passage already judged for the same question (by a person, the judge or an agent): "
                       "given that verdict (applied_from the earlier judgement)", markup=False)
     queries = {c.case_id: c.query for c in load_golden(plan.golden_path).cases}
@@ -291,11 +294,13 @@ def run_terminal(plan: HandPlan, *, labeller: str, doc_text: Callable[[str], str
                 continue
             took = clock() - shown
             records = offer_records(offer, answer, judge, via="terminal", pool=plan.pool, seconds=took)
-            append_held(gf, records)
-            report.verdicts[answer] += 1
-            report.seconds.append(took)
-            report.duplicates_applied += len(records) - 1
-            report.left -= 1
+
+            def count(answer=answer, took=took, written=len(records)) -> None:
+                report.verdicts[answer] += 1
+                report.seconds.append(took)
+                report.duplicates_applied += written - 1
+                report.left -= 1
+            append_held(gf, records, then=count)
     except KeyboardInterrupt:
         report.interrupted = True
         console.print()

@@ -296,3 +296,23 @@ def test_hand_labels_raise_judged_at_10_and_lift_the_promote_coverage_refusal(st
     cand2 = log_golden_run(mini_golden, candidate, name="candidate, labelled")
     assert get_run(champ2).per_case["judged_at_10"].mean() == pytest.approx(1.0)  # as logged
     assert coverage_reasons(get_run(champ2), get_run(cand2), alpha=0.05, n_resamples=2000) == []
+
+
+def test_a_ctrl_c_during_the_write_is_counted_with_the_verdict():
+    """append_held holds SIGINT while the records are written; the mask lifting delivers it. The
+    session's count of the verdict must run inside the hold: the terminal loop counted after the call,
+    so a Ctrl-C that came during the write left a verdict in the file and out of "labelled N" (CI saw
+    "labelled 1" with 2 written)."""
+    from rag_experiments.golden.hand_label import append_held
+
+    class Slow:  # a golden file whose write takes a Ctrl-C midway (a real signal to this process)
+        written: list = []
+
+        def append(self, records):
+            os.kill(os.getpid(), signal.SIGINT)  # blocked now: pending until the mask lifts
+            self.written.extend(records)
+
+    counted = []
+    with pytest.raises(KeyboardInterrupt):
+        append_held(Slow(), [{"id": "j1"}], then=lambda: counted.append(1))
+    assert Slow.written == [{"id": "j1"}] and counted == [1]
