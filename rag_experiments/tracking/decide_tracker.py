@@ -132,23 +132,23 @@ class PairTracker:
         d = B.delta_of(self.metric, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
                        sum(r[3] for r in rows))
         settling = settle(d.per_case, d.per_case_low, d.per_case_high, self.alpha)
-        if self.stop == "confident" and not settling.certain:
-            settling = replace(settling, confidence=self.confidence(rows, [r[2] for r in rows]))
-        spread = self._spread() if self.order_by == "spread" else None
+        modelled = self.stop == "confident" and not settling.certain
+        model = self.model() if modelled or self.order_by == "spread" else None  # one fit a step, for both
+        if modelled:
+            settling = replace(settling, confidence=self.confidence(rows, [r[2] for r in rows], model))
+        spread = self._spread(model) if self.order_by == "spread" else None
         candidates = order(one_per_text(order(c for r in rows for c in r[4])), favoured_side(settling), spread)
         if settling.confidence is not None and in_tail(len(candidates), len(self.judged)):
             settling = replace(settling, tail=len(candidates))  # the last of the pool: labelled, not modelled
         return State(settling, d.text(*self.names), tuple(candidates))
 
-    def _spread(self) -> Callable[[Candidate], float]:
-        model = self.model()
-
+    def _spread(self, model: RelevanceModel) -> Callable[[Candidate], float]:
         def spread(c: Candidate) -> float:
             p = float(model.means([cell_of(c.rank_a, c.rank_b)], [self._features(c)])[0])
             return math.sqrt(p * (1 - p))
         return spread
 
-    def confidence(self, rows, now: Sequence[float]):
+    def confidence(self, rows, now: Sequence[float], model: RelevanceModel):
         tables, cells, fixed, feats = [], [], [], []
         for (cid, row), delta in zip(zip(self.cases, rows), now):
             if row[5] is None:
@@ -162,7 +162,7 @@ class PairTracker:
             cells.append(unit_cells)
             fixed.append([self.known.get((cid, t)) for t in texts])
             feats.append(unit_features)
-        return confidence(tables, cells, fixed, self.model(), alpha=self.alpha, level=self.level,
+        return confidence(tables, cells, fixed, model, alpha=self.alpha, level=self.level,
                           draws=self.draws, seed=self.seed, case_ids=list(self.cases), features=feats)
 
 
