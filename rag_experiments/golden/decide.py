@@ -114,7 +114,7 @@ def one_per_text(candidates: Sequence[Candidate]) -> list[Candidate]:
         slot = (c.case_id, normalised_text(c.text) if c.text else c.key)
         at = at_text.get(slot)
         if at is None and c.text:
-            at = next((i for i in of_case.get(c.case_id, ()) if kept[i].text and _near(kept[i].text, c.text)), None)
+            at = next((i for i in of_case.get(c.case_id, ()) if kept[i].text and same_passage(kept[i].text, c.text)), None)
         if at is None:
             at_text[slot] = len(kept)
             of_case.setdefault(c.case_id, []).append(len(kept))
@@ -128,7 +128,9 @@ def one_per_text(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 
 @lru_cache(maxsize=262144)
-def _near(a: str, b: str) -> bool:  # asked again for the same passages after every verdict
+def same_passage(a: str, b: str) -> bool:  # asked again for the same passages after every verdict
+    """Whether labelling counts two of a case's passages as one: a near-duplicate (the same text
+    once normalised is one too)."""
     ba, bb = _bag(a), _bag(b)
     size = sum(ba.values()) + sum(bb.values())
     # the tokens both hold bound the similarity (matched tokens are among them): most pairs of a case

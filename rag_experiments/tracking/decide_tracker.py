@@ -16,7 +16,7 @@ from typing import Callable, Mapping, Sequence
 
 from ..evaluation import bounds as B
 from ..golden.decide import (ALPHA, Candidate, State, favoured_side, in_tail, normalised_text, one_per_text, order,
-                             settle)
+                             same_passage, settle)
 from ..golden.decide_stop import DRAWS, LEVEL, SEED, CaseTable, Judged, RelevanceModel, cell_of, confidence
 from ..golden.relevance_features import FEATURES, features
 from ..golden.relevance_logit import FeatureModel
@@ -92,18 +92,25 @@ class PairTracker:
             return None
         group_of: dict[str, int] = {}
         texts: list[str] = []
+        at_text: dict[str, int] = {}
+        firsts: list[Candidate] = []
         ranks: list[list[int | None]] = []
         for c in cands:
             text = normalised_text(c.text) if c.text else c.key
-            if text not in texts:
+            i = at_text.get(text)
+            if i is None and c.text:  # a near-duplicate takes the one verdict the loop asks for its group
+                i = next((j for j, f in enumerate(firsts) if f.text and same_passage(f.text, c.text)), None)
+            if i is None:
+                i = len(texts)
                 texts.append(text)
+                firsts.append(c)
                 ranks.append([c.rank_a, c.rank_b])
-            i = texts.index(text)
+            at_text[text] = i
             group_of[c.key] = i
             ranks[i] = [_best(ranks[i][0], c.rank_a), _best(ranks[i][1], c.rank_b)]
         table = CaseTable(self.name, self.k, va, vb, texts, group_of)
-        firsts = {group_of[c.key]: c for c in reversed(cands)}  # a text group's features: its first passage's
-        return table, [cell_of(ra, rb) for ra, rb in ranks], texts, [self._features(firsts[i]) for i in range(len(texts))]
+        # a text group's features: its first passage's
+        return table, [cell_of(ra, rb) for ra, rb in ranks], texts, [self._features(f) for f in firsts]
 
     def _features(self, c: Candidate) -> tuple[float, ...]:
         return features(self.queries.get(c.case_id, ""), c.text) if self.queries is not None else ()
@@ -120,8 +127,9 @@ class PairTracker:
         if mine:
             self.judged.append(Judged(_best(*(c.rank_a for c in mine)), _best(*(c.rank_b for c in mine)), grade,
                                       case_id, self._features(mine[0])))
-            if mine[0].text:
-                self.known[(case_id, normalised_text(mine[0].text))] = grade
+            for c in mine:  # every text of the group: a near-duplicate's differs from the first's
+                if c.text:
+                    self.known[(case_id, normalised_text(c.text))] = grade
         for key in keys:
             self.a[case_id] = B.with_verdict(self.a[case_id], key, grade)
             self.b[case_id] = B.with_verdict(self.b[case_id], key, grade)

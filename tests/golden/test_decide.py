@@ -252,7 +252,13 @@ def test_decide_left_counts_the_rows_the_export_writes(store, mini_golden, tmp_p
     b = log_golden_run(mini_golden, side("mini/near-b.html"), name="beta")
     n = len(load_golden(mini_golden).scorable)
     sets = ["--set", f"corpus.path={folder}", "--set", "corpus.name=mini"]
+    # --stop certain: the confident rule draws one verdict for a near-duplicate group, so with the copies
+    # at one rank on both sides Δ is 0 in every draw and it settles before any label
     base = ["golden", "label", "--golden", str(mini_golden), "--decide", a, b, "--by-hand", *sets]
+    assert cli(*base, "--dry-run") == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "settled (rule: confident" in out and "no significant difference, P(no significant difference) = 1.000" in out
+    base += ["--stop", "certain"]
     assert cli(*base, "--dry-run") == 0
     out = " ".join(capsys.readouterr().out.split())
     assert f"left {n} (" in out, out  # one passage a case: it said left {2 * n}

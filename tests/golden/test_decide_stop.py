@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from rag_experiments.evaluation.bounds import CaseView, value, with_verdict
-from rag_experiments.golden.decide import in_tail, run_loop
+from rag_experiments.golden.decide import in_tail, run_loop, same_passage
 from rag_experiments.golden.decide_stop import DISPERSION_FLOOR, CaseTable, Judged, RelevanceModel, cell_of
 from rag_experiments.tracking.decide_tracker import PairTracker, decide_state
 
@@ -194,3 +194,20 @@ def test_the_pools_last_tenth_is_labelled_not_modelled():
     # with 200 judged the 30 are 13% of the pool: the model settles it
     st = decide_state("recall_at_5", a, b, str, judged=[Judged(None, 1, 0)] * 200)
     assert st.settling.tail == 0 and st.settling.settled and st.settling.declared == "A"
+
+
+def test_near_duplicates_are_one_unit_as_the_loop_offers_them():
+    """The loop offers a case's near-duplicate passages once and applies the verdict to all of them
+    (decide.one_per_text); the rule's draws must give them one verdict too, not one each."""
+    words = "the planner estimates the cost of each path and keeps the cheapest one for the query".split()
+    body = " ".join(words * 4)
+    texts = {"d": body + " today", "e": body + " now"}
+    assert same_passage(texts["d"], texts["e"]) and texts["d"] != texts["e"]
+    a = {"c": CaseView(("d", 0, 0, 0, 0), (2,))}
+    b = {"c": CaseView(("e", 0, 0, 0, 0), (2,))}
+    tracker = PairTracker("recall_at_5", a, b, texts.get)
+    table, cells, units, _ = tracker.cases["c"][5]
+    assert len(units) == len(cells) == 1 and cells == [cell_of(1, 1)]
+    (offer,) = tracker.state().candidates
+    tracker.apply("c", (offer.key, *offer.copies), 0)
+    assert tracker.cases["c"][5] is None and set(tracker.known.values()) == {0} and len(tracker.known) == 2
