@@ -22,6 +22,7 @@ from rag_experiments.commands.llm_job import configured_corpus
 from rag_experiments.corpus.loader import load_corpus
 from rag_experiments.evaluation import bounds as B
 from rag_experiments.golden.decide import said_as
+from rag_experiments.golden.decide_stop import LEVEL
 from rag_experiments.golden.golden_file import GoldenFile
 from rag_experiments.golden.records import Judgement
 from rag_experiments.golden.resolve import load_golden
@@ -38,7 +39,7 @@ def t_interval(diffs: list[float]) -> tuple[float, float, float]:
 
 def status(a: str, b: str, golden: str, docs, stop: str) -> dict:
     args = argparse.Namespace(sweep=None, decide=[a, b], decide_metric=None, golden=golden, stop=stop,
-                              stop_level=0.95, overrides=[])
+                              stop_level=LEVEL, overrides=[])
     d = Decision(args, docs)
     tracker = d.tracker(d.a, d.b, d.views(load_golden(golden), d.runs), d.views(d.start, d.runs))
     state = tracker.state()
