@@ -117,7 +117,7 @@ def add_parser(sub: Any, golden_arg: Callable, llm_args: Callable, overrides_arg
                      help="the metric decided on (recall_at_K, mrr_at_K, ndcg_at_K, hit_at_K; default: run A's "
                      "objective, else recall_at_5); its K is the labelling depth")
     dec.add_argument("--max-labels", type=int, metavar="N", default=None,
-                     help="with --decide: stop after N labels (the budget), settled or not")
+                     help="with --decide: stop after N labels (the budget, 1 or more), settled or not")
     llm_args(sp)
     overrides_arg(sp)
     sp.set_defaults(func=cmd_label)
@@ -276,6 +276,9 @@ def cmd_label(args: argparse.Namespace) -> int:
         if not 0.5 <= args.stop_level < 1:
             raise UserError(f"--stop-level {args.stop_level}: a probability from 0.5 to below 1",
                             hint="e.g. --stop-level 0.99")
+        if args.max_labels is not None and args.max_labels < 1:  # an export would slice [:-3] or [:0]: all rows
+            raise UserError(f"--max-labels {args.max_labels}: a number of labels, 1 or more",
+                            hint="e.g. --max-labels 60, or leave it out to label until the decision is settled")
         from ..golden.hand_label import default_labeller
         from . import decide_labels
 

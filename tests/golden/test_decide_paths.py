@@ -77,3 +77,11 @@ def test_decide_sweep_takes_the_best_point_and_its_rival(store, mini_golden, cap
 
     assert cli("golden", "label", "--golden", str(mini_golden), "--decide", "alpha", "--sweep", parent) == 2
     assert "give two runs (--decide A B), or none with --sweep PARENT" in " ".join(capsys.readouterr().err.split())
+
+
+@pytest.mark.parametrize("n", ["0", "-3"])
+def test_a_budget_below_one_label_is_refused(mini_golden, capsys, n):
+    """--max-labels 0 read as no budget and -3 exported all rows but the last 3 ([:-3]): one line now."""
+    assert cli("golden", "label", "--golden", str(mini_golden), "--decide", "a", "b", "--max-labels", n) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"--max-labels {n}: a number of labels, 1 or more" in err, err
