@@ -210,9 +210,20 @@ def not_comparable(runs: Sequence[RunView], c=None) -> Unlike | None:
 
 
 # -- stored ranked lists --------------------------------------------------------------------------
+# (store, run id) -> a finished run's parsed run.trec. One compare reads each run's lists up to four
+# times (rescored on the newest labels, judged@k at the metric's depth, the bounds, the explorer):
+# 8 downloads and parses for two runs, 1.7 s of a git-doc compare. A finished run's artifacts do
+# not change; a running one's are read again.
+_RANKED: dict[tuple[str, str], dict] = {}
+_RANKED_MAX = 64
+
+
 def load_ranked_lists(run: RunView, c=None):
     """The run's ``run.trec`` artifact parsed, or None when the run has none (or is not in the store)."""
     c = c or client()
+    key = (str(getattr(c, "tracking_uri", "")), run.id)
+    if key in _RANKED:
+        return dict(_RANKED[key])  # a copy: a caller's edits never reach the next one
     try:
         if RUN_FILE not in {f.path for f in c.list_artifacts(run.id)}:
             return None
@@ -220,7 +231,13 @@ def load_ranked_lists(run: RunView, c=None):
             text = Path(c.download_artifacts(run.id, RUN_FILE, tmp)).read_text(encoding="utf-8")
     except Exception:  # noqa: BLE001 - a champion known only from its committed record
         return None
-    return parse_run_file(text, f"run {run.id} {RUN_FILE}")
+    ranked = parse_run_file(text, f"run {run.id} {RUN_FILE}")
+    if run.status == "FINISHED":
+        if len(_RANKED) >= _RANKED_MAX:
+            _RANKED.clear()
+        _RANKED[key] = ranked
+        return dict(ranked)
+    return ranked
 
 
 def logged_precision(per_case: pd.DataFrame) -> pd.DataFrame:

@@ -72,3 +72,24 @@ def test_compare_rescores_on_the_newest_labels_and_prints_the_bounds(store, mini
     assert "mrr@10 Δ(beta - alpha) +0.000: every hit in both cut-offs judged" in out
     # the table too: the logged Δ-0.500 on MRR is gone; alpha's recall@20 halves (a second relevant unit per case)
     assert "Δ-0.500" not in out and "Δ+0.500 p=0.002*" in out
+
+
+def test_a_finished_runs_ranked_lists_are_read_once(store, mini_golden):
+    """compare read each run's run.trec up to four times (rescoring, judged@k, bounds, explorer); a
+    finished run's lists are now parsed once a process, and each caller gets its own dict."""
+    from mlflow.tracking import MlflowClient
+
+    from rag_experiments.tracking.runs import get_run
+    from rag_experiments.tracking.versioned import load_ranked_lists
+
+    run = get_run(log_golden_run(mini_golden, name="once"))
+    c = MlflowClient()
+    downloads = []
+    real = c.download_artifacts
+    c.download_artifacts = lambda *a, **k: downloads.append(a) or real(*a, **k)
+    first = load_ranked_lists(run, c)
+    assert first and len(downloads) == 1
+    first.clear()  # a caller's edit
+    again = load_ranked_lists(run, c)
+    assert len(downloads) == 1 and again  # read from the cache, whole again
+    assert again == load_ranked_lists(run, c) and len(again) == len(load_golden(mini_golden).scorable)
