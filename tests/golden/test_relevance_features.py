@@ -2,6 +2,8 @@
 relevance_logit):
 
 * the overlap feature: the share of the question's terms a passage holds, stemmed, stop words out;
+* the cosine feature: question and passage under the bundled static-minilm; a hand-worked paraphrase
+  (no word shared) on topic ranks above an off-topic passage, where overlap gives both 0;
 * a hand-worked case: in one cell, labels show that passages with the question's words are relevant and
   those without are not; an unjudged passage with the words then gets a higher probability than one
   without, where the cell model gives both the same rate; with nothing judged the draws stay wide;
@@ -16,7 +18,8 @@ import pytest
 
 from rag_experiments.evaluation.bounds import CaseView
 from rag_experiments.golden.decide_stop import Judged, RelevanceModel, cell_of
-from rag_experiments.golden.relevance_features import features, overlap, terms
+from rag_experiments.golden import relevance_features
+from rag_experiments.golden.relevance_features import FEATURE_OF, FEATURES, cosine, features, overlap, terms
 from rag_experiments.golden.relevance_logit import FeatureModel
 from rag_experiments.tracking.decide_tracker import PairTracker
 
@@ -26,7 +29,28 @@ def test_overlap_counts_the_questions_stemmed_terms():
     assert overlap("How do I create an index on the tables?", "CREATE INDEX builds indexes on the tables") == 1.0
     assert overlap("How do I create an index on the tables?", "VACUUM reclaims storage of the tables") == pytest.approx(1 / 3)
     assert overlap("what is it?", "anything") == 0.0  # stop words only: no terms, no overlap
-    assert features(None, "text") == () and features("index", "an index") == (1.0,)
+    assert features(None, "text") == () and features("index", "an index")[0] == 1.0
+
+
+def test_the_cosine_ranks_an_on_topic_paraphrase_above_an_off_topic_passage():
+    """No word of the question in either passage (overlap 0 for both); the static embedder still puts
+    the car-repair passage near the question (measured 0.65) and the baking one far (0.21)."""
+    question = "How do I repair an automobile engine?"
+    on_topic = "Fixing a car motor: replace the spark plugs and check the pistons."
+    off_topic = "Bake the bread in a hot oven for twenty minutes."
+    assert overlap(question, on_topic) == overlap(question, off_topic) == 0.0
+    assert cosine(question, on_topic) > cosine(question, off_topic) + 0.2
+    assert cosine(question, question) == pytest.approx(1.0, abs=1e-5)
+    assert cosine(question, "") == 0.0  # no token: a zero vector, not NaN
+    assert len(features(question, on_topic)) == len(FEATURES)
+
+
+def test_features_follow_the_names_in_features(monkeypatch):
+    """FEATURES names the model's features; a measured one left out (cosine) comes back by its name."""
+    question, text = "How do I create an index?", "CREATE INDEX builds an index"
+    assert set(FEATURES) <= set(FEATURE_OF) and len(features(question, text)) == len(FEATURES)
+    monkeypatch.setattr(relevance_features, "FEATURES", ("overlap", "cosine"))
+    assert features(question, text) == (overlap(question, text), cosine(question, text))
 
 
 def labelled(cell_ranks=(1, None)):
@@ -68,10 +92,10 @@ def test_the_tracker_gives_each_passage_its_features_from_the_question():
     texts = {"d:0-5": "create an index", "e:5-9": "vacuum storage"}
     tracker = PairTracker("recall_at_5", a, b, texts.get, queries={"c1": "How do I create an index?"})
     _table, _cells, _texts, unit_features = tracker.cases["c1"][5]
-    assert unit_features == [(1.0,), (0.0,)]
+    assert [f[0] for f in unit_features] == [1.0, 0.0] and all(len(f) == len(FEATURES) for f in unit_features)
     assert isinstance(tracker.model(), FeatureModel)
     tracker.apply("c1", ("d:0-5",), 2)
-    assert tracker.judged[-1].features == (1.0,)
+    assert tracker.judged[-1].features == features("How do I create an index?", "create an index")
     plain = PairTracker("recall_at_5", a, b, texts.get)  # no questions: the cell model, as before
     assert type(plain.model()) is RelevanceModel
 
@@ -85,4 +109,5 @@ def test_judged_in_pool_gives_the_verdicts_given_before_their_features():
     now = {"c": CaseView((2, 0), (2, 2))}
     texts = {"d:0-5": "an index", "d:5-9": "vacuum"}
     judged, _ = judged_in_pool(start, start, now, now, 2, texts.get, {"c": "index"})
-    assert [(j.grade, j.features) for j in judged] == [(2, (1.0,)), (0, (0.0,))]
+    assert [(j.grade, j.features[0]) for j in judged] == [(2, 1.0), (0, 0.0)]
+    assert [j.features for j in judged] == [features("index", "an index"), features("index", "vacuum")]
