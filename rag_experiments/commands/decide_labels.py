@@ -70,6 +70,8 @@ class Decision:
         self.metric = decide_metric(args, runs[0])
         self.k = B.metric_parts(self.metric)[1]
         self.ranked = {r.id: ranked_of(r) for r in runs}
+        # the deepest stored list: a cut-off past it reads the lists whole (recall@50 on lists of 20 is recall@20)
+        self.depth = max((len(lst.hits) for lists in self.ranked.values() for lst in lists.values()), default=0)
         self.docs = {d.doc_id: d for d in docs}
         self.text_of = doc_text_of(docs)
         self.start = without_judgements(args.golden)
@@ -168,6 +170,10 @@ def label_decide(args: argparse.Namespace, console: Any, say, labeller: str) -> 
     else:
         say(console, f"deciding {a} ({d.a.id[:12]}) vs {b} ({d.b.id[:12]}) on {MetricKey.parse(d.metric).title}: "
                      f"the passages unjudged in either top {d.k}, the one whose verdict can move Δ most first")
+    if d.depth < d.k:
+        say(console, f"note: the runs' stored ranked lists hold at most {d.depth} hits a question, so "
+                     f"{MetricKey.parse(d.metric).title} is decided on their top {d.depth} (the same as a cut-off of "
+                     f"{d.depth}); a deeper cut-off needs runs that retrieve deeper", soft_wrap=True)
     if args.export is not None:
         return _export(d, args, console, say)
     if args.by_hand and args.dry_run:  # the LLM route's dry run is run_llm_job's (an estimate, nothing sent)

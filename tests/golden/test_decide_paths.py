@@ -85,3 +85,16 @@ def test_a_budget_below_one_label_is_refused(mini_golden, capsys, n):
     assert cli("golden", "label", "--golden", str(mini_golden), "--decide", "a", "b", "--max-labels", n) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert f"--max-labels {n}: a number of labels, 1 or more" in err, err
+
+
+def test_a_cut_off_past_the_stored_lists_is_said(store, mini_golden, capsys):
+    """The runs keep 2 hits a question: recall@50 would silently be recall@2. It is said in one line;
+    a cut-off within the lists says nothing."""
+    run_a, run_b, _cases, sets = two_runs(mini_golden)
+    base = ["golden", "label", "--golden", str(mini_golden), "--decide", run_a, run_b, "--by-hand", "--dry-run", *sets]
+    assert cli(*base, "--decide-metric", "recall_at_50") == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("note: the runs' stored ranked lists hold at most 2 hits a question, so recall@50 is decided on their "
+            "top 2") in out, out
+    assert cli(*base, "--decide-metric", "recall_at_2") == 0
+    assert "stored ranked lists hold at most" not in capsys.readouterr().out
