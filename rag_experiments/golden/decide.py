@@ -101,27 +101,44 @@ def favoured_side(settling: Settling) -> str | None:
     return None
 
 
-def one_per_text(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """Keep the first of each case's passages that labelling counts as one passage (in the given order):
-    the same text once normalised, or a near-duplicate (:func:`.same_text.near_duplicate`, token
-    similarity >= 0.95 with the same identifiers), the grouping the terminal loop and the CSV export
-    offer (:func:`.hand_label.plan_hand_labelling`), so "left" counts the rows an export writes. The
-    others become its ``copies`` and their weights add to its own."""
-    kept: list[Candidate] = []
+def text_groups(candidates: Sequence[Candidate]) -> list[int]:
+    """Each candidate's group as labelling counts passages (in the given order): the index, among the
+    groups' first candidates, of its group's first. One group: the same case and the same text once
+    normalised, or a near-duplicate (:func:`same_passage`) of a group's first in that case. The one
+    grouping of the offers (:func:`one_per_text`) and of the confident rule's draws
+    (``tracking.decide_tracker``), so a verdict the loop applies to a group is one draw too."""
+    groups: list[int] = []
+    firsts: list[Candidate] = []
     at_text: dict[tuple[str, str], int] = {}
     of_case: dict[str, list[int]] = {}
     for c in candidates:
         slot = (c.case_id, normalised_text(c.text) if c.text else c.key)
         at = at_text.get(slot)
         if at is None and c.text:
-            at = next((i for i in of_case.get(c.case_id, ()) if kept[i].text and same_passage(kept[i].text, c.text)), None)
+            at = next((i for i in of_case.get(c.case_id, ()) if firsts[i].text and same_passage(firsts[i].text, c.text)),
+                      None)
         if at is None:
-            at_text[slot] = len(kept)
-            of_case.setdefault(c.case_id, []).append(len(kept))
+            at = len(firsts)
+            of_case.setdefault(c.case_id, []).append(at)
+            firsts.append(c)
+        at_text[slot] = at
+        groups.append(at)
+    return groups
+
+
+def one_per_text(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Keep the first of each case's passages that labelling counts as one passage (in the given order):
+    the same text once normalised, or a near-duplicate (:func:`.same_text.near_duplicate`, token
+    similarity >= 0.95 with the same identifiers), the grouping the terminal loop and the CSV export
+    offer (:func:`.hand_label.plan_hand_labelling`), so "left" counts the rows an export writes. The
+    others become its ``copies`` and their weights add to its own."""
+    candidates = list(candidates)
+    kept: list[Candidate] = []
+    for c, at in zip(candidates, text_groups(candidates)):
+        if at == len(kept):
             kept.append(c)
             continue
         first = kept[at]
-        at_text[slot] = at
         kept[at] = Candidate(first.case_id, first.key, first.weight + c.weight, first.rank_a or c.rank_a,
                              first.rank_b or c.rank_b, first.text, (*first.copies, c.key))
     return kept

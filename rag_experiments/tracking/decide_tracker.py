@@ -16,7 +16,7 @@ from typing import Callable, Mapping, Sequence
 
 from ..evaluation import bounds as B
 from ..golden.decide import (ALPHA, Candidate, State, favoured_side, in_tail, normalised_text, one_per_text, order,
-                             same_passage, settle)
+                             settle, text_groups)
 from ..golden.decide_stop import DRAWS, LEVEL, SEED, CaseTable, Judged, RelevanceModel, cell_of, confidence
 from ..golden.relevance_features import FEATURES, features
 from ..golden.relevance_logit import FeatureModel
@@ -90,25 +90,16 @@ class PairTracker:
         """The case's units (one per text: copies take one verdict), their cells and texts; or None."""
         if not cands:
             return None
-        group_of: dict[str, int] = {}
-        texts: list[str] = []
-        at_text: dict[str, int] = {}
+        groups = text_groups(cands)  # a near-duplicate takes the one verdict the loop asks for its group
         firsts: list[Candidate] = []
         ranks: list[list[int | None]] = []
-        for c in cands:
-            text = normalised_text(c.text) if c.text else c.key
-            i = at_text.get(text)
-            if i is None and c.text:  # a near-duplicate takes the one verdict the loop asks for its group
-                i = next((j for j, f in enumerate(firsts) if f.text and same_passage(f.text, c.text)), None)
-            if i is None:
-                i = len(texts)
-                texts.append(text)
+        for c, i in zip(cands, groups):
+            if i == len(firsts):
                 firsts.append(c)
                 ranks.append([c.rank_a, c.rank_b])
-            at_text[text] = i
-            group_of[c.key] = i
             ranks[i] = [_best(ranks[i][0], c.rank_a), _best(ranks[i][1], c.rank_b)]
-        table = CaseTable(self.name, self.k, va, vb, texts, group_of)
+        texts = [normalised_text(f.text) if f.text else f.key for f in firsts]
+        table = CaseTable(self.name, self.k, va, vb, texts, {c.key: i for c, i in zip(cands, groups)})
         # a text group's features: its first passage's
         return table, [cell_of(ra, rb) for ra, rb in ranks], texts, [self._features(f) for f in firsts]
 
