@@ -273,6 +273,10 @@ class Confidence:
     probability: float
     draws: int
     level: float
+    # the final paired t statistic (A ahead positive) over the draws, its mean and sd: how far the
+    # decision is from the threshold and how wide the draws still are (tools/label_replay.py --trace)
+    t_mean: float = math.nan
+    t_sd: float = math.nan
 
     @property
     def settled(self) -> bool:
@@ -284,6 +288,16 @@ class Confidence:
         return math.sqrt(max(self.probability * (1 - self.probability), 0.0) / self.draws)
 
 
+def paired_t(diffs: np.ndarray) -> np.ndarray:
+    """Per draw (rows of draws x cases) the paired t statistic of the per-case differences (A ahead
+    positive; inf where every difference is the same and not 0, nan where all are 0; nan for one case)."""
+    n = diffs.shape[1]
+    if n < 2:
+        return np.full(diffs.shape[0], np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return diffs.mean(1) / (diffs.std(1, ddof=1) / math.sqrt(n))
+
+
 def paired_outcomes(diffs: np.ndarray, alpha: float) -> np.ndarray:
     """Per draw (rows of draws x cases) the paired t-test's outcome: 0 A ahead, 1 B ahead, 2 tie, as
     :func:`rag_experiments.golden.decide.outcome` decides it."""
@@ -292,8 +306,7 @@ def paired_outcomes(diffs: np.ndarray, alpha: float) -> np.ndarray:
     if n < 2:
         return np.where(mean == 0, 2, np.where(mean > 0, 0, 1))
     sd = diffs.std(1, ddof=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.abs(mean) / (sd / math.sqrt(n))
+    t = np.abs(paired_t(diffs))
     p = np.where(sd > 1e-15, 2 * sps.t.sf(t, n - 1), np.where(np.abs(mean) > 1e-15, 0.0, 1.0))
     return np.where(p >= alpha, 2, np.where(mean > 0, 0, 1))
 
@@ -351,4 +364,7 @@ def _confidence(tables, cells, fixed, model: RelevanceModel, alpha: float, level
         diffs[:, live] = batch_deltas([tables[i] for i in live], grades)
     counts = np.bincount(paired_outcomes(diffs, alpha), minlength=3)
     best = int(counts.argmax())
-    return Confidence(WINNERS[best], float(counts[best] / draws), draws, level)
+    t = paired_t(diffs)
+    t = t[np.isfinite(t)]
+    t_mean, t_sd = (float(t.mean()), float(t.std())) if len(t) else (math.nan, math.nan)
+    return Confidence(WINNERS[best], float(counts[best] / draws), draws, level, t_mean, t_sd)

@@ -17,7 +17,15 @@ import pytest
 
 from rag_experiments.evaluation.bounds import CaseView, value, with_verdict
 from rag_experiments.golden.decide import in_tail, run_loop, same_passage
-from rag_experiments.golden.decide_stop import DISPERSION_FLOOR, CaseTable, Judged, RelevanceModel, cell_of
+from rag_experiments.golden.decide_stop import (
+    DISPERSION_FLOOR,
+    CaseTable,
+    Judged,
+    RelevanceModel,
+    cell_of,
+    confidence,
+    paired_t,
+)
 from rag_experiments.tracking.decide_tracker import PairTracker, decide_state
 
 
@@ -211,3 +219,16 @@ def test_near_duplicates_are_one_unit_as_the_loop_offers_them():
     (offer,) = tracker.state().candidates
     tracker.apply("c", (offer.key, *offer.copies), 0)
     assert tracker.cases["c"][5] is None and set(tracker.known.values()) == {0} and len(tracker.known) == 2
+
+
+def test_the_drawn_t_is_the_paired_t_statistic_by_hand():
+    """paired_t by hand: differences 1, 2, 3 have mean 2, sd 1, so t = 2 / (1 / sqrt 3) = 3.4641; all 0 is
+    nan (no direction), a constant non-zero row inf. confidence() reports the drawn t's mean and sd: with
+    every case fixed (no unjudged passage) every draw is the same, so the sd is 0 and the mean that t."""
+    t = paired_t(np.array([[1.0, 2.0, 3.0], [-1.0, -2.0, -3.0], [0.0, 0.0, 0.0], [0.5, 0.5, 0.5]]))
+    assert t[0] == pytest.approx(3.4641016, abs=1e-6)
+    assert t[1] == pytest.approx(-3.4641016, abs=1e-6)
+    assert np.isnan(t[2]) and np.isinf(t[3])
+    c = confidence([1.0, 2.0, 3.0], [(), (), ()], [(), (), ()], RelevanceModel([]), alpha=0.05, draws=20)
+    assert c.t_mean == pytest.approx(3.4641016, abs=1e-6) and c.t_sd == pytest.approx(0.0)
+    assert (c.winner, c.probability) == ("tie", 1.0)  # t 3.46 on 2 degrees of freedom: p = 0.074
