@@ -70,7 +70,7 @@ def truth_grades(truth, ranked, k: int, min_coverage: float) -> dict[tuple[str, 
 
 def replay_pair(metric: str, start, truth, ra, rb, min_cov: float, text_of, alpha: float, *,
                 stop: str = "confident", seed: int = SEED, shuffle: int | None = None, level: float = LEVEL,
-                order_by: str | None = None, model: str = "features", trace: int = 0):
+                order_by: str | None = None, model: str = "features", trace: int = 0, explore: int = 0):
     """Label in the decide order (or, ``shuffle`` a seed, in a random order) with the truth's verdicts
     until the rule says settled; the decision declared against the full pool's."""
     k = B.metric_parts(metric)[1]
@@ -105,6 +105,8 @@ def replay_pair(metric: str, start, truth, ra, rb, min_cov: float, text_of, alph
             rng.shuffle(cands)
             return replace(st, candidates=tuple(cands))
 
+    if explore:
+        current = exploring(current, explore, seed)
     if trace:
         current = traced(current, trace, full, len(shared))
     started = time.perf_counter()
@@ -114,6 +116,24 @@ def replay_pair(metric: str, start, truth, ra, rb, min_cov: float, text_of, alph
             "rule": "certain" if s.certain else "confident", "p": s.confidence.probability if s.confidence else 1.0,
             "full": full.winner, "full_delta": full.delta, "full_p": full.p, "stopped": report.stopped,
             "judged": judged, "seconds": time.perf_counter() - started}
+
+
+def exploring(current, every: int, seed: int):
+    """``current`` whose every ``every``-th offer is a seeded random pool passage instead of the order's
+    first: the model then learns its rates partly from passages chosen without regard to them (the
+    decide order labels few passages that both runs rank, and the ones it picks in a cell are not a
+    random sample of it)."""
+    rng = random.Random(seed)
+    step = itertools.count()
+
+    def current_exploring():
+        st = current()
+        if next(step) % every == every - 1 and len(st.candidates) > 1:
+            cands = list(st.candidates)
+            cands.insert(0, cands.pop(rng.randrange(len(cands))))
+            st = replace(st, candidates=tuple(cands))
+        return st
+    return current_exploring
 
 
 def traced(current, every: int, full, n: int):
@@ -185,6 +205,9 @@ def main(argv=None) -> int:
     ap.add_argument("--trace", type=int, default=0, metavar="N",
                     help="print at every N-th label the confident rule's drawn final t statistic (mean ± sd over "
                     "the draws) beside the whole pool's t")
+    ap.add_argument("--explore", type=int, default=0, metavar="N",
+                    help="every N-th offer a seeded random pool passage instead of the decide order's first (an "
+                    "experiment: rates learnt from passages not chosen by them)")
     ap.add_argument("--null", type=int, default=0, metavar="N",
                     help="instead: N null pairs per pair (per case a coin swaps the two lists), the rate at which "
                     "a decision other than a tie is declared settled where the full pool gives a tie")
@@ -222,7 +245,7 @@ def main(argv=None) -> int:
                 for order_name, seed, shuffle in variants:
                     r = replay_pair(metric, start, truth, ranked[a.id], ranked[b.id], min_cov, text_of, args.alpha,
                                     stop=stop, seed=seed, shuffle=shuffle, level=args.level, order_by=args.order_by,
-                                    model=args.model, trace=args.trace)
+                                    model=args.model, trace=args.trace, explore=args.explore)
                     share = r["labels"] / r["pool"] if r["pool"] else 0.0
                     agree = r["declared"] == r["full"]
                     rows += 1
