@@ -298,15 +298,16 @@ def paired_t(diffs: np.ndarray) -> np.ndarray:
         return diffs.mean(1) / (diffs.std(1, ddof=1) / math.sqrt(n))
 
 
-def paired_outcomes(diffs: np.ndarray, alpha: float) -> np.ndarray:
+def paired_outcomes(diffs: np.ndarray, alpha: float, t: np.ndarray | None = None) -> np.ndarray:
     """Per draw (rows of draws x cases) the paired t-test's outcome: 0 A ahead, 1 B ahead, 2 tie, as
-    :func:`rag_experiments.golden.decide.outcome` decides it."""
+    :func:`rag_experiments.golden.decide.outcome` decides it. ``t``: :func:`paired_t` of ``diffs`` when
+    the caller has it already."""
     n = diffs.shape[1]
     mean = diffs.mean(1)
     if n < 2:
         return np.where(mean == 0, 2, np.where(mean > 0, 0, 1))
     sd = diffs.std(1, ddof=1)
-    t = np.abs(paired_t(diffs))
+    t = np.abs(paired_t(diffs) if t is None else t)
     p = np.where(sd > 1e-15, 2 * sps.t.sf(t, n - 1), np.where(np.abs(mean) > 1e-15, 0.0, 1.0))
     return np.where(p >= alpha, 2, np.where(mean > 0, 0, 1))
 
@@ -362,9 +363,9 @@ def _confidence(tables, cells, fixed, model: RelevanceModel, alpha: float, level
             if g is not None:
                 grades[:, j] = g
         diffs[:, live] = batch_deltas([tables[i] for i in live], grades)
-    counts = np.bincount(paired_outcomes(diffs, alpha), minlength=3)
+    t = paired_t(diffs)  # once: the outcomes and the reported spread both read it
+    counts = np.bincount(paired_outcomes(diffs, alpha, t), minlength=3)
     best = int(counts.argmax())
-    t = paired_t(diffs)
     t = t[np.isfinite(t)]
     t_mean, t_sd = (float(t.mean()), float(t.std())) if len(t) else (math.nan, math.nan)
     return Confidence(WINNERS[best], float(counts[best] / draws), draws, level, t_mean, t_sd)
