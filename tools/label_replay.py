@@ -48,7 +48,7 @@ from rag_experiments.golden.decide_stop import LEVEL, SEED  # noqa: E402
 from rag_experiments.golden.relevance_features import case_queries  # noqa: E402
 from rag_experiments.golden.resolve import load_golden  # noqa: E402
 from rag_experiments.paths import project_path  # noqa: E402
-from rag_experiments.tracking.decide_tracker import STOP_RULES, PairTracker  # noqa: E402
+from rag_experiments.tracking.decide_tracker import ORDERS, STOP_RULES, PairTracker  # noqa: E402
 from rag_experiments.tracking.pool import doc_text_of  # noqa: E402
 from rag_experiments.tracking.runs import get_run, select_runs  # noqa: E402
 from rag_experiments.tracking.versioned import load_ranked_lists  # noqa: E402
@@ -177,6 +177,17 @@ def null_lists(ra, rb, seed: int):
     return xa, xb
 
 
+def count(text: str) -> int:
+    """An argparse type: a whole number, 0 or more."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n} is below 0")
+    return n
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--golden", type=Path, required=True, help="the fully judged golden file (the truth)")
@@ -192,23 +203,25 @@ def main(argv=None) -> int:
     ap.add_argument("--stop", nargs="+", choices=STOP_RULES, default=list(STOP_RULES),
                     help="the stopping rules to replay (a table each)")
     ap.add_argument("--level", type=float, default=LEVEL, help="the confident rule's level")
-    ap.add_argument("--seeds", type=int, default=1,
+    ap.add_argument("--seeds", type=count, default=1,
                     help="the confident rule's Monte Carlo seeds per pair (a row each): its wrong-settled rate")
-    ap.add_argument("--random-orders", type=int, default=0, metavar="N",
+    ap.add_argument("--random-orders", type=count, default=0, metavar="N",
                     help="also label each pair in N random orders (seeded): the rule without the decide order")
-    ap.add_argument("--order-by", choices=("weight", "spread"), default=None,
-                    help="the decide order: weight x sqrt(p (1 - p)) of the passage's rate (spread: the default of "
-                    "--stop confident, as golden label --decide), or by weight (the default of --stop certain)")
+    ap.add_argument("--order-by", choices=ORDERS, default=None,
+                    help="the decide order: what the verdict is expected to settle, its own and what it teaches the "
+                    "model about its cell (learn: the default of --stop confident, as golden label --decide), its "
+                    "own alone (spread: weight x sqrt(p (1 - p)) of the passage's rate), or by weight (the default "
+                    "of --stop certain)")
     ap.add_argument("--model", choices=("features", "cells"), default="features",
                     help="the confident rule's relevance model: per passage from its cell and features (default, as "
                     "golden label --decide), or one rate per cell (the rule before)")
-    ap.add_argument("--trace", type=int, default=0, metavar="N",
+    ap.add_argument("--trace", type=count, default=0, metavar="N",
                     help="print at every N-th label the confident rule's drawn final t statistic (mean ± sd over "
                     "the draws) beside the whole pool's t")
-    ap.add_argument("--explore", type=int, default=0, metavar="N",
+    ap.add_argument("--explore", type=count, default=0, metavar="N",
                     help="every N-th offer a seeded random pool passage instead of the decide order's first (an "
                     "experiment: rates learnt from passages not chosen by them)")
-    ap.add_argument("--null", type=int, default=0, metavar="N",
+    ap.add_argument("--null", type=count, default=0, metavar="N",
                     help="instead: N null pairs per pair (per case a coin swaps the two lists), the rate at which "
                     "a decision other than a tie is declared settled where the full pool gives a tie")
     args = ap.parse_args(argv)

@@ -10,7 +10,8 @@ discriminates between the systems, stop when the ordering is certain):
   rank-discounted weight in A minus in B: a passage one side ranks high and the other does not comes
   first, one both rank alike comes last; when one end of the range alone keeps the decision open,
   the passages that end counts against the leader first: :func:`favoured_side`), then the better
-  rank, then case and span for a stable order;
+  rank, then case and span for a stable order; the confident rule orders by the weight times how
+  uncertain the verdict still is (the tracker's ``order_by="spread"``);
   the copies of one text in a case are one offer (:func:`one_per_text`), their verdict written to each;
 * **the decision** (:func:`outcome`): A ahead / B ahead when the paired t-test on the per-case
   differences is significant at ``alpha`` (two-sided), else a tie;
@@ -18,7 +19,7 @@ discriminates between the systems, stop when the ordering is certain):
   passages' verdicts and at its highest give the same outcome. Every assignment of verdicts gives
   per-case differences between those two ends, so the mean Δ cannot leave the range between them; a
   tie at both ends means neither end's Δ clears its interval. ``confident`` (the default,
-  :mod:`.decide_stop`): the same outcome in at least 95% of seeded draws of the unjudged verdicts, each
+  :mod:`.decide_stop`): the same outcome in at least 99% of seeded draws of the unjudged verdicts, each
   relevant at the rate the judged pool passages of its rank band and side show (a Beta prior: a cold
   start is uncertain). :attr:`Settling.declared` is the decision either rule declares; the replay
   (``tools/label_replay.py``) measures how often it differs from the full pool's.
@@ -67,13 +68,14 @@ class Candidate:
 
 
 def order(candidates: Iterable[Candidate], favour: str | None = None,
-          spread: Callable[[Candidate], float] | None = None) -> list[Candidate]:
-    """By weight, then best rank. ``favour`` ("A" or "B"): that side's passages first (only it ranks
-    them), then the shared ones, then the other side's (:func:`favoured_side` says which). ``spread``:
-    a factor on the weight (the confident rule's sqrt(p (1 - p)) of the passage's estimated rate of
-    relevance: how uncertain its verdict still is), so the order follows the verdict's expected change
-    of Δ, not its largest."""
-    factor = spread or (lambda _c: 1.0)
+          value: Callable[[Candidate], float] | None = None) -> list[Candidate]:
+    """By weight (or ``value``), then best rank. ``favour`` ("A" or "B"): that side's passages first
+    (only it ranks them), then the shared ones, then the other side's (:func:`favoured_side` says
+    which). ``value``: what the confident rule expects the verdict to settle, instead of the weight (the
+    tracker's ``order_by``: spread, the weight times sqrt(p (1 - p)) of the passage's estimated rate; or
+    learn, measured and not adopted: :func:`.decide_stop.learning_values`)."""
+    worth = value or (lambda c: c.weight)
+
     def best(c: Candidate) -> int:
         return min(r for r in (c.rank_a, c.rank_b) if r) if (c.rank_a or c.rank_b) else 10**9
 
@@ -83,7 +85,7 @@ def order(candidates: Iterable[Candidate], favour: str | None = None,
         mine, theirs = (c.rank_a, c.rank_b) if favour == "A" else (c.rank_b, c.rank_a)
         return 0 if mine and not theirs else (2 if theirs and not mine else 1)
 
-    return sorted(candidates, key=lambda c: (side(c), -round(c.weight * factor(c), 12), best(c), c.case_id, c.key))
+    return sorted(candidates, key=lambda c: (side(c), -round(worth(c), 12), best(c), c.case_id, c.key))
 
 
 def favoured_side(settling: Settling) -> str | None:

@@ -37,6 +37,14 @@ t-test as :func:`rag_experiments.golden.decide.outcome`. The draws are seeded an
 numbers are reused at every step (common random numbers), so the probability moves only with the
 labels. With 2,000 draws the estimate's standard error at 0.95 is 0.005.
 
+**An order measured and not adopted** (:func:`learning_values`, the tracker's ``order_by="learn"``,
+``tools/label_replay.py --order-by learn``): the passage whose verdict is expected to shrink the
+variance of the mean Δ most, counting both its own verdict and what it teaches the model's
+coefficients. It settled with far fewer labels where the spread order leaves big cells judged little,
+but it rests the decision on the model's rates for more of the pool, and where those are biased (the
+labelled passages are not a random sample of their cell) it declared a wrong tie on Cranfield
+(docs/how-to/golden-growth.md).
+
 This module takes the case views by their fields (``slots``, ``grades``, ``group_recall``) and imports
 nothing from the evaluation layer above it.
 """
@@ -48,6 +56,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
+from scipy import special
 from scipy import stats as sps
 
 DRAWS = 2000
@@ -178,6 +187,65 @@ class RelevanceModel:
         of YES among the relevant."""
         rates, yes_share = self.draw_rates(rng, draws)
         return rates[:, cells], yes_share
+
+    def cell_variance(self) -> np.ndarray:
+        """Each cell's uncertainty now: the variance of its rate's log-odds (a Beta(a, b) rate's is
+        trigamma(a) + trigamma(b)), with the overall rate at its mean. What a label in the cell can
+        still teach (:func:`learning_values`)."""
+        overall = (1 + self.yes.sum()) / (2 + self.yes.sum() + self.no.sum())
+        a = self.strength * overall + self.yes
+        b = self.strength * (1 - overall) + self.no
+        return special.polygamma(1, a) + special.polygamma(1, b)
+
+    def coefficients(self, cells: Sequence[int], features: Sequence[tuple[float, ...]]) -> tuple[np.ndarray, np.ndarray]:
+        """(units x dim) how each unit's log-odds reads the model's coefficients, and (dim x dim) their
+        covariance now: here one coefficient per cell, the cells' log-odds, independent."""
+        design = np.zeros((len(cells), CELLS))
+        design[np.arange(len(cells)), np.asarray(cells, dtype=int)] = 1.0
+        return design, np.diag(self.cell_variance())
+
+
+def side_sign(rank_a: int | None, rank_b: int | None) -> float:
+    """Which way a passage's YES moves Δ (A - B): +1 when A ranks it higher (or alone), -1 when B does,
+    0 at the same rank."""
+    if rank_a and (not rank_b or rank_a < rank_b):
+        return 1.0
+    if rank_b and (not rank_a or rank_b < rank_a):
+        return -1.0
+    return 0.0
+
+
+def learning_values(model: RelevanceModel, cells: Sequence[int], features: Sequence[tuple[float, ...]],
+                    weights: Sequence[float], signs: Sequence[float]) -> np.ndarray:
+    """Per unjudged passage how much its verdict is expected to settle: the square root of the expected
+    fall of the mean Δ's variance under the model. Two parts:
+
+    * its own verdict: ``w^2 q`` (``w`` its weight, ``q = p (1 - p)`` at its rate ``p``), what the spread
+      order (weight x sqrt(q)) reads alone;
+    * what it teaches the model: the unjudged passages carry ``g = sum_j s_j w_j q_j d_j`` of Δ per unit
+      of the model's coefficients (``d_j`` how passage j's log-odds reads them: its cell's intercept, its
+      features' slopes; ``s_j`` :func:`side_sign`), so the coefficients' covariance ``S`` gives the mean
+      Δ a variance ``g' S g``; one more label ``i`` takes ``S`` to ``S - q_i S d_i d_i' S / (1 + q_i
+      d_i' S d_i)`` (the Laplace posterior's update), a fall of ``q_i (g' S d_i)^2 / (1 + q_i d_i' S
+      d_i)``. With one coefficient per cell this is ``G_c^2 (v_c - 1 / (1 / v_c + q_i))``: a big cell
+      judged little teaches most; a passage whose features lie where the slope is least known teaches
+      more than one like the passages judged already.
+
+    Why it was tried: the spread order (the first part alone) leaves big cells judged little (Cranfield
+    recall@10 vector vs hybrid: ranks 6-10 that only hybrid retrieves, 21 judged, none relevant, 2%
+    expected of 600 unjudged, 12% true), and the rule took 37% of the pool there. Why it is not the
+    default: it rests the decision on the model's rates for more of the pool, and it declared a wrong
+    tie on Cranfield (docs/how-to/golden-growth.md, "an order that also counts what a verdict teaches")."""
+    if not len(cells):
+        return np.zeros(0)
+    p = model.means(cells, features)
+    q = p * (1 - p)
+    w = np.asarray(weights, dtype=float)
+    design, cov = model.coefficients(cells, features)
+    g = design.T @ (np.asarray(signs, dtype=float) * w * q)
+    along = design @ (cov @ g)  # d_i' S g
+    spread = np.einsum("ij,jk,ik->i", design, cov, design)  # d_i' S d_i
+    return np.sqrt(w * w * q + q * along**2 / (1 + q * spread))
 
 
 class CaseTable:

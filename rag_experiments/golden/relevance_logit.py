@@ -106,6 +106,17 @@ class FeatureModel(RelevanceModel):
         """Each cell's rate at the judged passages' mean features."""
         return sigmoid(self.mode[1:1 + CELLS])
 
+    def cell_variance(self) -> np.ndarray:
+        """Each cell intercept's posterior variance: how unsure the model still is of the cell's log-odds."""
+        return np.diag(self.cov)[1:1 + CELLS].copy()
+
+    def coefficients(self, cells: Sequence[int], features: Sequence[tuple[float, ...]]) -> tuple[np.ndarray, np.ndarray]:
+        """(units x dim) how each unit's log-odds reads the coefficients (its cell's intercept, its centred
+        features' slopes; the shared mean none) and (dim x dim) their posterior covariance."""
+        cells = np.asarray(cells, dtype=int)
+        x = np.array(features, dtype=float).reshape(len(cells), self.n_features)
+        return self._design(cells, x), self.cov
+
     def draw_probs(self, rng: np.random.Generator, draws: int, cells: np.ndarray,
                    features: Sequence[tuple[float, ...]]) -> tuple[np.ndarray, np.ndarray]:
         """(draws x units) each unit's probability of relevance under coefficients drawn from the

@@ -17,11 +17,13 @@ from typing import Callable, Mapping, Sequence
 from ..evaluation import bounds as B
 from ..golden.decide import (ALPHA, Candidate, State, favoured_side, in_tail, normalised_text, one_per_text, order,
                              settle, text_groups)
-from ..golden.decide_stop import DRAWS, LEVEL, SEED, CaseTable, Judged, RelevanceModel, cell_of, confidence
+from ..golden.decide_stop import (DRAWS, LEVEL, SEED, CaseTable, Judged, RelevanceModel, cell_of, confidence,
+                                  learning_values, side_sign)
 from ..golden.relevance_features import FEATURES, features
 from ..golden.relevance_logit import FeatureModel
 
 STOP_RULES = ("confident", "certain")
+ORDERS = ("spread", "weight", "learn")  # PairTracker's order_by
 
 
 def judged_in_pool(start_a: Mapping[str, B.CaseView], start_b: Mapping[str, B.CaseView],
@@ -61,13 +63,16 @@ class PairTracker:
                  order_by: str | None = None, queries: Mapping[str, str] | None = None) -> None:
         if stop not in STOP_RULES:
             raise ValueError(f"stop rule {stop!r}: one of {', '.join(STOP_RULES)}")
+        if order_by is not None and order_by not in ORDERS:
+            raise ValueError(f"order {order_by!r}: one of {', '.join(ORDERS)}")
         self.metric, self.text_of, self.names, self.alpha = metric, text_of, names, alpha
         self.stop, self.level, self.draws, self.seed = stop, level, draws, seed
         # spread (the confident rule's default: weight x sqrt(p (1 - p)) of the passage's own rate, the
-        # verdict's expected change of Δ) | weight (the certain rule's: the largest change first). With one
-        # rate per cell spread declared two wrong ties on Cranfield's recall@10; with the question's terms
-        # and level 0.99 it declared none there, on the demo, on git-doc's 11 orders or the null pairs, and
-        # took fewer labels (demo 2,075 against 2,173; Cranfield recall@10 4,267 against 4,555)
+        # verdict's expected change of Δ) | weight (the certain rule's: the largest change first) | learn
+        # (measured, not adopted: spread's value and what the verdict teaches the model about its cell,
+        # decide_stop.learning_values; it declared a wrong tie on Cranfield, see docs/how-to/golden-growth.md).
+        # With one rate per cell spread declared two wrong ties on Cranfield's recall@10; with the question's
+        # terms and level 0.99 it declared none there, on the demo, on git-doc's 11 orders or the null pairs
         self.order_by = order_by or ("spread" if stop == "confident" else "weight")
         self.judged = list(judged)
         # case -> question: each passage's own rate from its features (relevance_logit), not only its cell's
@@ -132,20 +137,28 @@ class PairTracker:
                        sum(r[3] for r in rows))
         settling = settle(d.per_case, d.per_case_low, d.per_case_high, self.alpha)
         modelled = self.stop == "confident" and not settling.certain
-        model = self.model() if modelled or self.order_by == "spread" else None  # one fit a step, for both
+        model = self.model() if modelled or self.order_by != "weight" else None  # one fit a step, for both
         if modelled:
             settling = replace(settling, confidence=self.confidence(rows, [r[2] for r in rows], model))
-        spread = self._spread(model) if self.order_by == "spread" else None
-        candidates = order(one_per_text(order(c for r in rows for c in r[4])), favoured_side(settling), spread)
+        candidates = one_per_text(order(c for r in rows for c in r[4]))
+        value = self._value(model, candidates) if model is not None and self.order_by != "weight" else None
+        candidates = order(candidates, favoured_side(settling), value)
         if settling.confidence is not None and in_tail(len(candidates), len(self.judged)):
             settling = replace(settling, tail=len(candidates))  # the last of the pool: labelled, not modelled
         return State(settling, d.text(*self.names), tuple(candidates))
 
-    def _spread(self, model: RelevanceModel) -> Callable[[Candidate], float]:
-        def spread(c: Candidate) -> float:
-            p = float(model.means([cell_of(c.rank_a, c.rank_b)], [self._features(c)])[0])
-            return math.sqrt(p * (1 - p))
-        return spread
+    def _value(self, model: RelevanceModel, candidates: Sequence[Candidate]) -> Callable[[Candidate], float]:
+        """The order's value of each candidate under ``order_by`` (spread or learn), computed for all at once."""
+        cells = [cell_of(c.rank_a, c.rank_b) for c in candidates]
+        feats = [self._features(c) for c in candidates]
+        weights = [c.weight for c in candidates]
+        if self.order_by == "learn":
+            values = learning_values(model, cells, feats, weights, [side_sign(c.rank_a, c.rank_b) for c in candidates])
+        else:
+            p = model.means(cells, feats) if candidates else []
+            values = [w * math.sqrt(x * (1 - x)) for w, x in zip(weights, p)]
+        at = {(c.case_id, c.key): float(v) for c, v in zip(candidates, values)}
+        return lambda c: at[(c.case_id, c.key)]
 
     def confidence(self, rows, now: Sequence[float], model: RelevanceModel):
         tables, cells, fixed, feats = [], [], [], []

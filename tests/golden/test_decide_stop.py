@@ -24,8 +24,11 @@ from rag_experiments.golden.decide_stop import (
     RelevanceModel,
     cell_of,
     confidence,
+    learning_values,
     paired_t,
+    side_sign,
 )
+from rag_experiments.golden.relevance_logit import FeatureModel
 from rag_experiments.tracking.decide_tracker import PairTracker, decide_state
 
 
@@ -232,3 +235,66 @@ def test_the_drawn_t_is_the_paired_t_statistic_by_hand():
     c = confidence([1.0, 2.0, 3.0], [(), (), ()], [(), (), ()], RelevanceModel([]), alpha=0.05, draws=20)
     assert c.t_mean == pytest.approx(3.4641016, abs=1e-6) and c.t_sd == pytest.approx(0.0)
     assert (c.winner, c.probability) == ("tie", 1.0)  # t 3.46 on 2 degrees of freedom: p = 0.074
+
+
+def test_learning_values_by_hand():
+    """Cold cell model: every cell's rate Beta(2, 2) (mean 0.5, q = 0.25), its log-odds' variance
+    v = 2 trigamma(2) = 2 (pi^2 / 6 - 1) = 1.289868; one label takes it to 1 / (1 / v + q) = 0.975350,
+    so a label teaches 0.314518. Cell 0 (only A, rank 1) holds weights 0.1, 0.1, 0.2: it carries
+    G = 0.25 x 0.4 = 0.1 of Δ per unit of log-odds; cell 1 (only B) one of 0.3: G = -0.075.
+    Values sqrt(w^2 q + G^2 x 0.314518): 0.075134, 0.075134, 0.114652, 0.155786."""
+    model = RelevanceModel([])
+    assert np.allclose(model.cell_variance(), 2 * (np.pi**2 / 6 - 1))
+    got = learning_values(model, [0, 0, 0, 1], [()] * 4, [0.1, 0.1, 0.2, 0.3], [1, 1, 1, -1])
+    assert np.allclose(got, [0.075134, 0.075134, 0.114652, 0.155786], atol=1e-6)
+    # the signs of one cell cancel: A's and B's passages at equal weight carry nothing about the cell
+    assert np.allclose(learning_values(model, [2, 2], [(), ()], [0.1, 0.1], [1, -1]), [0.05, 0.05])
+    assert side_sign(1, None) == 1 and side_sign(None, 3) == -1 and side_sign(4, 2) == -1 and side_sign(2, 2) == 0
+    assert learning_values(model, [], [], [], []).shape == (0,)
+
+
+def test_learning_order_labels_a_big_unjudged_cell_before_a_heavier_known_passage():
+    """200 labels in cell 1 (only B, rank 1), half relevant: its rate is known (log-odds variance
+    ~0.02). Cell 9 (only A, ranks 6-10) has none and 50 unjudged passages of weight 0.01. The spread
+    order (its own verdict alone) offers the cell-1 passage of weight 0.05 first (0.025 against 0.005);
+    the learning order offers a cell-9 passage first: its verdict teaches the rate of 50 passages
+    (0.0703 against 0.0250)."""
+    model = RelevanceModel([Judged(None, 1, g) for g in (0, 2) for _ in range(100)])
+    cells, weights, signs = [1] + [9] * 50, [0.05] + [0.01] * 50, [-1] + [1] * 50
+    p = model.means(cells, [()] * 51)
+    spread = np.array(weights) * np.sqrt(p * (1 - p))
+    assert spread[0] > spread[1:].max()
+    learn = learning_values(model, cells, [()] * 51, weights, signs)
+    assert learn[1:].min() > learn[0]
+    assert learn[0] == pytest.approx(0.0250, abs=1e-4) and learn[1] == pytest.approx(0.0703, abs=1e-3)
+
+
+def test_feature_model_cell_variance_falls_with_the_cells_labels():
+    """The feature model's cell uncertainty is its intercept's posterior variance: labels in a cell
+    shrink it, a cell without labels keeps about its prior (CELL_SD^2 plus the shared mean's)."""
+    few = FeatureModel([Judged(1, None, g, "q", (0.5,)) for g in (0, 2) for _ in range(2)], 1)
+    many = FeatureModel([Judged(1, None, g, "q", (0.5,)) for g in (0, 2) for _ in range(50)], 1)
+    assert many.cell_variance()[0] < few.cell_variance()[0] / 5
+    assert many.cell_variance()[9] > 2.0 and few.cell_variance()[9] > 2.0
+
+
+def test_the_orders_by_rule_and_an_unknown_order_refused():
+    """The confident rule's default order is spread, the certain rule's the weight; learn is there to be
+    measured (tools/label_replay.py --order-by learn) and offers a passage of the big unjudged cell
+    first where spread offers the heavier known one; an unknown order is refused by name."""
+    a, b = open_pair(3, 4)
+    assert PairTracker("recall_at_5", a, b, str).order_by == "spread"
+    assert PairTracker("recall_at_5", a, b, str, stop="certain").order_by == "weight"
+    with pytest.raises(ValueError, match="order 'random': one of spread, weight, learn"):
+        PairTracker("recall_at_5", a, b, str, order_by="random")
+    # 50 questions where only A ranks an unjudged passage at rank 7 (a cell never judged), 50 where only
+    # B ranks one first (a cell judged 200 times, half relevant): the same weights, the same rate at the mode
+    a = {f"q{i}": CaseView((0,) * 6 + (f"a{i}", 0, 0, 0), (2,)) for i in range(50)}
+    b = {f"q{i}": CaseView((0,) * 10, (2,)) for i in range(50)}
+    for i in range(50):
+        a[f"d{i}"], b[f"d{i}"] = CaseView((0,) * 10, (2,)), CaseView((f"b{i}",) + (0,) * 9, (2,))
+    judged = [Judged(None, 1, g) for g in (0, 2) for _ in range(100)]
+    spread = decide_state("recall_at_10", a, b, str, judged=judged)
+    assert spread.candidates[0].key.startswith("b")  # the better rank breaks the tie
+    learn = decide_state("recall_at_10", a, b, str, judged=judged, order_by="learn")
+    assert learn.candidates[0].key.startswith("a")
