@@ -208,10 +208,10 @@ def main(argv=None) -> int:
     ap.add_argument("--random-orders", type=count, default=0, metavar="N",
                     help="also label each pair in N random orders (seeded): the rule without the decide order")
     ap.add_argument("--order-by", choices=ORDERS, default=None,
-                    help="the decide order: what the verdict is expected to settle, its own and what it teaches the "
-                    "model about its cell (learn: the default of --stop confident, as golden label --decide), its "
-                    "own alone (spread: weight x sqrt(p (1 - p)) of the passage's rate), or by weight (the default "
-                    "of --stop certain)")
+                    help="the decide order: weight x sqrt(p (1 - p)) of the passage's rate (spread: the default of "
+                    "--stop confident, as golden label --decide), by weight (the default of --stop certain), or "
+                    "also what the verdict teaches the model (learn: measured and not adopted, it declared a wrong "
+                    "tie on Cranfield; docs/how-to/golden-growth.md)")
     ap.add_argument("--model", choices=("features", "cells"), default="features",
                     help="the confident rule's relevance model: per passage from its cell and features (default, as "
                     "golden label --decide), or one rate per cell (the rule before)")

@@ -69,7 +69,7 @@ class PairTracker:
         self.stop, self.level, self.draws, self.seed = stop, level, draws, seed
         # spread (the confident rule's default: weight x sqrt(p (1 - p)) of the passage's own rate, the
         # verdict's expected change of Δ) | weight (the certain rule's: the largest change first) | learn
-        # (measured, not adopted: spread's value and what the verdict teaches the model about its cell,
+        # (measured, not adopted: spread's value and what the verdict teaches the model's coefficients,
         # decide_stop.learning_values; it declared a wrong tie on Cranfield, see docs/how-to/golden-growth.md).
         # With one rate per cell spread declared two wrong ties on Cranfield's recall@10; with the question's
         # terms and level 0.99 it declared none there, on the demo, on git-doc's 11 orders or the null pairs
