@@ -123,9 +123,18 @@ class RelevanceModel:
     def judged(self) -> int:
         return int(self.yes.sum() + self.no.sum())
 
+    def overall_mean(self) -> float:
+        """The overall rate's expectation: Beta(1 + yes, 1 + no), a uniform prior."""
+        return (1 + self.yes.sum()) / (2 + self.yes.sum() + self.no.sum())
+
+    def cell_beta(self, overall) -> tuple[np.ndarray, np.ndarray]:
+        """Each cell's Beta(a, b) for its rate given the overall rate (a number, or a column of draws):
+        shrunk to it with strength m, moved by the cell's own counts."""
+        return self.strength * overall + self.yes, self.strength * (1 - overall) + self.no
+
     def mean(self) -> np.ndarray:
         """Each cell's expected rate."""
-        overall = (1 + self.yes.sum()) / (2 + self.yes.sum() + self.no.sum())
+        overall = self.overall_mean()
         return (self.strength * overall + self.yes) / (self.strength + self.yes + self.no)
 
     def means(self, cells: Sequence[int], features: Sequence[tuple[float, ...]]) -> np.ndarray:
@@ -174,9 +183,7 @@ class RelevanceModel:
 
     def draw_rates(self, rng: np.random.Generator, draws: int) -> tuple[np.ndarray, np.ndarray]:
         """(draws x cells) rates of relevance and (draws,) shares of YES among the relevant."""
-        overall = rng.beta(1 + self.yes.sum(), 1 + self.no.sum(), size=(draws, 1))
-        a = self.strength * overall + self.yes
-        b = self.strength * (1 - overall) + self.no
+        a, b = self.cell_beta(rng.beta(1 + self.yes.sum(), 1 + self.no.sum(), size=(draws, 1)))
         rates = rng.beta(np.maximum(a, 1e-9), np.maximum(b, 1e-9))
         yes_share = rng.beta(1 + self.full, 1 + self.part, size=draws)
         return rates, yes_share
@@ -192,9 +199,7 @@ class RelevanceModel:
         """Each cell's uncertainty now: the variance of its rate's log-odds (a Beta(a, b) rate's is
         trigamma(a) + trigamma(b)), with the overall rate at its mean. What a label in the cell can
         still teach (:func:`learning_values`)."""
-        overall = (1 + self.yes.sum()) / (2 + self.yes.sum() + self.no.sum())
-        a = self.strength * overall + self.yes
-        b = self.strength * (1 - overall) + self.no
+        a, b = self.cell_beta(self.overall_mean())
         return special.polygamma(1, a) + special.polygamma(1, b)
 
     def coefficients(self, cells: Sequence[int], features: Sequence[tuple[float, ...]]) -> tuple[np.ndarray, np.ndarray]:
