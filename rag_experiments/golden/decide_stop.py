@@ -221,7 +221,7 @@ def side_sign(rank_a: int | None, rank_b: int | None) -> float:
 
 
 def learning_values(model: RelevanceModel, cells: Sequence[int], features: Sequence[tuple[float, ...]],
-                    weights: Sequence[float], signs: Sequence[float]) -> np.ndarray:
+                    weights: Sequence[float], signs: Sequence[float], sample_seed: int | None = None) -> np.ndarray:
     """Per unjudged passage how much its verdict is expected to settle: the square root of the expected
     fall of the mean Δ's variance under the model. Two parts:
 
@@ -240,7 +240,14 @@ def learning_values(model: RelevanceModel, cells: Sequence[int], features: Seque
     recall@10 vector vs hybrid: ranks 6-10 that only hybrid retrieves, 21 judged, none relevant, 2%
     expected of 600 unjudged, 12% true), and the rule took 37% of the pool there. Why it is not the
     default: it rests the decision on the model's rates for more of the pool, and it declared a wrong
-    tie on Cranfield (docs/how-to/golden-growth.md, "an order that also counts what a verdict teaches")."""
+    tie on Cranfield (docs/how-to/golden-growth.md, "an order that also counts what a verdict teaches").
+
+    ``sample_seed`` (the ``learn-sampled`` order): the second part goes to one passage per cell drawn at
+    random (seeded by ``sample_seed`` and the number of labels so far), the others keep the first part
+    alone. What a label teaches is nearly the same for every passage of a cell, so the learning order
+    took the heaviest: passages whose weight tracks how many relevant units their question has, and so
+    a cell's labels came from its least relevant questions and its rate was learnt low, the wrong tie
+    above. Drawn at random, the labels that teach a cell are a random sample of it."""
     if not len(cells):
         return np.zeros(0)
     p = model.means(cells, features)
@@ -250,7 +257,20 @@ def learning_values(model: RelevanceModel, cells: Sequence[int], features: Seque
     g = design.T @ (np.asarray(signs, dtype=float) * w * q)
     along = design @ (cov @ g)  # d_i' S g
     spread = np.einsum("ij,jk,ik->i", design, cov, design)  # d_i' S d_i
-    return np.sqrt(w * w * q + q * along**2 / (1 + q * spread))
+    taught = q * along**2 / (1 + q * spread)
+    if sample_seed is not None:
+        taught = np.where(_one_per_cell(np.asarray(cells, dtype=int), [sample_seed, model.judged]), taught, 0.0)
+    return np.sqrt(w * w * q + taught)
+
+
+def _one_per_cell(cells: np.ndarray, seed: Sequence[int]) -> np.ndarray:
+    """A mask with one passage of each cell, drawn at random (the same seed, the same choice)."""
+    draw = np.random.default_rng(list(seed)).random(len(cells))
+    mask = np.zeros(len(cells), dtype=bool)
+    for c in np.unique(cells):
+        members = np.flatnonzero(cells == c)
+        mask[members[np.argmin(draw[members])]] = True
+    return mask
 
 
 class CaseTable:

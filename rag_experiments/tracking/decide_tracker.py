@@ -23,7 +23,7 @@ from ..golden.relevance_features import FEATURES, features
 from ..golden.relevance_logit import FeatureModel
 
 STOP_RULES = ("confident", "certain")
-ORDERS = ("spread", "weight", "learn")  # PairTracker's order_by
+ORDERS = ("spread", "weight", "learn", "learn-sampled")  # PairTracker's order_by
 
 
 def judged_in_pool(start_a: Mapping[str, B.CaseView], start_b: Mapping[str, B.CaseView],
@@ -152,8 +152,9 @@ class PairTracker:
         cells = [cell_of(c.rank_a, c.rank_b) for c in candidates]
         feats = [self._features(c) for c in candidates]
         weights = [c.weight for c in candidates]
-        if self.order_by == "learn":
-            values = learning_values(model, cells, feats, weights, [side_sign(c.rank_a, c.rank_b) for c in candidates])
+        if self.order_by in ("learn", "learn-sampled"):
+            values = learning_values(model, cells, feats, weights, [side_sign(c.rank_a, c.rank_b) for c in candidates],
+                                     sample_seed=self.seed if self.order_by == "learn-sampled" else None)
         else:
             p = model.means(cells, feats) if candidates else []
             values = [w * math.sqrt(x * (1 - x)) for w, x in zip(weights, p)]

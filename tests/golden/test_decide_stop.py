@@ -269,6 +269,31 @@ def test_learning_order_labels_a_big_unjudged_cell_before_a_heavier_known_passag
     assert learn[0] == pytest.approx(0.0250, abs=1e-4) and learn[1] == pytest.approx(0.0703, abs=1e-3)
 
 
+def test_learning_sampled_gives_a_cells_teaching_to_one_random_passage_not_the_heaviest():
+    """The same two cells with cell 9's weights rising (0.01 ... 0.0149): the learning order gives what
+    a cell-9 label teaches to every cell-9 passage, so the heaviest comes first; the sampled form gives
+    it to one passage of the cell drawn at random: the others keep their own verdict's part (the spread
+    value), the draw is the same for the same seed and number of labels, and another number of labels
+    draws another passage (over 20 draws, at least 5 different ones: not always the heaviest)."""
+    model = RelevanceModel([Judged(None, 1, g) for g in (0, 2) for _ in range(100)])
+    cells, weights, signs = [1] + [9] * 50, [0.05] + [0.01 + 0.0001 * i for i in range(50)], [-1] + [1] * 50
+    p = model.means(cells, [()] * 51)
+    spread = np.array(weights) * np.sqrt(p * (1 - p))
+    learn = learning_values(model, cells, [()] * 51, weights, signs)
+    assert int(np.argmax(learn)) == 50
+    sampled = learning_values(model, cells, [()] * 51, weights, signs, sample_seed=57)
+    assert sampled[0] == pytest.approx(learn[0])  # the only passage of its cell is its cell's draw
+    taught = np.flatnonzero(~np.isclose(sampled[1:], spread[1:])) + 1
+    assert len(taught) == 1
+    assert sampled[taught[0]] == pytest.approx(learn[taught[0]]) and sampled.argmax() == taught[0]
+    assert np.array_equal(sampled, learning_values(model, cells, [()] * 51, weights, signs, sample_seed=57))
+    picks = set()
+    for n in range(20):
+        grown = RelevanceModel([Judged(None, 1, g) for g in (0, 2) for _ in range(100)] + [Judged(None, 1, 0)] * n)
+        picks.add(int(np.argmax(learning_values(grown, cells, [()] * 51, weights, signs, sample_seed=57))))
+    assert len(picks) >= 5 and picks <= set(range(1, 51))
+
+
 def test_feature_model_cell_variance_falls_with_the_cells_labels():
     """The feature model's cell uncertainty is its intercept's posterior variance: labels in a cell
     shrink it, a cell without labels keeps about its prior (CELL_SD^2 plus the shared mean's)."""
@@ -285,7 +310,7 @@ def test_the_orders_by_rule_and_an_unknown_order_refused():
     a, b = open_pair(3, 4)
     assert PairTracker("recall_at_5", a, b, str).order_by == "spread"
     assert PairTracker("recall_at_5", a, b, str, stop="certain").order_by == "weight"
-    with pytest.raises(ValueError, match="order 'random': one of spread, weight, learn"):
+    with pytest.raises(ValueError, match="order 'random': one of spread, weight, learn, learn-sampled"):
         PairTracker("recall_at_5", a, b, str, order_by="random")
     # 50 questions where only A ranks an unjudged passage at rank 7 (a cell never judged), 50 where only
     # B ranks one first (a cell judged 200 times, half relevant): the same weights, the same rate at the mode
@@ -298,3 +323,5 @@ def test_the_orders_by_rule_and_an_unknown_order_refused():
     assert spread.candidates[0].key.startswith("b")  # the better rank breaks the tie
     learn = decide_state("recall_at_10", a, b, str, judged=judged, order_by="learn")
     assert learn.candidates[0].key.startswith("a")
+    sampled = decide_state("recall_at_10", a, b, str, judged=judged, order_by="learn-sampled")
+    assert sampled.candidates[0].key.startswith("a") and sampled.candidates[1].key.startswith("b")
