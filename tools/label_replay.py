@@ -208,10 +208,11 @@ def main(argv=None) -> int:
     ap.add_argument("--random-orders", type=count, default=0, metavar="N",
                     help="also label each pair in N random orders (seeded): the rule without the decide order")
     ap.add_argument("--order-by", choices=ORDERS, default=None,
-                    help="the decide order: weight x sqrt(p (1 - p)) of the passage's rate (spread: the default of "
-                    "--stop confident, as golden label --decide), by weight (the default of --stop certain), or "
-                    "also what the verdict teaches the model (learn: measured and not adopted, it declared a wrong "
-                    "tie on Cranfield; docs/how-to/golden-growth.md)")
+                    help="the decide order: also what a label teaches the model, given to one passage per cell "
+                    "drawn at random (learn-sampled: the default of --stop confident, as golden label --decide), "
+                    "weight x sqrt(p (1 - p)) of the passage's rate alone (spread: the default before), by weight "
+                    "(the default of --stop certain), or the teaching given to every passage (learn: measured and "
+                    "not adopted, it declared a wrong tie on Cranfield; docs/how-to/golden-growth.md)")
     ap.add_argument("--model", choices=("features", "cells"), default="features",
                     help="the confident rule's relevance model: per passage from its cell and features (default, as "
                     "golden label --decide), or one rate per cell (the rule before)")

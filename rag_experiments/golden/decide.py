@@ -11,7 +11,8 @@ discriminates between the systems, stop when the ordering is certain):
   first, one both rank alike comes last; when one end of the range alone keeps the decision open,
   the passages that end counts against the leader first: :func:`favoured_side`), then the better
   rank, then case and span for a stable order; the confident rule orders by the weight times how
-  uncertain the verdict still is (the tracker's ``order_by="spread"``);
+  uncertain the verdict still is, and offers early one passage per rank band and side drawn at random
+  where a label there would teach the model most (the tracker's ``order_by="learn-sampled"``);
   the copies of one text in a case are one offer (:func:`one_per_text`), their verdict written to each;
 * **the decision** (:func:`outcome`): A ahead / B ahead when the paired t-test on the per-case
   differences is significant at ``alpha`` (two-sided), else a tie;
@@ -35,7 +36,7 @@ from typing import Callable, Iterable, Sequence
 
 from scipy import stats as sps
 
-from .decide_stop import Confidence
+from .decide_stop import Confidence, cell_text
 from .fuzzy import tokenize
 from .golden_file import GoldenFile
 from .normalise import normalised
@@ -58,13 +59,18 @@ class Candidate:
     rank_b: int | None
     text: str = ""
     copies: tuple[str, ...] = ()  # keys of the same text in this case: one verdict for all
+    # the model cell it was drawn from when the learn-sampled order offers it early to learn that cell's
+    # rate (decide_stop.learning_values); None: offered for what its own verdict can move
+    learns: int | None = None
 
     def why(self, a: str, b: str, metric: str) -> str:
-        """The CSV's ``why`` column: the ranks and the weight."""
+        """The CSV's ``why`` column: the ranks and the weight (and, drawn to learn a cell, which)."""
         ra = f"rank {self.rank_a} in {a}" if self.rank_a else f"not in {a}'s cut-off"
         rb = f"rank {self.rank_b} in {b}" if self.rank_b else f"not in {b}'s cut-off"
         copies = f"; {len(self.copies)} copy(ies) get the same verdict" if self.copies else ""
-        return f"{ra}, {rb}: its verdict moves {metric} Δ by up to {self.weight:.4f}{copies}"
+        learns = (f"; drawn at random from {cell_text(self.learns, a, b)}, to learn how often they are relevant"
+                  if self.learns is not None else "")
+        return f"{ra}, {rb}: its verdict moves {metric} Δ by up to {self.weight:.4f}{copies}{learns}"
 
 
 def order(candidates: Iterable[Candidate], favour: str | None = None,
@@ -73,7 +79,7 @@ def order(candidates: Iterable[Candidate], favour: str | None = None,
     (only it ranks them), then the shared ones, then the other side's (:func:`favoured_side` says
     which). ``value``: what the confident rule expects the verdict to settle, instead of the weight (the
     tracker's ``order_by``: spread, the weight times sqrt(p (1 - p)) of the passage's estimated rate; or
-    learn, measured and not adopted: :func:`.decide_stop.learning_values`)."""
+    learn-sampled, the default, and learn, measured and not adopted: :func:`.decide_stop.learning_values`)."""
     worth = value or (lambda c: c.weight)
 
     def best(c: Candidate) -> int:

@@ -37,12 +37,13 @@ t-test as :func:`rag_experiments.golden.decide.outcome`. The draws are seeded an
 numbers are reused at every step (common random numbers), so the probability moves only with the
 labels. With 2,000 draws the estimate's standard error at 0.95 is 0.005.
 
-**An order measured and not adopted** (:func:`learning_values`, the tracker's ``order_by="learn"``,
-``tools/label_replay.py --order-by learn``): the passage whose verdict is expected to shrink the
-variance of the mean Δ most, counting both its own verdict and what it teaches the model's
-coefficients. It settled with far fewer labels where the spread order leaves big cells judged little,
-but it rests the decision on the model's rates for more of the pool, and where those are biased (the
-labelled passages are not a random sample of their cell) it declared a wrong tie on Cranfield
+**The order** (:func:`learning_values`, the tracker's default ``order_by="learn-sampled"``): the
+passage whose verdict is expected to shrink the variance of the mean Δ most, counting its own verdict
+(for every passage) and what it teaches the model's coefficients (for one passage per cell, drawn at
+random). Teaching every passage of a cell (``learn``, measured and not adopted) settled with far fewer
+labels where the spread order leaves big cells judged little, but the heaviest passages of a cell
+were the ones labelled, not a random sample of it, so the cell's rate was learnt biased and it
+declared a wrong tie on Cranfield; drawn at random, no wrong decision in the same replays
 (docs/how-to/golden-growth.md).
 
 This module takes the case views by their fields (``slots``, ``grades``, ``group_recall``) and imports
@@ -80,6 +81,16 @@ def cell_of(rank_a: int | None, rank_b: int | None) -> int:
 
 
 CELLS = 3 * (len(BANDS) + 1)
+
+
+def cell_text(cell: int, a: str, b: str) -> str:
+    """A cell in words: "the passages only A ranks, at ranks 6-10"."""
+    band, side = divmod(cell, 3)
+    tops = (0, *BANDS)
+    ranks = ("rank 1" if band == 0 else f"ranks {tops[band] + 1}-{tops[band + 1]}" if band < len(BANDS)
+             else f"ranks below {BANDS[-1]}")
+    who = (f"only {a} ranks", f"only {b} ranks", "both rank")[side]
+    return f"the passages {who}, at {ranks}"
 
 
 @dataclass(frozen=True)
@@ -236,11 +247,11 @@ def learning_values(model: RelevanceModel, cells: Sequence[int], features: Seque
       judged little teaches most; a passage whose features lie where the slope is least known teaches
       more than one like the passages judged already.
 
-    Why it was tried: the spread order (the first part alone) leaves big cells judged little (Cranfield
-    recall@10 vector vs hybrid: ranks 6-10 that only hybrid retrieves, 21 judged, none relevant, 2%
-    expected of 600 unjudged, 12% true), and the rule took 37% of the pool there. Why it is not the
-    default: it rests the decision on the model's rates for more of the pool, and it declared a wrong
-    tie on Cranfield (docs/how-to/golden-growth.md, "an order that also counts what a verdict teaches").
+    Why: the spread order (the first part alone) leaves big cells judged little (Cranfield recall@10
+    vector vs hybrid: ranks 6-10 that only hybrid retrieves, 21 judged, none relevant, 2% expected of
+    600 unjudged, 12% true), and the rule took 37% of the pool there. Without ``sample_seed`` (``learn``,
+    measured and not adopted) it declared a wrong tie on Cranfield (docs/how-to/golden-growth.md, "an
+    order that also counts what a verdict teaches").
 
     ``sample_seed`` (the ``learn-sampled`` order): the second part goes to one passage per cell drawn at
     random (seeded by ``sample_seed`` and the number of labels so far), the others keep the first part
@@ -259,12 +270,13 @@ def learning_values(model: RelevanceModel, cells: Sequence[int], features: Seque
     spread = np.einsum("ij,jk,ik->i", design, cov, design)  # d_i' S d_i
     taught = q * along**2 / (1 + q * spread)
     if sample_seed is not None:
-        taught = np.where(_one_per_cell(np.asarray(cells, dtype=int), [sample_seed, model.judged]), taught, 0.0)
+        taught = np.where(one_per_cell(cells, [sample_seed, model.judged]), taught, 0.0)
     return np.sqrt(w * w * q + taught)
 
 
-def _one_per_cell(cells: np.ndarray, seed: Sequence[int]) -> np.ndarray:
+def one_per_cell(cells: Sequence[int], seed: Sequence[int]) -> np.ndarray:
     """A mask with one passage of each cell, drawn at random (the same seed, the same choice)."""
+    cells = np.asarray(cells, dtype=int)
     draw = np.random.default_rng(list(seed)).random(len(cells))
     mask = np.zeros(len(cells), dtype=bool)
     for c in np.unique(cells):

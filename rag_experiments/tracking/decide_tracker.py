@@ -10,9 +10,10 @@ passages that feed the rule's model are the verdicts applied here plus those giv
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import Callable, Mapping, Sequence
+
+import numpy as np
 
 from ..evaluation import bounds as B
 from ..golden.decide import (ALPHA, Candidate, State, favoured_side, in_tail, normalised_text, one_per_text, order,
@@ -67,13 +68,14 @@ class PairTracker:
             raise ValueError(f"order {order_by!r}: one of {', '.join(ORDERS)}")
         self.metric, self.text_of, self.names, self.alpha = metric, text_of, names, alpha
         self.stop, self.level, self.draws, self.seed = stop, level, draws, seed
-        # spread (the confident rule's default: weight x sqrt(p (1 - p)) of the passage's own rate, the
-        # verdict's expected change of Δ) | weight (the certain rule's: the largest change first) | learn
-        # (measured, not adopted: spread's value and what the verdict teaches the model's coefficients,
-        # decide_stop.learning_values; it declared a wrong tie on Cranfield, see docs/how-to/golden-growth.md).
-        # With one rate per cell spread declared two wrong ties on Cranfield's recall@10; with the question's
-        # terms and level 0.99 it declared none there, on the demo, on git-doc's 11 orders or the null pairs
-        self.order_by = order_by or ("spread" if stop == "confident" else "weight")
+        # learn-sampled (the confident rule's default: spread's value, and what a label teaches the model
+        # given to one passage per cell drawn at random, decide_stop.learning_values) | spread (the default
+        # before: weight x sqrt(p (1 - p)) of the passage's own rate, the verdict's expected change of Δ) |
+        # weight (the certain rule's: the largest change first) | learn (measured, not adopted: the teaching
+        # given to every passage, so the heaviest of a cell taught it; a wrong tie on Cranfield). Measured in
+        # docs/how-to/golden-growth.md: learn-sampled declared no wrong decision on the demo, Cranfield,
+        # git-doc's 11 orders or 22 null pairs, with fewer labels than spread but on Cranfield's MRR@10
+        self.order_by = order_by or ("learn-sampled" if stop == "confident" else "weight")
         self.judged = list(judged)
         # case -> question: each passage's own rate from its features (relevance_logit), not only its cell's
         self.queries = queries
@@ -141,25 +143,34 @@ class PairTracker:
         if modelled:
             settling = replace(settling, confidence=self.confidence(rows, [r[2] for r in rows], model))
         candidates = one_per_text(order(c for r in rows for c in r[4]))
-        value = self._value(model, candidates) if model is not None and self.order_by != "weight" else None
+        value, learns = (self._value(model, candidates) if model is not None and self.order_by != "weight"
+                         else (None, {}))
+        candidates = [replace(c, learns=learns[(c.case_id, c.key)]) if (c.case_id, c.key) in learns else c
+                      for c in candidates]
         candidates = order(candidates, favoured_side(settling), value)
         if settling.confidence is not None and in_tail(len(candidates), len(self.judged)):
             settling = replace(settling, tail=len(candidates))  # the last of the pool: labelled, not modelled
         return State(settling, d.text(*self.names), tuple(candidates))
 
-    def _value(self, model: RelevanceModel, candidates: Sequence[Candidate]) -> Callable[[Candidate], float]:
-        """The order's value of each candidate under ``order_by`` (spread or learn), computed for all at once."""
+    def _value(self, model: RelevanceModel, candidates: Sequence[Candidate],
+               ) -> tuple[Callable[[Candidate], float], dict[tuple[str, str], int]]:
+        """The order's value of each candidate under ``order_by`` (spread, learn or learn-sampled), computed
+        for all at once; and (learn-sampled) the candidates drawn to learn their cell: (case, key) -> cell."""
         cells = [cell_of(c.rank_a, c.rank_b) for c in candidates]
         feats = [self._features(c) for c in candidates]
         weights = [c.weight for c in candidates]
+        p = model.means(cells, feats)
+        spread = np.asarray(weights, dtype=float) * np.sqrt(p * (1 - p))
+        values, learns = spread, {}
         if self.order_by in ("learn", "learn-sampled"):
+            sampled = self.order_by == "learn-sampled"
             values = learning_values(model, cells, feats, weights, [side_sign(c.rank_a, c.rank_b) for c in candidates],
-                                     sample_seed=self.seed if self.order_by == "learn-sampled" else None)
-        else:
-            p = model.means(cells, feats) if candidates else []
-            values = [w * math.sqrt(x * (1 - x)) for w, x in zip(weights, p)]
+                                     sample_seed=self.seed if sampled else None)
+            if sampled:  # a drawn passage valued more for what it teaches than for its own verdict
+                learns = {(c.case_id, c.key): cell for c, cell, v, s in zip(candidates, cells, values, spread)
+                          if v * v > 2 * s * s}
         at = {(c.case_id, c.key): float(v) for c, v in zip(candidates, values)}
-        return lambda c: at[(c.case_id, c.key)]
+        return (lambda c: at[(c.case_id, c.key)]), learns
 
     def confidence(self, rows, now: Sequence[float], model: RelevanceModel):
         tables, cells, fixed, feats = [], [], [], []

@@ -304,11 +304,12 @@ def test_feature_model_cell_variance_falls_with_the_cells_labels():
 
 
 def test_the_orders_by_rule_and_an_unknown_order_refused():
-    """The confident rule's default order is spread, the certain rule's the weight; learn is there to be
-    measured (tools/label_replay.py --order-by learn) and offers a passage of the big unjudged cell
-    first where spread offers the heavier known one; an unknown order is refused by name."""
+    """The confident rule's default order is learn-sampled, the certain rule's the weight; spread (the
+    default before) and learn are there to be measured (tools/label_replay.py --order-by). Spread offers
+    the heavier known passage first; learn and learn-sampled a passage of the big unjudged cell, and
+    learn-sampled only one of them (drawn), then spread's; an unknown order is refused by name."""
     a, b = open_pair(3, 4)
-    assert PairTracker("recall_at_5", a, b, str).order_by == "spread"
+    assert PairTracker("recall_at_5", a, b, str).order_by == "learn-sampled"
     assert PairTracker("recall_at_5", a, b, str, stop="certain").order_by == "weight"
     with pytest.raises(ValueError, match="order 'random': one of spread, weight, learn, learn-sampled"):
         PairTracker("recall_at_5", a, b, str, order_by="random")
@@ -319,9 +320,13 @@ def test_the_orders_by_rule_and_an_unknown_order_refused():
     for i in range(50):
         a[f"d{i}"], b[f"d{i}"] = CaseView((0,) * 10, (2,)), CaseView((f"b{i}",) + (0,) * 9, (2,))
     judged = [Judged(None, 1, g) for g in (0, 2) for _ in range(100)]
-    spread = decide_state("recall_at_10", a, b, str, judged=judged)
+    spread = decide_state("recall_at_10", a, b, str, judged=judged, order_by="spread")
     assert spread.candidates[0].key.startswith("b")  # the better rank breaks the tie
     learn = decide_state("recall_at_10", a, b, str, judged=judged, order_by="learn")
     assert learn.candidates[0].key.startswith("a")
-    sampled = decide_state("recall_at_10", a, b, str, judged=judged, order_by="learn-sampled")
+    sampled = decide_state("recall_at_10", a, b, str, judged=judged)  # the default
     assert sampled.candidates[0].key.startswith("a") and sampled.candidates[1].key.startswith("b")
+    # the export's why column says which cell the passage was drawn from; the others say nothing of it
+    assert sampled.candidates[0].learns == 9 and sampled.candidates[0].why("A", "B", "recall@10").endswith(
+        "; drawn at random from the passages only A ranks, at ranks 6-10, to learn how often they are relevant")
+    assert all(c.learns is None for c in sampled.candidates[1:]) and all(c.learns is None for c in spread.candidates)
