@@ -74,7 +74,7 @@ class PairTracker:
         # weight (the certain rule's: the largest change first) | learn (measured, not adopted: the teaching
         # given to every passage, so the heaviest of a cell taught it; a wrong tie on Cranfield). Measured in
         # docs/how-to/golden-growth.md: learn-sampled declared no wrong decision on the demo, Cranfield,
-        # git-doc's 11 orders or 22 null pairs, with fewer labels than spread but on Cranfield's MRR@10
+        # git-doc's 11 orders or 14 null pairs, with fewer labels than spread except on Cranfield's MRR@10
         self.order_by = order_by or ("learn-sampled" if stop == "confident" else "weight")
         self.judged = list(judged)
         # case -> question: each passage's own rate from its features (relevance_logit), not only its cell's
@@ -225,7 +225,7 @@ class SweepTracker:
             for c in s.candidates:
                 slot = (c.case_id, c.key)
                 if slot not in best or c.weight > best[slot].weight:
-                    best[slot] = c
+                    best[slot] = replace(c, learns=None)  # offered here by weight, not drawn to learn a cell
         shown_names, shown = next(iter(open_.items())) if open_ else next(reversed(states.items()))
         lines = "; ".join(f"{s.bounds_line.split(':')[0]} [{'settled' if s.settling.settled else 'open'}]"
                           for s in states.values())

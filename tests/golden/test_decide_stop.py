@@ -29,7 +29,7 @@ from rag_experiments.golden.decide_stop import (
     side_sign,
 )
 from rag_experiments.golden.relevance_logit import FeatureModel
-from rag_experiments.tracking.decide_tracker import PairTracker, decide_state
+from rag_experiments.tracking.decide_tracker import PairTracker, SweepTracker, decide_state
 
 
 def random_view(rng: random.Random, keys: list[str], depth: int) -> CaseView:
@@ -330,3 +330,6 @@ def test_the_orders_by_rule_and_an_unknown_order_refused():
     assert sampled.candidates[0].learns == 9 and sampled.candidates[0].why("A", "B", "recall@10").endswith(
         "; drawn at random from the passages only A ranks, at ranks 6-10, to learn how often they are relevant")
     assert all(c.learns is None for c in sampled.candidates[1:]) and all(c.learns is None for c in spread.candidates)
+    # a sweep offers by weight across its pairs, so no row claims it was drawn to learn a cell
+    sweep = SweepTracker({("A", "B"): PairTracker("recall_at_10", a, b, str, judged=judged)}).state()
+    assert len(sweep.candidates) == 100 and all(c.learns is None for c in sweep.candidates)
