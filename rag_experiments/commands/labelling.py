@@ -100,7 +100,11 @@ def add_parser(sub: Any, golden_arg: Callable, llm_args: Callable, overrides_arg
     dec.add_argument("--decide", nargs="*", metavar="A B", default=None,
                      help="label only the passages unjudged in either run's cut-off (two run ids or names; none "
                      "with --sweep PARENT: the sweep's best point against the points max-T cannot tell from it), "
-                     "the one whose verdict can move the paired Δ most first, and stop when the decision is "
+                     "the one expected to settle the decision most first (what its verdict can move the paired Δ, "
+                     "times how unsure the verdict still is; and, for one passage per rank band and side drawn at "
+                     "random, what its label teaches about the rest: the why column says so; with --stop certain, by what "
+                     "it can move alone), and stop when the "
+                     "decision is "
                      "settled (--stop); prints labels done, left, Δ with its bounds and the decision at each step; "
                      "with --by-hand, --export (in that order, with a why column) or the LLM")
     dec.add_argument("--stop", choices=("confident", "certain"), default="confident",
