@@ -86,9 +86,11 @@ CELLS = 3 * (len(BANDS) + 1)
 def cell_text(cell: int, a: str, b: str) -> str:
     """A cell in words: "the passages only A ranks, at ranks 6-10"."""
     band, side = divmod(cell, 3)
-    tops = (0, *BANDS)
-    ranks = ("rank 1" if band == 0 else f"ranks {tops[band] + 1}-{tops[band + 1]}" if band < len(BANDS)
-             else f"ranks below {BANDS[-1]}")
+    if band < len(BANDS):
+        low, high = (BANDS[band - 1] + 1 if band else 1), BANDS[band]
+        ranks = f"rank {low}" if low == high else f"ranks {low}-{high}"
+    else:
+        ranks = f"ranks below {BANDS[-1]}"
     who = (f"only {a} ranks", f"only {b} ranks", "both rank")[side]
     return f"the passages {who}, at {ranks}"
 
