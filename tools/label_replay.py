@@ -44,8 +44,9 @@ from rag_experiments.evaluation import bounds as B  # noqa: E402
 from rag_experiments.evaluation.relevance import credit  # noqa: E402
 from rag_experiments.evaluation.rescore import params_from_flat  # noqa: E402
 from rag_experiments.golden.decide import outcome, run_loop, without_judgements  # noqa: E402
-from rag_experiments.golden.decide_stop import LEVEL, SEED  # noqa: E402
-from rag_experiments.golden.relevance_features import case_queries  # noqa: E402
+from rag_experiments.golden.decide_stop import LEVEL, SEED, Judged  # noqa: E402
+from rag_experiments.golden.relevance_features import FEATURES, case_queries  # noqa: E402
+from rag_experiments.golden.relevance_logit import FeatureModel  # noqa: E402
 from rag_experiments.golden.resolve import load_golden  # noqa: E402
 from rag_experiments.paths import project_path  # noqa: E402
 from rag_experiments.tracking.decide_tracker import ORDERS, STOP_RULES, PairTracker  # noqa: E402
@@ -84,9 +85,11 @@ def replay_pair(metric: str, start, truth, ra, rb, min_cov: float, text_of, alph
     for key, g in truth_grades(truth, rb, k, min_cov).items():
         grades[key] = max(grades.get(key, 0), g)
     full = whole_pool(metric, va, vb, text_of, grades, alpha)
-    queries = case_queries(start.cases) if model == "features" else None  # as golden label --decide passes them
-    tracker = PairTracker(metric, va, vb, text_of, alpha=alpha, stop=stop, seed=seed, level=level, order_by=order_by,
-                          queries=queries)
+    queries = case_queries(start.cases) if model in ("features", "known") else None  # as golden label --decide
+    tracker = (KnownRates if model == "known" else PairTracker)(
+        metric, va, vb, text_of, alpha=alpha, stop=stop, seed=seed, level=level, order_by=order_by, queries=queries)
+    if model == "known":
+        tracker.know(grades)
     first = tracker.state()
     pool = len(first.candidates)
     pool_passages = sum(1 + len(c.copies) for c in first.candidates)
@@ -116,6 +119,22 @@ def replay_pair(metric: str, start, truth, ra, rb, min_cov: float, text_of, alph
             "rule": "certain" if s.certain else "confident", "p": s.confidence.probability if s.confidence else 1.0,
             "full": full.winner, "full_delta": full.delta, "full_p": full.p, "stopped": report.stopped,
             "judged": judged, "seconds": time.perf_counter() - started}
+
+
+class KnownRates(PairTracker):
+    """The rule with nothing left to learn (``--model known``): its model is fitted once on every pool
+    passage with the truth's verdict, and has no per-question factor (which only widens the draws). The
+    labels it still needs are what the unjudged verdicts' own chance costs when every rate is known:
+    the part of a pair's cost no order or model of this class can remove."""
+
+    def know(self, grades) -> None:
+        every = [Judged(c.rank_a, c.rank_b, grades.get((cid, c.key), 0), None, self._features(c))
+                 for cid, row in self.cases.items() for c in row[4]]
+        self._known = FeatureModel(every, len(FEATURES))
+        self._known.dispersion = lambda: 0.0  # case_factors: every factor 1
+
+    def model(self):
+        return self._known
 
 
 def exploring(current, every: int, seed: int):
@@ -213,9 +232,11 @@ def main(argv=None) -> int:
                     "weight x sqrt(p (1 - p)) of the passage's rate alone (spread: the default before), by weight "
                     "(the default of --stop certain), or the teaching given to every passage (learn: measured and "
                     "not adopted, it declared a wrong tie on Cranfield; docs/how-to/golden-growth.md)")
-    ap.add_argument("--model", choices=("features", "cells"), default="features",
+    ap.add_argument("--model", choices=("features", "cells", "known"), default="features",
                     help="the confident rule's relevance model: per passage from its cell and features (default, as "
-                    "golden label --decide), or one rate per cell (the rule before)")
+                    "golden label --decide), one rate per cell (the rule before), or known: the features model fitted "
+                    "once on the whole pool's verdicts, without the per-question factor (a rule with nothing left to "
+                    "learn: what the unjudged verdicts' own chance costs; use with --order-by spread)")
     ap.add_argument("--trace", type=count, default=0, metavar="N",
                     help="print at every N-th label the confident rule's drawn final t statistic (mean ± sd over "
                     "the draws) beside the whole pool's t")

@@ -11,6 +11,8 @@ Before this change there was no decide_stop module and no confident rule: every 
 from __future__ import annotations
 
 import random
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -333,3 +335,22 @@ def test_the_orders_by_rule_and_an_unknown_order_refused():
     # a sweep offers by weight across its pairs, so no row claims it was drawn to learn a cell
     sweep = SweepTracker({("A", "B"): PairTracker("recall_at_10", a, b, str, judged=judged)}).state()
     assert len(sweep.candidates) == 100 and all(c.learns is None for c in sweep.candidates)
+
+
+def test_the_replays_known_rates_rule_learns_nothing_from_labels():
+    """tools/label_replay.py --model known: the model is fitted once on every pool passage with the
+    truth's verdict (here: A's passages at rank 7 all relevant, B's at rank 1 none) and labels do not
+    change it; no per-question factor."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    from label_replay import KnownRates
+
+    a = {f"q{i}": CaseView((0,) * 6 + (f"a{i}", 0, 0, 0), (2,)) for i in range(30)}
+    b = {f"q{i}": CaseView((f"b{i}",) + (0,) * 9, (2,)) for i in range(30)}
+    tracker = KnownRates("recall_at_10", a, b, str, queries={f"q{i}": "q" for i in range(30)})
+    tracker.know({(f"q{i}", f"a{i}"): 2 for i in range(30)})
+    known = tracker.model()
+    rate_a, rate_b = known.means([cell_of(7, None), cell_of(None, 1)], [tracker._features(c) for c in
+                                                                          tracker.cases["q0"][4][:2]])
+    assert rate_a > 0.8 and rate_b < 0.2 and known.dispersion() == 0.0
+    tracker.apply("q0", ["b0"], 0)
+    assert tracker.model() is known and len(tracker.judged) == 1
