@@ -354,3 +354,25 @@ def test_the_replays_known_rates_rule_learns_nothing_from_labels():
     assert rate_a > 0.8 and rate_b < 0.2 and known.dispersion() == 0.0
     tracker.apply("q0", ["b0"], 0)
     assert tracker.model() is known and len(tracker.judged) == 1
+
+
+def test_mrr_weights_are_reached_only_when_nothing_above_is_relevant():
+    """Reciprocal rank reads a list's first relevant passage, so a passage's weight counts only with the
+    chance that no unjudged passage above it, in the list ranking it best, is relevant. Hand-worked:
+    A ranks x 1st and y 3rd, B ranks z 1st and y 2nd; rates x 0.5, y 0.2, z 0.4: x 1, y (B's side) 0.6,
+    z 1. In the order: a passage at rank 6 under five unjudged ones goes after one alone at rank 6,
+    although both weigh the same (without the chance, the tie put it first)."""
+    from rag_experiments.golden.decide import Candidate
+    from rag_experiments.tracking.decide_tracker import first_relevant_chance
+
+    cands = [Candidate("q", "x", 1.0, 1, None), Candidate("q", "y", 1.0, 3, 2), Candidate("q", "z", 1.0, None, 1),
+             Candidate("r", "w", 1.0, 2, None)]
+    assert first_relevant_chance(cands, np.array([0.5, 0.2, 0.4, 0.9])) == pytest.approx([1.0, 0.6, 1.0, 1.0])
+    a = {"c": CaseView(("u1", "u2", "u3", "u4", "u5", "pa", 0, 0, 0, 0), (2,)), "d": CaseView((0,) * 10, (2,))}
+    b = {"c": CaseView((0,) * 10, (2,)), "d": CaseView((0,) * 5 + ("pb",) + (0,) * 4, (2,))}
+    state = decide_state("mrr_at_10", a, b, str, order_by="spread")
+    keys = [c.key for c in state.candidates]
+    weight = {c.key: c.weight for c in state.candidates}
+    assert weight["pa"] == weight["pb"] and keys.index("pb") < keys.index("pa")
+    recall = [c.key for c in decide_state("recall_at_10", a, b, str, order_by="spread").candidates]
+    assert recall.index("pa") < recall.index("pb")  # recall counts every relevant passage: no such chance
