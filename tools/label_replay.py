@@ -124,8 +124,9 @@ def replay_pair(metric: str, start, truth, ra, rb, min_cov: float, text_of, alph
 class KnownRates(PairTracker):
     """The rule with nothing left to learn (``--model known``): its model is fitted once on every pool
     passage with the truth's verdict, and has no per-question factor (which only widens the draws). The
-    labels it still needs are what the unjudged verdicts' own chance costs when every rate is known:
-    the part of a pair's cost no order or model of this class can remove."""
+    labels it still needs are what the unjudged verdicts' own chance costs when every rate is known. Not
+    a floor: a learning rule whose rates lean away from the threshold can settle sooner (Cranfield
+    recall@10 vector vs hybrid: 1014 known, 454 learning under one seed, 1076 and 1272 under two others)."""
 
     def know(self, grades) -> None:
         every = [Judged(c.rank_a, c.rank_b, grades.get((cid, c.key), 0), None, self._features(c))
