@@ -103,10 +103,8 @@ def add_parser(sub: Any, golden_arg: Callable, llm_args: Callable, overrides_arg
                      "the one expected to settle the decision most first (what its verdict can move the paired Δ, "
                      "for MRR only as often as nothing unjudged above it is relevant, "
                      "times how unsure the verdict still is; and, for one passage per rank band and side drawn at "
-                     "random, what its label teaches about the rest: the why column says so; with --stop certain, by what "
-                     "it can move alone), and stop when the "
-                     "decision is "
-                     "settled (--stop); prints labels done, left, Δ with its bounds and the decision at each step; "
+                     "random, what its label teaches about the rest: the why column says so; with --stop certain, "
+                     "by what it can move alone), and stop when the decision is settled (--stop); prints labels done, left, Δ with its bounds and the decision at each step; "
                      "with --by-hand, --export (in that order, with a why column) or the LLM")
     dec.add_argument("--stop", choices=("confident", "certain"), default="confident",
                      help="with --decide: confident (default): settled when the same decision comes out in at least "

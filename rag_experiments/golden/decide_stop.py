@@ -234,7 +234,8 @@ def side_sign(rank_a: int | None, rank_b: int | None) -> float:
 
 
 def learning_values(model: RelevanceModel, cells: Sequence[int], features: Sequence[tuple[float, ...]],
-                    weights: Sequence[float], signs: Sequence[float], sample_seed: int | None = None) -> np.ndarray:
+                    weights: Sequence[float], signs: Sequence[float], sample_seed: int | None = None,
+                    rates: np.ndarray | None = None) -> np.ndarray:
     """Per unjudged passage how much its verdict is expected to settle: the square root of the expected
     fall of the mean Δ's variance under the model. Two parts:
 
@@ -263,7 +264,7 @@ def learning_values(model: RelevanceModel, cells: Sequence[int], features: Seque
     above. Drawn at random, the labels that teach a cell are a random sample of it."""
     if not len(cells):
         return np.zeros(0)
-    p = model.means(cells, features)
+    p = model.means(cells, features) if rates is None else rates  # rates: the caller's model.means of them
     q = p * (1 - p)
     w = np.asarray(weights, dtype=float)
     design, cov = model.coefficients(cells, features)

@@ -168,7 +168,7 @@ class PairTracker:
         if self.order_by in ("learn", "learn-sampled"):
             sampled = self.order_by == "learn-sampled"
             values = learning_values(model, cells, feats, weights, [side_sign(c.rank_a, c.rank_b) for c in candidates],
-                                     sample_seed=self.seed if sampled else None)
+                                     sample_seed=self.seed if sampled else None, rates=p)
             if sampled:  # a drawn passage valued more for what it teaches than for its own verdict
                 learns = {(c.case_id, c.key): cell for c, cell, v, s in zip(candidates, cells, values, spread)
                           if v * v > 2 * s * s}
@@ -201,19 +201,15 @@ def first_relevant_chance(candidates: Sequence[Candidate], p: np.ndarray) -> np.
     learning order's teaching part counted the rank 6-10 cells' rates as mattering to MRR@10 as much as
     recall@10's. Cranfield MRR@10 vector vs hybrid: 34% of the pool under three seeds without it, 22-33%
     with it (docs/how-to/golden-growth.md, "MRR's weights, reached")."""
-    above = {}  # (candidate, side) -> the chance nothing unjudged above it in that side's list is relevant
-    for side in ("rank_a", "rank_b"):
-        survive: dict[str, float] = {}  # per case, down the list
+    above = {side: np.ones(len(candidates)) for side in ("rank_a", "rank_b")}  # per side: nothing above relevant
+    for side, chance in above.items():
+        survive: dict[str, float] = {}  # per case, down the side's list
         for i in sorted((i for i, c in enumerate(candidates) if getattr(c, side)),
                         key=lambda i: getattr(candidates[i], side)):
-            case = candidates[i].case_id
-            above[(i, side)] = survive.get(case, 1.0)
-            survive[case] = survive.get(case, 1.0) * (1 - p[i])
-    chance = np.ones(len(candidates))
-    for i, c in enumerate(candidates):
-        best = "rank_a" if c.rank_a and (not c.rank_b or c.rank_a <= c.rank_b) else "rank_b"
-        chance[i] = above[(i, best)]
-    return chance
+            chance[i] = survive.get(candidates[i].case_id, 1.0)
+            survive[candidates[i].case_id] = chance[i] * (1 - p[i])
+    a_best = [bool(c.rank_a) and (not c.rank_b or c.rank_a <= c.rank_b) for c in candidates]
+    return np.where(a_best, above["rank_a"], above["rank_b"])
 
 
 def _best(*ranks: int | None) -> int | None:
