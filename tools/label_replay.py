@@ -131,7 +131,7 @@ class KnownRates(PairTracker):
     def know(self, grades) -> None:
         every = [Judged(c.rank_a, c.rank_b, grades.get((cid, c.key), 0), None, self._features(c))
                  for cid, row in self.cases.items() for c in row[4]]
-        self._known = FeatureModel(every, len(FEATURES))
+        self._known = FeatureModel(every, len(FEATURES), by_rank=self.by_rank)
         self._known.dispersion = lambda: 0.0  # case_factors: every factor 1
 
     def model(self):

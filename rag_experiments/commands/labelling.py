@@ -101,7 +101,7 @@ def add_parser(sub: Any, golden_arg: Callable, llm_args: Callable, overrides_arg
                      help="label only the passages unjudged in either run's cut-off (two run ids or names; none "
                      "with --sweep PARENT: the sweep's best point against the points max-T cannot tell from it), "
                      "the one expected to settle the decision most first (what its verdict can move the paired Δ, "
-                     "for MRR only as often as nothing unjudged above it is relevant, "
+                     "for MRR its expected change with the passages above and below it relevant at their estimated rates, "
                      "times how unsure the verdict still is; and, for one passage per rank band and side drawn at "
                      "random, what its label teaches about the rest: the why column says so; with --stop certain, "
                      "by what it can move alone), and stop when the decision is settled (--stop); prints labels done, left, Δ with its bounds and the decision at each step; "

@@ -10,7 +10,8 @@ of Monte Carlo draws of the unjudged verdicts.
 unjudged in either run's cut-off: this session's labels and any recorded before) are counted per
 *cell*: the best rank either run gives the passage (bands 1, 2-3, 4-5, 6-10, 11+) and which run ranks
 it (A only, B only, both: one system's own passages being more often relevant is what a decision
-turns on). Each draw first draws the overall rate of relevance from Beta(1 + yes, 1 + no), a
+turns on; on MRR, which reads ranks inside the cut-off, a passage both rank at different ranks by
+which ranks it higher: :func:`cell_of`). Each draw first draws the overall rate of relevance from Beta(1 + yes, 1 + no), a
 uniform prior, so a cold start is uncertain (any rate from 0 to 1); then each cell's rate from
 Beta(m p + yes_cell, m (1 - p) + no_cell) (shrunk to the overall rate with strength m = 4); then each
 question's factor on the odds of relevance (:meth:`RelevanceModel.case_factors`: Gamma with mean 1 and a
@@ -71,27 +72,43 @@ BANDS = (1, 3, 5, 10)  # best rank <= 1, <= 3, <= 5, <= 10, else: band 0..4
 WINNERS = ("A", "B", "tie")
 
 
-def cell_of(rank_a: int | None, rank_b: int | None) -> int:
+def cell_of(rank_a: int | None, rank_b: int | None, by_rank: bool = False) -> int:
     """The model's cell of a passage: 3 x its best rank's band + 0 when only A ranks it, 1 only B,
     2 both. A's own passages and B's have rates of their own: that one system's passages are more
-    often relevant than the other's is what a decision is about, so the model must not assume it away."""
+    often relevant than the other's is what a decision is about, so the model must not assume it away.
+
+    ``by_rank`` (a metric that reads the rank inside the cut-off: MRR): a passage both rank, at
+    different ranks, goes to a cell of its own by which run ranks it higher (CELLS + 2 x band + 0 for
+    A, 1 for B); at the same rank it stays in the "both" cell. Why: on MRR most top passages are in
+    both lists, and a better run is one whose *higher-ranked* shared passages are the relevant ones; one
+    rate for every shared passage drew them alike for both runs, so the draws leaned to a tie. git-doc's
+    MRR@10 (hybrid ahead, p=0.021 with the whole pool) was declared a tie, settled, in 1 of 10 random
+    label orders (P 0.990 and 0.993, in two versions of the order); with the split, 0 of 10
+    (docs/how-to/golden-growth.md, "Shared passages split by which run ranks them higher")."""
     best = min(r for r in (rank_a, rank_b) if r) if (rank_a or rank_b) else 10**9
     band = next((i for i, top in enumerate(BANDS) if best <= top), len(BANDS))
+    if by_rank and rank_a and rank_b and rank_a != rank_b:
+        return CELLS + 2 * band + (0 if rank_a < rank_b else 1)
     return 3 * band + (2 if rank_a and rank_b else (1 if rank_b else 0))
 
 
-CELLS = 3 * (len(BANDS) + 1)
+CELLS = 3 * (len(BANDS) + 1)  # the cells of a metric that reads no rank inside the cut-off (recall)
+RANKED_CELLS = CELLS + 2 * (len(BANDS) + 1)  # with by_rank: the shared passages split by who ranks them higher
 
 
 def cell_text(cell: int, a: str, b: str) -> str:
     """A cell in words: "the passages only A ranks, at ranks 6-10"."""
-    band, side = divmod(cell, 3)
+    if cell >= CELLS:
+        band, higher = divmod(cell - CELLS, 2)
+        who = f"both rank, {(a, b)[higher]} higher"
+    else:
+        band, side = divmod(cell, 3)
+        who = (f"only {a} ranks", f"only {b} ranks", "both rank")[side]
     if band < len(BANDS):
         low, high = (BANDS[band - 1] + 1 if band else 1), BANDS[band]
         ranks = f"rank {low}" if low == high else f"ranks {low}-{high}"
     else:
         ranks = f"ranks below {BANDS[-1]}"
-    who = (f"only {a} ranks", f"only {b} ranks", "both rank")[side]
     return f"the passages {who}, at {ranks}"
 
 
@@ -109,16 +126,18 @@ class Judged:
 class RelevanceModel:
     """Rates of relevance per cell from the judged pool passages, drawn with their uncertainty."""
 
-    def __init__(self, judged: Iterable[Judged], strength: float = PRIOR_STRENGTH) -> None:
-        self.yes = np.zeros(CELLS)
-        self.no = np.zeros(CELLS)
+    def __init__(self, judged: Iterable[Judged], strength: float = PRIOR_STRENGTH, by_rank: bool = False) -> None:
+        self.by_rank = by_rank  # cell_of's: the shared passages split by which run ranks them higher
+        self.n_cells = RANKED_CELLS if by_rank else CELLS
+        self.yes = np.zeros(self.n_cells)
+        self.no = np.zeros(self.n_cells)
         self.full = self.part = 0
         self.cells: list[int] = []  # per judged passage its cell, whether relevant, its features
         self.relevant: list[bool] = []
         self.features: list[tuple[float, ...]] = []
         self.by_case: dict[str, list[int]] = {}  # case -> its judged passages (indices into cells)
         for j in judged:
-            c = cell_of(j.rank_a, j.rank_b)
+            c = cell_of(j.rank_a, j.rank_b, by_rank)
             if j.case_id is not None:
                 self.by_case.setdefault(j.case_id, []).append(len(self.cells))
             self.cells.append(c)
@@ -218,7 +237,7 @@ class RelevanceModel:
     def coefficients(self, cells: Sequence[int], features: Sequence[tuple[float, ...]]) -> tuple[np.ndarray, np.ndarray]:
         """(units x dim) how each unit's log-odds reads the model's coefficients, and (dim x dim) their
         covariance now: here one coefficient per cell, the cells' log-odds, independent."""
-        design = np.zeros((len(cells), CELLS))
+        design = np.zeros((len(cells), self.n_cells))
         design[np.arange(len(cells)), np.asarray(cells, dtype=int)] = 1.0
         return design, np.diag(self.cell_variance())
 

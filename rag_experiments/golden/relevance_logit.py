@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .decide_stop import CELLS, Judged, RelevanceModel
+from .decide_stop import Judged, RelevanceModel
 
 MEAN_SD = 1.5  # the prior of the overall log-odds: 95% of it between rates 0.05 and 0.95
 CELL_SD = 1.5  # how far a cell's log-odds may sit from the overall one before its own labels say so
@@ -39,8 +39,8 @@ class FeatureModel(RelevanceModel):
     """Per passage its own probability of relevance from its cell and its features (a logistic
     regression fitted on the judged pool passages, drawn from its Laplace posterior)."""
 
-    def __init__(self, judged: Iterable[Judged], n_features: int) -> None:
-        super().__init__(judged)
+    def __init__(self, judged: Iterable[Judged], n_features: int, by_rank: bool = False) -> None:
+        super().__init__(judged, by_rank=by_rank)
         self.n_features = n_features
         # one slope per feature for every cell: a slope per side (only A ranks the passage, only B, both),
         # each cell's features centred on its own mean, took more labels on the demo's vector vs keyword
@@ -54,13 +54,13 @@ class FeatureModel(RelevanceModel):
 
     # the coefficients: [mu, one intercept per cell, one slope per feature]
     def _prior_precision(self) -> np.ndarray:
-        dim = 1 + CELLS + self.n_slopes
+        dim = 1 + self.n_cells + self.n_slopes
         prec = np.zeros((dim, dim))
-        cell = slice(1, 1 + CELLS)
-        prec[0, 0] = 1 / MEAN_SD**2 + CELLS / CELL_SD**2
+        cell = slice(1, 1 + self.n_cells)
+        prec[0, 0] = 1 / MEAN_SD**2 + self.n_cells / CELL_SD**2
         prec[0, cell] = prec[cell, 0] = -1 / CELL_SD**2
-        prec[cell, cell] = np.eye(CELLS) / CELL_SD**2
-        prec[1 + CELLS:, 1 + CELLS:] = np.eye(self.n_slopes) / SLOPE_SD**2
+        prec[cell, cell] = np.eye(self.n_cells) / CELL_SD**2
+        prec[1 + self.n_cells:, 1 + self.n_cells:] = np.eye(self.n_slopes) / SLOPE_SD**2
         return prec
 
     def _slopes_x(self, cells: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -68,9 +68,9 @@ class FeatureModel(RelevanceModel):
         return x - self.centre
 
     def _design(self, cells: np.ndarray, x: np.ndarray) -> np.ndarray:
-        design = np.zeros((len(cells), 1 + CELLS + self.n_slopes))
+        design = np.zeros((len(cells), 1 + self.n_cells + self.n_slopes))
         design[np.arange(len(cells)), 1 + cells] = 1.0
-        design[:, 1 + CELLS:] = self._slopes_x(cells, x)
+        design[:, 1 + self.n_cells:] = self._slopes_x(cells, x)
         return design
 
     def _fit(self, cells: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -95,7 +95,7 @@ class FeatureModel(RelevanceModel):
     def _logits(self, theta: np.ndarray, cells: np.ndarray, features: Sequence[tuple[float, ...]]) -> np.ndarray:
         """(draws x units) log-odds of relevance of each unit under each row of coefficients ``theta``."""
         x = np.array(features, dtype=float).reshape(len(cells), self.n_features)
-        return theta[:, 1 + cells] + theta[:, 1 + CELLS:] @ self._slopes_x(cells, x).T
+        return theta[:, 1 + cells] + theta[:, 1 + self.n_cells:] @ self._slopes_x(cells, x).T
 
     def means(self, cells: Sequence[int], features: Sequence[tuple[float, ...]]) -> np.ndarray:
         """The rate at the posterior's mode (the spread order, the per-question factor's expectations)."""
@@ -104,11 +104,11 @@ class FeatureModel(RelevanceModel):
 
     def mean(self) -> np.ndarray:
         """Each cell's rate at the judged passages' mean features."""
-        return sigmoid(self.mode[1:1 + CELLS])
+        return sigmoid(self.mode[1:1 + self.n_cells])
 
     def cell_variance(self) -> np.ndarray:
         """Each cell intercept's posterior variance: how unsure the model still is of the cell's log-odds."""
-        return np.diag(self.cov)[1:1 + CELLS].copy()
+        return np.diag(self.cov)[1:1 + self.n_cells].copy()
 
     def coefficients(self, cells: Sequence[int], features: Sequence[tuple[float, ...]]) -> tuple[np.ndarray, np.ndarray]:
         """(units x dim) how each unit's log-odds reads the coefficients (its cell's intercept, its centred

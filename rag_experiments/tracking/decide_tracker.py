@@ -25,6 +25,9 @@ from ..golden.relevance_logit import FeatureModel
 
 STOP_RULES = ("confident", "certain")
 ORDERS = ("spread", "weight", "learn", "learn-sampled")  # PairTracker's order_by
+# metrics whose relevance model splits the passages both runs rank by which ranks them higher (cell_of's
+# by_rank): measured on MRR@10; nDCG also reads ranks but was not replayed, so it keeps the cells before
+RANKED_METRICS = ("mrr",)
 
 
 def judged_in_pool(start_a: Mapping[str, B.CaseView], start_b: Mapping[str, B.CaseView],
@@ -75,13 +78,14 @@ class PairTracker:
         # given to every passage, so the heaviest of a cell taught it; a wrong tie on Cranfield). Measured in
         # docs/how-to/golden-growth.md: learn-sampled declared no wrong decision on the demo, Cranfield,
         # git-doc's 11 orders or 17 null pairs, with fewer labels than spread except on Cranfield's MRR@10
-        # (for MRR a weight counts only as often as nothing above is relevant: first_relevant_chance)
+        # (for MRR a passage's weight is the expected change of its case's Δ under the model: mrr_effects)
         self.order_by = order_by or ("learn-sampled" if stop == "confident" else "weight")
         self.judged = list(judged)
         # case -> question: each passage's own rate from its features (relevance_logit), not only its cell's
         self.queries = queries
         self.known = dict(known or {})
         self.name, self.k = B.metric_parts(metric)
+        self.by_rank = self.name in RANKED_METRICS  # the model's cells: decide_stop.cell_of
         shared = [cid for cid in a if cid in b]
         self.a, self.b = {c: a[c] for c in shared}, {c: b[c] for c in shared}
         self.cases: dict[str, tuple] = {}
@@ -109,7 +113,7 @@ class PairTracker:
         texts = [normalised_text(f.text) if f.text else f.key for f in firsts]
         table = CaseTable(self.name, self.k, va, vb, texts, {c.key: i for c, i in zip(cands, groups)})
         # a text group's features: its first passage's
-        return table, [cell_of(ra, rb) for ra, rb in ranks], texts, [self._features(f) for f in firsts]
+        return table, [cell_of(ra, rb, self.by_rank) for ra, rb in ranks], texts, [self._features(f) for f in firsts]
 
     def _features(self, c: Candidate) -> tuple[float, ...]:
         return features(self.queries.get(c.case_id, ""), c.text) if self.queries is not None else ()
@@ -117,8 +121,8 @@ class PairTracker:
     def model(self) -> RelevanceModel:
         """The relevance model of the judged pool passages: with the features when the questions are known."""
         if self.queries is None:
-            return RelevanceModel(self.judged)
-        return FeatureModel(self.judged, len(FEATURES))
+            return RelevanceModel(self.judged, by_rank=self.by_rank)
+        return FeatureModel(self.judged, len(FEATURES), by_rank=self.by_rank)
 
     def apply(self, case_id: str, keys: Sequence[str], grade: int) -> None:
         """Record a verdict on ``keys`` (a passage and its copies) of one case."""
@@ -157,17 +161,19 @@ class PairTracker:
                ) -> tuple[Callable[[Candidate], float], dict[tuple[str, str], int]]:
         """The order's value of each candidate under ``order_by`` (spread, learn or learn-sampled), computed
         for all at once; and (learn-sampled) the candidates drawn to learn their cell: (case, key) -> cell."""
-        cells = [cell_of(c.rank_a, c.rank_b) for c in candidates]
+        cells = [cell_of(c.rank_a, c.rank_b, self.by_rank) for c in candidates]
         feats = [self._features(c) for c in candidates]
         p = model.means(cells, feats)
         weights = np.array([c.weight for c in candidates], dtype=float)
-        if self.name == "mrr":
-            weights = weights * first_relevant_chance(candidates, p)
+        signs = np.array([side_sign(c.rank_a, c.rank_b) for c in candidates])
+        if self.name in EXPECTED_EFFECTS:
+            effects = EXPECTED_EFFECTS[self.name](candidates, p, self.a, self.b, self.k)
+            weights, signs = np.abs(effects), np.sign(effects)
         spread = weights * np.sqrt(p * (1 - p))
         values, learns = spread, {}
         if self.order_by in ("learn", "learn-sampled"):
             sampled = self.order_by == "learn-sampled"
-            values = learning_values(model, cells, feats, weights, [side_sign(c.rank_a, c.rank_b) for c in candidates],
+            values = learning_values(model, cells, feats, weights, signs,
                                      sample_seed=self.seed if sampled else None, rates=p)
             if sampled:  # a drawn passage valued more for what it teaches than for its own verdict
                 learns = {(c.case_id, c.key): cell for c, cell, v, s in zip(candidates, cells, values, spread)
@@ -193,23 +199,46 @@ class PairTracker:
                           draws=self.draws, seed=self.seed, case_ids=list(self.cases), features=feats)
 
 
-def first_relevant_chance(candidates: Sequence[Candidate], p: np.ndarray) -> np.ndarray:
-    """Per candidate the chance that no unjudged passage above it, in the list that ranks it best, is
-    relevant (each at its model rate ``p``): reciprocal rank reads only a list's first relevant passage,
-    so the weight (what the verdict moves with everything above it NO) is reached that often. Without
-    it the order valued a passage at rank 7 under six unjudged ones as if they were all NO, and the
-    learning order's teaching part counted the rank 6-10 cells' rates as mattering to MRR@10 as much as
-    recall@10's. Cranfield MRR@10 vector vs hybrid: 34% of the pool under three seeds without it, 22-33%
-    with it (docs/how-to/golden-growth.md, "MRR's weights, reached")."""
-    above = {side: np.ones(len(candidates)) for side in ("rank_a", "rank_b")}  # per side: nothing above relevant
-    for side, chance in above.items():
-        survive: dict[str, float] = {}  # per case, down the side's list
-        for i in sorted((i for i, c in enumerate(candidates) if getattr(c, side)),
-                        key=lambda i: getattr(candidates[i], side)):
-            chance[i] = survive.get(candidates[i].case_id, 1.0)
-            survive[candidates[i].case_id] = chance[i] * (1 - p[i])
-    a_best = [bool(c.rank_a) and (not c.rank_b or c.rank_a <= c.rank_b) for c in candidates]
-    return np.where(a_best, above["rank_a"], above["rank_b"])
+def mrr_effects(candidates: Sequence[Candidate], p: np.ndarray, a_views: Mapping[str, B.CaseView],
+                b_views: Mapping[str, B.CaseView], k: int) -> np.ndarray:
+    """Per candidate the expected change of its case's reciprocal-rank Δ (A - B) when its verdict turns
+    from NO to YES, every other unjudged passage of the case relevant at its model rate ``p`` (the
+    candidate's copies share its verdict): E[Δ | YES] - E[Δ | NO]. Reciprocal rank reads a list's first
+    relevant passage, so a YES counts only as often as nothing above it is relevant, and it hides every
+    passage below it: a passage both runs rank first has no weight by its ranks (its YES moves both
+    lists alike), yet its YES sets the case's Δ to 0 whatever lies below."""
+    at: dict[tuple[str, str], int] = {}
+    for i, c in enumerate(candidates):
+        for key in (c.key, *c.copies):
+            at[(c.case_id, key)] = i
+    effects = np.zeros(len(candidates))
+    for cid in dict.fromkeys(c.case_id for c in candidates):
+        lists = []
+        for view in (a_views[cid], b_views[cid]):
+            probs, owner = [], []
+            for s in view.slots[:k]:
+                i = at.get((cid, s)) if isinstance(s, str) else None
+                owner.append(i)
+                probs.append(float(p[i]) if i is not None else (0.0 if isinstance(s, str) else float(s > 0)))
+            lists.append((probs, owner))
+        for i in {i for _, owner in lists for i in owner if i is not None}:
+            change = [expected_rr([1.0 if o == i else q for q, o in zip(probs, owner)])
+                      - expected_rr([0.0 if o == i else q for q, o in zip(probs, owner)]) for probs, owner in lists]
+            effects[i] = change[0] - change[1]
+    return effects
+
+
+EXPECTED_EFFECTS = {"mrr": mrr_effects}  # metric -> signed effects for the order (recall: measured, not adopted)
+
+
+def expected_rr(probs: Sequence[float]) -> float:
+    """The expected reciprocal rank of a list whose rank r is relevant with chance ``probs[r - 1]``
+    (independently)."""
+    none_above, total = 1.0, 0.0
+    for r, q in enumerate(probs, 1):
+        total += none_above * q / r
+        none_above *= 1 - q
+    return total
 
 
 def _best(*ranks: int | None) -> int | None:

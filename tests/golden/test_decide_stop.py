@@ -356,23 +356,52 @@ def test_the_replays_known_rates_rule_learns_nothing_from_labels():
     assert tracker.model() is known and len(tracker.judged) == 1
 
 
-def test_mrr_weights_are_reached_only_when_nothing_above_is_relevant():
-    """Reciprocal rank reads a list's first relevant passage, so a passage's weight counts only with the
-    chance that no unjudged passage above it, in the list ranking it best, is relevant. Hand-worked:
-    A ranks x 1st and y 3rd, B ranks z 1st and y 2nd; rates x 0.5, y 0.2, z 0.4: x 1, y (B's side) 0.6,
-    z 1. In the order: a passage at rank 6 under five unjudged ones goes after one alone at rank 6,
-    although both weigh the same (without the chance, the tie put it first)."""
+def test_on_mrr_shared_passages_get_a_rate_by_which_run_ranks_them_higher():
+    """A passage both runs rank, at different ranks, has a cell by which run ranks it higher when the
+    metric reads ranks (MRR); at the same rank, and on recall, it stays in the one "both" cell. Judged:
+    20 passages A ranks 1st and B 2nd, all relevant, and 20 that B ranks 1st and A 2nd, none. One rate
+    for both (the cells before) draws them alike, 20 of 40 (shrunk to the overall rate); split, A's
+    are likely and B's are not, which is what makes A the better run on MRR."""
+    from rag_experiments.golden.decide_stop import CELLS, cell_text
+
+    assert cell_of(1, 4, by_rank=True) == CELLS and cell_of(4, 1, by_rank=True) == CELLS + 1
+    assert cell_of(3, 2, by_rank=True) == CELLS + 2 * 1 + 1 and cell_of(2, 2, by_rank=True) == cell_of(2, 2) == 5
+    assert cell_of(1, 4) == cell_of(4, 1) == 2 and cell_of(1, None, by_rank=True) == 0
+    assert cell_text(CELLS + 3, "hybrid", "keyword") == "the passages both rank, keyword higher, at ranks 2-3"
+    judged = [Judged(1, 2, 2, f"a{i}") for i in range(20)] + [Judged(2, 1, 0, f"b{i}") for i in range(20)]
+    a_higher, b_higher = cell_of(1, 2, by_rank=True), cell_of(2, 1, by_rank=True)
+    split = RelevanceModel(judged, by_rank=True).mean()
+    assert split[a_higher] > 0.8 and split[b_higher] < 0.2
+    one = RelevanceModel(judged).mean()
+    assert 0.4 < one[cell_of(1, 2)] < 0.6
+    a = {"c": CaseView(("x", "y", 0), (2,))}
+    b = {"c": CaseView(("y", "x", 0), (2,))}
+    assert PairTracker("mrr_at_10", a, b, str).by_rank and not PairTracker("recall_at_10", a, b, str).by_rank
+    assert PairTracker("mrr_at_10", a, b, str, judged=judged).model().n_cells == len(split)
+
+
+def test_mrr_effects_are_the_expected_change_of_the_cases_delta():
+    """Reciprocal rank reads a list's first relevant passage: a YES counts only as often as nothing above
+    it is relevant, and it hides everything below. Hand-worked (k 3): A ranks x 1st, a NO 2nd, y 3rd; B
+    ranks z 1st, y 2nd; rates x 0.5, y 0.2, z 0.4. x: A's expected RR 1 with x YES, 0.2/3 with x NO:
+    +0.9333. y: A 0.5 + 0.5/3 against 0.5 (+0.1667), B 0.4 + 0.6/2 against 0.4 (+0.3): -0.1333. z: B 1
+    against 0.2/2: -0.9. A passage both rank first, with a judged YES at A's rank 3, sets Δ to 0 when
+    YES and leaves 1/3 when NO: -1/3, though its ranks alone give it no weight. A copy shares the
+    verdict: x at rank 1 and its copy at rank 2, B empty: +1."""
     from rag_experiments.golden.decide import Candidate
-    from rag_experiments.tracking.decide_tracker import first_relevant_chance
+    from rag_experiments.tracking.decide_tracker import mrr_effects
 
     cands = [Candidate("q", "x", 1.0, 1, None), Candidate("q", "y", 1.0, 3, 2), Candidate("q", "z", 1.0, None, 1),
-             Candidate("r", "w", 1.0, 2, None)]
-    assert first_relevant_chance(cands, np.array([0.5, 0.2, 0.4, 0.9])) == pytest.approx([1.0, 0.6, 1.0, 1.0])
+             Candidate("r", "w", 0.0, 1, 1), Candidate("s", "v", 1.0, 1, None, copies=("v2",))]
+    a = {"q": CaseView(("x", 0, "y"), (2,)), "r": CaseView(("w", 0, 2), (2,)), "s": CaseView(("v", "v2", 0), (2,))}
+    b = {"q": CaseView(("z", "y", 0), (2,)), "r": CaseView(("w", 0, 0), (2,)), "s": CaseView((0, 0, 0), (2,))}
+    effects = mrr_effects(cands, np.array([0.5, 0.2, 0.4, 0.3, 0.1]), a, b, 3)
+    assert effects == pytest.approx([1 - 0.2 / 3, 1 / 6 - 0.3, -0.9, -1 / 3, 1.0])
+    # in the order: a passage at rank 6 under five unjudged ones goes after one alone at rank 6, although
+    # both weigh the same by their ranks (without the expectation, the tie put it first)
     a = {"c": CaseView(("u1", "u2", "u3", "u4", "u5", "pa", 0, 0, 0, 0), (2,)), "d": CaseView((0,) * 10, (2,))}
     b = {"c": CaseView((0,) * 10, (2,)), "d": CaseView((0,) * 5 + ("pb",) + (0,) * 4, (2,))}
     state = decide_state("mrr_at_10", a, b, str, order_by="spread")
     keys = [c.key for c in state.candidates]
     weight = {c.key: c.weight for c in state.candidates}
     assert weight["pa"] == weight["pb"] and keys.index("pb") < keys.index("pa")
-    recall = [c.key for c in decide_state("recall_at_10", a, b, str, order_by="spread").candidates]
-    assert recall.index("pa") < recall.index("pb")  # recall counts every relevant passage: no such chance
