@@ -82,9 +82,9 @@ def cell_of(rank_a: int | None, rank_b: int | None, by_rank: bool = False) -> in
     A, 1 for B); at the same rank it stays in the "both" cell. Why: on MRR most top passages are in
     both lists, and a better run is one whose *higher-ranked* shared passages are the relevant ones; one
     rate for every shared passage drew them alike for both runs, so the draws leaned to a tie. git-doc's
-    MRR@10 (hybrid ahead, p=0.021 with the whole pool) was declared a tie, settled, in 1 of 10 random
-    label orders (P 0.990 and 0.993, in two versions of the order); with the split, 0 of 10
-    (docs/how-to/golden-growth.md, "Shared passages split by which run ranks them higher")."""
+    MRR@10 (hybrid ahead, p=0.021 with the whole pool) was declared a tie, settled, in 5 of 30 random
+    label orders (P 0.990-0.993); with the split, in 0 of 30 (docs/how-to/golden-growth.md, "MRR:
+    shared passages apart")."""
     best = min(r for r in (rank_a, rank_b) if r) if (rank_a or rank_b) else 10**9
     band = next((i for i, top in enumerate(BANDS) if best <= top), len(BANDS))
     if by_rank and rank_a and rank_b and rank_a != rank_b:
