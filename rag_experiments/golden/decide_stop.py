@@ -127,8 +127,7 @@ class RelevanceModel:
     """Rates of relevance per cell from the judged pool passages, drawn with their uncertainty."""
 
     def __init__(self, judged: Iterable[Judged], strength: float = PRIOR_STRENGTH, by_rank: bool = False) -> None:
-        self.by_rank = by_rank  # cell_of's: the shared passages split by which run ranks them higher
-        self.n_cells = RANKED_CELLS if by_rank else CELLS
+        self.n_cells = RANKED_CELLS if by_rank else CELLS  # by_rank: cell_of's, shared passages split by who ranks higher
         self.yes = np.zeros(self.n_cells)
         self.no = np.zeros(self.n_cells)
         self.full = self.part = 0

@@ -164,11 +164,12 @@ class PairTracker:
         cells = [cell_of(c.rank_a, c.rank_b, self.by_rank) for c in candidates]
         feats = [self._features(c) for c in candidates]
         p = model.means(cells, feats)
-        weights = np.array([c.weight for c in candidates], dtype=float)
-        signs = np.array([side_sign(c.rank_a, c.rank_b) for c in candidates])
         if self.name in EXPECTED_EFFECTS:
             effects = EXPECTED_EFFECTS[self.name](candidates, p, self.a, self.b, self.k)
             weights, signs = np.abs(effects), np.sign(effects)
+        else:
+            weights = np.array([c.weight for c in candidates], dtype=float)
+            signs = np.array([side_sign(c.rank_a, c.rank_b) for c in candidates])
         spread = weights * np.sqrt(p * (1 - p))
         values, learns = spread, {}
         if self.order_by in ("learn", "learn-sampled"):
@@ -223,7 +224,8 @@ def mrr_effects(candidates: Sequence[Candidate], p: np.ndarray, a_views: Mapping
             lists.append((probs, owner))
         for i in {i for _, owner in lists for i in owner if i is not None}:
             change = [expected_rr([1.0 if o == i else q for q, o in zip(probs, owner)])
-                      - expected_rr([0.0 if o == i else q for q, o in zip(probs, owner)]) for probs, owner in lists]
+                      - expected_rr([0.0 if o == i else q for q, o in zip(probs, owner)]) if i in owner else 0.0
+                      for probs, owner in lists]  # a list without the passage does not move
             effects[i] = change[0] - change[1]
     return effects
 
