@@ -223,6 +223,8 @@ def main(argv=None) -> int:
     ap.add_argument("--stop", nargs="+", choices=STOP_RULES, default=list(STOP_RULES),
                     help="the stopping rules to replay (a table each)")
     ap.add_argument("--level", type=float, default=LEVEL, help="the confident rule's level")
+    ap.add_argument("--first-seed", type=int, default=SEED, help="the confident rule's first Monte Carlo seed "
+                    f"(default {SEED}, the rule's own; --seeds N goes on from it)")
     ap.add_argument("--seeds", type=count, default=1,
                     help="the confident rule's Monte Carlo seeds per pair (a row each): its wrong-settled rate")
     ap.add_argument("--random-orders", type=count, default=0, metavar="N",
@@ -275,7 +277,7 @@ def main(argv=None) -> int:
             for a, b in pairs:
                 min_cov = params_from_flat(a.params).min_coverage
                 names = {"A": label[a.id], "B": label[b.id], "tie": "tie"}
-                seeds = range(SEED, SEED + (args.seeds if stop == "confident" else 1))
+                seeds = range(args.first_seed, args.first_seed + (args.seeds if stop == "confident" else 1))
                 variants = [("decide", s, None) for s in seeds]
                 variants += [(f"random {i}", SEED, 1000 + i) for i in range(args.random_orders)]
                 for order_name, seed, shuffle in variants:

@@ -8,8 +8,9 @@ discriminates between the systems, stop when the ordering is certain):
 
 * **the order** (:func:`order`): the passage whose verdict alone moves the paired Δ most first (its
   rank-discounted weight in A minus in B: a passage one side ranks high and the other does not comes
-  first, one both rank alike comes last; when one end of the range alone keeps the decision open,
-  the passages that end counts against the leader first: :func:`favoured_side`), then the better
+  first, one both rank alike comes last; when one end of the range alone keeps the decision open, the
+  passages that end counts against the leader first, but for the confident rule on MRR:
+  :func:`favoured_side`), then the better
   rank, then case and span for a stable order; the confident rule orders by the weight times how
   uncertain the verdict still is, and offers early one passage per rank band and side drawn at random
   where a label there would teach the model most (the tracker's ``order_by="learn-sampled"``);
@@ -99,7 +100,8 @@ def favoured_side(settling: Settling) -> str | None:
     passages that end counts as relevant against the leader are the ones to read: the lowest Δ
     (A - B) takes B's unjudged passages as YES and A's as NO, so when it is the open end, B's
     passages first (most unjudged passages are not relevant, and each NO on one raises that end);
-    the highest Δ: A's first. Both ends open (or settled): None, by weight alone."""
+    the highest Δ: A's first. Both ends open (or settled): None, by weight alone. The confident rule
+    on MRR does not use it (the tracker's ``state`` says why)."""
     if settling.settled:
         return None
     if settling.now.winner == settling.high.winner != settling.low.winner:

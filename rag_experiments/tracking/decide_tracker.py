@@ -152,7 +152,17 @@ class PairTracker:
                          else (None, {}))
         candidates = [replace(c, learns=learns[(c.case_id, c.key)]) if (c.case_id, c.key) in learns else c
                       for c in candidates]
-        candidates = order(candidates, favoured_side(settling), value)
+        # The open end's side first: "only this side ranks it" is the set whose YES counts for that side
+        # on recall, not on MRR, where a passage both rank counts for the one that ranks it higher. Under
+        # the confident rule on MRR it labelled one side's own passages until they ran out, so the model
+        # never learnt the rates of the shared passages split by who ranks them higher and drew them at
+        # the prior (the demo's MRR@10 vector vs hybrid: the first 300 labels all on passages only vector
+        # ranks, the final t drawn -3.45 ± 1.7 from 100 to 500 labels, 858 labels; by its value alone 61).
+        # On recall@5 without it: fewer labels on three demo pairs, more on keyword vs hybrid_rerank (479 /
+        # 633 / 776 against 149 / 336 / 510 under seeds 57-59), so recall keeps it (docs/how-to/
+        # golden-growth.md, "One side first")
+        favour = favoured_side(settling) if self.stop == "certain" or not self.by_rank else None
+        candidates = order(candidates, favour, value)
         if settling.confidence is not None and in_tail(len(candidates), len(self.judged)):
             settling = replace(settling, tail=len(candidates))  # the last of the pool: labelled, not modelled
         return State(settling, d.text(*self.names), tuple(candidates))

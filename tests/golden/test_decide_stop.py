@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from rag_experiments.evaluation.bounds import CaseView, value, with_verdict
-from rag_experiments.golden.decide import in_tail, run_loop, same_passage
+from rag_experiments.golden.decide import favoured_side, in_tail, run_loop, same_passage
 from rag_experiments.golden.decide_stop import (
     DISPERSION_FLOOR,
     CaseTable,
@@ -335,6 +335,34 @@ def test_the_orders_by_rule_and_an_unknown_order_refused():
     # a sweep offers by weight across its pairs, so no row claims it was drawn to learn a cell
     sweep = SweepTracker({("A", "B"): PairTracker("recall_at_10", a, b, str, judged=judged)}).state()
     assert len(sweep.candidates) == 100 and all(c.learns is None for c in sweep.candidates)
+
+
+def test_on_mrr_the_confident_rule_offers_by_value_not_the_open_ends_side():
+    """A ahead now and at the high end; only "every unjudged passage of B's relevant" makes it a tie, so
+    the certain rule offers B's passages first (each NO closes that end), and so does the confident rule
+    on recall, where the passages only B ranks are the ones whose YES counts for B. On MRR the confident
+    rule offers by its value alone: B's cell (only B, rank 1) is judged NO 30 times and A's same-weight
+    cell never, so A's passages, whose verdicts are the uncertain ones, come first. On MRR a passage both
+    rank counts for the run that ranks it higher, and B's own passages first left those cells unlearnt
+    (the demo's MRR@10 vector vs hybrid: 300 labels, all on passages only vector ranks, 858 to settle
+    against 61 by value; docs/how-to/golden-growth.md, "One side first")."""
+    zero = (0,) * 10
+    a, b = {}, {}
+    for i in range(4):
+        a[f"w{i}"], b[f"w{i}"] = CaseView((2,) + zero[1:], (2,)), CaseView(zero, (2,))
+    for i in range(10):
+        a[f"o{i}"], b[f"o{i}"] = CaseView(zero, (2,)), CaseView((f"d{i}",) + zero[1:], (2,))
+        a[f"a{i}"], b[f"a{i}"] = CaseView((f"pa{i}",) + zero[1:], (2,)), CaseView(zero, (2,))
+    judged = [Judged(None, 1, 0)] * 30
+    for metric in ("mrr_at_10", "recall_at_10"):
+        certain = decide_state(metric, a, b, str, judged=judged, stop="certain")
+        s = certain.settling
+        assert (s.now.winner, s.low.winner, s.high.winner) == ("A", "tie", "A")
+        assert {c.key[0] for c in certain.candidates[:10]} == {"d"}
+        confident = decide_state(metric, a, b, str, judged=judged)
+        assert not confident.settling.settled and favoured_side(confident.settling) == "B"
+        first = {c.key[0] for c in confident.candidates[:10]}
+        assert first == ({"p"} if metric == "mrr_at_10" else {"d"}), metric
 
 
 def test_the_replays_known_rates_rule_learns_nothing_from_labels():
