@@ -223,7 +223,7 @@ def main(argv=None) -> int:
     ap.add_argument("--stop", nargs="+", choices=STOP_RULES, default=list(STOP_RULES),
                     help="the stopping rules to replay (a table each)")
     ap.add_argument("--level", type=float, default=LEVEL, help="the confident rule's level")
-    ap.add_argument("--first-seed", type=int, default=SEED, help="the confident rule's first Monte Carlo seed "
+    ap.add_argument("--first-seed", type=count, default=SEED, help="the confident rule's first Monte Carlo seed "
                     f"(default {SEED}, the rule's own; --seeds N goes on from it)")
     ap.add_argument("--seeds", type=count, default=1,
                     help="the confident rule's Monte Carlo seeds per pair (a row each): its wrong-settled rate")
@@ -294,7 +294,7 @@ def main(argv=None) -> int:
                     if (j.winner, round(j.delta, 3), round(j.p, 3)) != (r["full"], round(r["full_delta"], 3),
                                                                        round(r["full_p"], 3)):
                         full += f"; every judgement: {names[j.winner]} (Δ{j.delta:+.3f}, p={j.p:.3f})"
-                    seed_note = f" seed {seed}" if args.seeds > 1 and shuffle is None else ""
+                    seed_note = f" seed {seed}" if (args.seeds > 1 or args.first_seed != SEED) and shuffle is None else ""
                     print(f"| {metric} | {label[a.id]} vs {label[b.id]} | {order_name}{seed_note} | {r['pool']} | "
                           f"{r['labels']} | {share:.0%} | {names[r['declared']]} | {r['rule']} | {r['p']:.3f} | "
                           f"{full} | {'yes' if agree else 'NO'} |")
