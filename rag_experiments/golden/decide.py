@@ -10,10 +10,10 @@ discriminates between the systems, stop when the ordering is certain):
   rank-discounted weight in A minus in B: a passage one side ranks high and the other does not comes
   first, one both rank alike comes last; when one end of the range alone keeps the decision open, the
   passages that end counts against the leader first, but for the confident rule on MRR:
-  :func:`favoured_side`), then the better
-  rank, then case and span for a stable order; the confident rule orders by the weight times how
-  uncertain the verdict still is, and offers early one passage per rank band and side drawn at random
-  where a label there would teach the model most (the tracker's ``order_by="learn-sampled"``);
+  :func:`favoured_side`), then the better rank, then case and span for a stable order; the
+  confident rule orders by the weight times how uncertain the verdict still is, and offers early one
+  passage per rank band and side drawn at random where a label there would teach the model most (the
+  tracker's ``order_by="learn-sampled"``);
   the copies of one text in a case are one offer (:func:`one_per_text`), their verdict written to each;
 * **the decision** (:func:`outcome`): A ahead / B ahead when the paired t-test on the per-case
   differences is significant at ``alpha`` (two-sided), else a tie;

@@ -26,7 +26,8 @@ from ..golden.relevance_logit import FeatureModel
 STOP_RULES = ("confident", "certain")
 ORDERS = ("spread", "weight", "learn", "learn-sampled")  # PairTracker's order_by
 # metrics whose relevance model splits the passages both runs rank by which ranks them higher (cell_of's
-# by_rank): measured on MRR@10; nDCG also reads ranks but was not replayed, so it keeps the cells before
+# by_rank): measured on MRR@10; nDCG also reads ranks but was replayed only with the cells before (and
+# the favoured side: docs/how-to/golden-growth.md, "One side first"), so it keeps them
 RANKED_METRICS = ("mrr",)
 
 
