@@ -95,7 +95,12 @@ def add_parser(sub: Any, golden_arg: Callable, llm_args: Callable, overrides_arg
                         "spreadsheet or a colleague")
     csv_io.add_argument("--import", dest="import_csv", type=Path, metavar="FILE.csv", default=None,
                         help="record the filled verdict column of an exported CSV (YES / PART / NO or y / p / n; "
-                        "empty = skip); every row is checked first; importing twice labels nothing twice")
+                        "empty = skip); every row is checked first; importing twice labels nothing twice; a row whose "
+                        "verdict differs from the one recorded for its passage is listed, not recorded (see --supersede)")
+    hand.add_argument("--supersede", metavar="REASON", default=None,
+                      help="with --import: record the rows whose verdict differs from the one recorded as corrections, "
+                      "judgements that supersede the recorded ones (and the copies given that verdict), with this "
+                      "reason (the golden set is append-only: the old verdicts stay in the file, superseded)")
     dec = sp.add_argument_group("deciding between two runs (rag_experiments.golden.decide)")
     dec.add_argument("--decide", nargs="*", metavar="A B", default=None,
                      help="label only the passages unjudged in either run's cut-off (two run ids or names; none "
@@ -176,6 +181,25 @@ def _pool_plan(args: argparse.Namespace, price, spec=None):
                           sample=spec, source=definition, language=language)
 
 
+class _SheetArgs(list):
+    masked = False  # a --set override held a secret, shown as ***
+
+
+def _same_sheet_args(args: argparse.Namespace) -> _SheetArgs:
+    """The options an import of a sheet needs again: the same golden file and corpus (the --set overrides)
+    and who labelled (a command that dropped them would fail on the corpus, or credit the verdicts to
+    whoever runs it). A secret in an override (a db.url password, a key) is masked: terminal output ends
+    up in CI logs."""
+    from ..redaction import redact_text
+
+    shown = [redact_text(o) for o in args.overrides]
+    again = _SheetArgs([f"--golden {shlex.quote(str(args.golden))}"] + [f"--set {shlex.quote(o)}" for o in shown])
+    again += [f"--labeller {shlex.quote(args.labeller)}"] * bool(args.labeller)
+    again += ["--judge-kind agent"] * (args.judge_kind == "agent")
+    again.masked = shown != list(args.overrides)
+    return again
+
+
 def _label_by_hand(args: argparse.Namespace) -> int:
     """`golden label --by-hand` / `--export` / `--import` (rag_experiments.golden.hand_label)."""
     from ..corpus.loader import load_corpus
@@ -186,8 +210,16 @@ def _label_by_hand(args: argparse.Namespace) -> int:
     labeller = (args.labeller or "").strip() or hl.default_labeller()
     docs = load_corpus(configured_corpus(args.overrides))
     if args.import_csv is not None:
-        report = hl.import_csv(args.golden, args.import_csv, docs, labeller=labeller, judge_kind=args.judge_kind)
+        report = hl.import_csv(args.golden, args.import_csv, docs, labeller=labeller, judge_kind=args.judge_kind,
+                               supersede=args.supersede)
         say(console, report.summary(args.import_csv) + f"; labeller {labeller}")
+        if report.disagree:
+            for line in report.disagreement_lines():
+                say(console, "  " + line)
+            say(console, f"{len(report.disagree)} verdict(s) differ from the recorded ones and were not recorded "
+                "(the first verdict stays until a judgement supersedes it); to record them as corrections: rag-exp "
+                f"golden label {' '.join(_same_sheet_args(args))} --import {shlex.quote(str(args.import_csv))} "
+                "--supersede 'REASON'", soft_wrap=True)
         return 0
     spec = _sample_spec(args)
     if args.pool or args.sweep:
@@ -219,16 +251,12 @@ def _label_by_hand(args: argparse.Namespace) -> int:
         # the import needs the same corpus (the --set overrides) and records who labelled: a command that
         # dropped them would fail on the corpus, or credit the verdicts to whoever runs it. A secret in an
         # override (a db.url password, a key) is masked: terminal output ends up in CI logs
-        from ..redaction import redact_text
-
-        shown = [redact_text(o) for o in args.overrides]
-        again = [f"--golden {shlex.quote(str(args.golden))}"] + [f"--set {shlex.quote(o)}" for o in shown]
-        again += [f"--labeller {shlex.quote(args.labeller)}"] * bool(args.labeller)
-        again += ["--judge-kind agent"] * (args.judge_kind == "agent")
+        again = _same_sheet_args(args)
+        shown = again.masked
         say(console, f"wrote {n} passage(s) to {args.export}: fill in the verdict column (YES / PART / NO, empty to "
                      f"skip), then: rag-exp golden label {' '.join(again)} --import {shlex.quote(str(args.export))}"
-                     + (" (a --set with a secret is masked as ***: put the value back)" if shown != args.overrides
-                        else ""), soft_wrap=True)
+                     + (" (a --set with a secret is masked as ***: put the value back)" if shown else ""),
+            soft_wrap=True)
         return 0
     report = hl.run_terminal(plan, labeller=labeller, doc_text=text, console=console, judge_kind=args.judge_kind)
     say(console, report.summary())
@@ -267,6 +295,9 @@ def cmd_label(args: argparse.Namespace) -> int:
     if args.import_csv is not None and (args.sample is not None or args.budget is not None):
         raise UserError("--import records the sheet's verdicts with the design they were exported with; "
                         "--sample / --budget go with --export", hint="drop --sample / --budget")
+    if args.supersede is not None and (args.import_csv is None or not args.supersede.strip()):
+        raise UserError("--supersede REASON goes with --import FILE.csv and needs a reason (it is recorded with "
+                        "each correction)", hint="e.g. --import sheet.csv --supersede 'misread the passage'")
     if args.per_run_depth and not (args.pool or args.sweep):
         raise UserError("--per-run-depth needs a pool", hint="add --pool RUN_ID ... or --sweep PARENT_ID")
     if args.decide is not None:  # the pool is the runs' cut-offs; the order and the stop are golden.decide's

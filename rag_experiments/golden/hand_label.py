@@ -56,6 +56,7 @@ from rich.text import Text
 
 from ..errors import UserError
 from .golden_file import GoldenFile
+from .corrections import Disagreement, Recorded
 from .label import Pair, already_judged, candidate_pairs, sampled_pairs
 from .records import new_id
 from .resolve import load_golden
@@ -349,20 +350,38 @@ class ImportReport:
     labelled: Counter = field(default_factory=Counter)
     duplicates_applied: int = 0
     empty: int = 0
-    already: int = 0  # pairs labelled before (an earlier import, the terminal, another judge)
+    already: int = 0  # pairs labelled before with the same verdict (an earlier import, the terminal, another judge)
+    # rows whose verdict differs from the one recorded for their passage: not recorded (corrections.py)
+    disagree: list = field(default_factory=list)
+    corrected: int = 0  # rows recorded as judgements superseding the recorded verdict (--supersede)
+    superseding: int = 0  # the records those rows took (each live judgement of the passage and its copies)
 
     def summary(self, path: Path) -> str:
         v = self.labelled
+        fixed = (f"; {self.corrected} verdict(s) changed ({self.superseding} record(s) superseding the recorded ones)"
+                 if self.corrected else "")
+        differ = f", {len(self.disagree)} differing from the recorded verdict (not recorded)" if self.disagree else ""
         return (f"recorded {sum(v.values())} verdict(s) from {path} (YES {v['YES']}, PART {v['PART']}, NO {v['NO']}) "
-                f"+{self.duplicates_applied} near-duplicate(s) given the same verdict; skipped {self.empty} empty "
-                f"row(s), {self.already} pair(s) already labelled")
+                f"+{self.duplicates_applied} near-duplicate(s) given the same verdict{fixed}; skipped {self.empty} "
+                f"empty row(s), {self.already} pair(s) already labelled{differ}")
+
+    def disagreement_lines(self, limit: int = 10) -> list[str]:
+        """One line per row whose verdict differs from the recorded one (at most ``limit``)."""
+        lines = [d.text() + (" (the case's own evidence: retire the case if it is wrong)" if d.own_evidence else "")
+                 for d in self.disagree[:limit]]
+        if len(self.disagree) > limit:
+            lines.append(f"... and {len(self.disagree) - limit} more")
+        return lines
 
 
 def import_csv(golden_path: str | Path, path: str | Path, docs: Sequence, *, labeller: str,
-               judge_kind: str = "human") -> ImportReport:
+               judge_kind: str = "human", supersede: str | None = None) -> ImportReport:
     """Read the ``verdict`` column of an exported CSV back (YES / PART / NO, y / p / n; empty or
     ``s`` skips). Every row is checked before anything is written; a bad one is one line naming
-    the file, the row and the value. Pairs already judged for their case are not labelled again."""
+    the file, the row and the value. Pairs already judged for their case are not labelled again: a
+    row with the recorded verdict is counted as already labelled, one with another verdict is reported
+    (:attr:`ImportReport.disagree`), or with ``supersede`` (the reason) recorded as judgements that
+    supersede the recorded ones (:mod:`.corrections`)."""
     path = Path(path)
     where0 = f"--import {path}"
     try:
@@ -410,7 +429,7 @@ def import_csv(golden_path: str | Path, path: str | Path, docs: Sequence, *, lab
         key = f"{case_id}|{doc.doc_id}|{s}|{e}"
         return Pair(key, case_id, cases[case_id].query, hit, sample=designs.get(key))
 
-    todo: list[tuple[Offer, str]] = []
+    todo: list[tuple[Offer, str, str]] = []
     seen: set[str] = set()
     for n_row, (_line, row) in enumerate(rows, start=2):  # a spreadsheet's row numbers: the header is row 1
         where = f"{where0}, row {n_row}"
@@ -451,17 +470,30 @@ def import_csv(golden_path: str | Path, path: str | Path, docs: Sequence, *, lab
         if answer == "SKIP":
             report.empty += 1
             continue
-        todo.append((Offer(pair, tuple(dups)), answer))
+        todo.append((Offer(pair, tuple(dups)), answer, where))
 
     # every row is valid: now write, skipping pairs judged already (a second import, the terminal, another judge)
     judged = {c.case_id: [e.span.key for e in c.evidence] for c in golden.cases}
+    now = Recorded(golden)
     records: list[dict] = []
-    for offer, verdict in todo:
+    for offer, verdict, where in todo:
         def done(p: Pair) -> bool:
             return already_judged((p.hit["doc_id"], p.hit["start"], p.hit["end"]), judged[p.case_id])
 
         if done(offer.pair):  # the passage itself is labelled: the row was imported before (or judged since)
-            report.already += 1 + len(offer.duplicates)
+            h = offer.pair.hit
+            was = now.verdict(offer.pair.case_id, (h["doc_id"], h["start"], h["end"]))
+            if was is None or was[0] == verdict:
+                report.already += 1 + len(offer.duplicates)
+                continue
+            d = Disagreement(where, offer.pair.case_id, h["source_uri"], h["start"], h["end"], verdict, *was)
+            if supersede is None or d.own_evidence:
+                report.disagree.append(d)
+                continue
+            recs = now.superseding(d, judge, supersede, via="csv")
+            records += recs
+            report.corrected += 1
+            report.superseding += len(recs)
             continue
         fresh = tuple((p, sim) for p, sim in offer.duplicates if not done(p))
         report.already += len(offer.duplicates) - len(fresh)

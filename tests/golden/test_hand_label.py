@@ -324,3 +324,60 @@ except KeyboardInterrupt:
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "interrupted 1 1", proc.stdout + proc.stderr[-2000:]
+
+
+def test_a_changed_verdict_is_listed_not_dropped_and_supersede_records_it(store, mini_golden, corpus, tmp_path,
+                                                                           capsys):
+    """A sheet imported again with a verdict changed: before, the row was counted as "already labelled" and
+    nothing said the correction was not recorded. Now each such row is named with the verdict it differs
+    from, and --supersede REASON records it as judgements superseding the recorded ones (the copies too)."""
+    run_id = pool_run(mini_golden, docs_of(corpus), n_cases=2)
+    base = ["golden", "label", "--golden", str(mini_golden), "--labeller", "bob", "--set", f"corpus.path={corpus}",
+            "--set", "corpus.name=mini"]
+    sheet = tmp_path / "pairs.csv"
+    assert cli(*base, "--by-hand", "--pool", run_id, "-k", "10", "--export", str(sheet)) == 0
+    with sheet.open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    para = next(i for i, r in enumerate(rows) if r["passage"] == PARAGRAPH)
+    title = next(i for i in range(len(rows)) if i != para)
+
+    def write(verdicts: dict[int, str]) -> None:
+        with sheet.open("w", encoding="utf-8", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            for i, r in enumerate(rows):
+                w.writerow({**r, "verdict": verdicts.get(i, "")})
+
+    write({para: "YES", title: "NO"})
+    assert cli(*base, "--import", str(sheet)) == 0
+    capsys.readouterr()
+    assert len(judgements(mini_golden)) == 3  # the paragraph, its copy, the title
+
+    write({para: "NO", title: "NO"})  # the paragraph's verdict changed
+    assert cli(*base, "--import", str(sheet)) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "1 pair(s) already labelled, 1 differing from the recorded verdict (not recorded)" in out
+    assert f"row {para + 2}: NO on mini/runtime-config-resource.html" in out and "recorded YES by bob (human)" in out
+    assert "--supersede 'REASON'" in out
+    assert len(judgements(mini_golden)) == 3  # nothing written
+
+    assert cli(*base, "--supersede", "misread", "--by-hand", "--pool", run_id) == 2  # only with --import
+    assert "--supersede REASON goes with --import" in capsys.readouterr().err
+    assert cli(*base, "--import", str(sheet), "--supersede", " ") == 2  # a reason is recorded: not blank
+    capsys.readouterr()
+
+    assert cli(*base, "--import", str(sheet), "--supersede", "misread the passage") == 0
+    assert "1 verdict(s) changed (2 record(s) superseding the recorded ones)" in " ".join(capsys.readouterr().out.split())
+    got = judgements(mini_golden)
+    new = [j for j in got if j.get("supersedes")]
+    assert len(new) == 2 and {j["verdict"] for j in new} == {"NO"} and {j["reason"] for j in new} == {"misread the passage"}
+    old_ids = {j["id"] for j in got if j["verdict"] == "YES"}
+    assert {j["supersedes"] for j in new} == old_ids  # the paragraph's verdict and its copy's
+    (copy,) = [j for j in new if "applied_from" in j]
+    assert copy["span"]["source_uri"] == COPY_URI and copy["applied_from"] in {j["id"] for j in new}
+    golden = load_golden(mini_golden)  # what evaluation reads: both copies NO now
+    grades = [e.grade for c in golden.cases for e in c.evidence if e.span.quote == PARAGRAPH]
+    assert grades == [0, 0]
+
+    assert cli(*base, "--import", str(sheet)) == 0  # the same sheet again: nothing differs, nothing written
+    assert "3 pair(s) already labelled" in capsys.readouterr().out and len(judgements(mini_golden)) == 5
