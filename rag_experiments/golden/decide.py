@@ -37,6 +37,7 @@ from typing import Callable, Iterable, Sequence
 
 from scipy import stats as sps
 
+from ..stats.paired import p_digits
 from .decide_stop import Confidence, cell_text
 from .fuzzy import tokenize
 from .golden_file import GoldenFile
@@ -184,7 +185,7 @@ class Outcome:
     p: float
 
     def text(self, a: str = "A", b: str = "B") -> str:
-        p = "p<0.001" if self.p < 0.001 else f"p={self.p:.3f}"
+        p = _p(self.p)
         if self.winner == "tie":
             return f"no significant difference (Δ{self.delta:+.3f}, {p})"
         return f"{a if self.winner == 'A' else b} ahead (Δ{self.delta:+.3f}, {p})"
@@ -269,8 +270,9 @@ def said_as(winner: str, a: str, b: str) -> str:
     return {"A": f"{a} ahead", "B": f"{b} ahead", "tie": "no significant difference"}[winner]
 
 
-def _p(p: float) -> str:
-    return "p<0.001" if p < 0.001 else f"p={p:.3f}"
+def _p(p: float, alpha: float = ALPHA) -> str:
+    shown = p_digits(p, alpha)  # four places near α
+    return "p" + shown if shown.startswith("<") else "p=" + shown
 
 
 def settle(now: Sequence[float], low: Sequence[float], high: Sequence[float], alpha: float = ALPHA) -> Settling:

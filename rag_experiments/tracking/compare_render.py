@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..evaluation.metric_key import metric_title
+from ..stats.paired import p_digits
 from ..terminal import console as make_console
 
 WARN = "⚠"
@@ -23,7 +24,7 @@ def fmt(v: float | None, signed: bool = False) -> str:
 
 
 def p_text(p: float) -> str:
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
+    return p_digits(p)  # four places near α
 
 
 def _fmt_p(p: float | None) -> str:

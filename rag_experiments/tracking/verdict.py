@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..stats.maxt import all_pairs
-from ..stats.paired import test_settings
+from ..stats.paired import p_digits, test_settings
 from ..stats.power import POWER, estimate
 from .compare import Pairing, column_values, in_segment
 from .coverage import JUDGED_PREFIX
@@ -159,4 +159,4 @@ def _mde(mde: float | None) -> str:
 
 
 def _p(q: float) -> str:
-    return "<0.001" if q < 0.001 else f"{q:.3f}"
+    return p_digits(q)  # four places near α
