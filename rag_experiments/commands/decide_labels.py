@@ -61,7 +61,7 @@ class Decision:
             runs = [r for r in sweep_children(args.sweep, per_case=False) if r.status == "FINISHED"]
             if len(runs) < 2:
                 raise UserError(f"--sweep {args.sweep}: {len(runs)} finished point(s); a choice needs two or more",
-                                hint="give a sweep parent's run id (rag-exp history lists them)")
+                                hint="give a sweep parent's run id (the sweep prints it; the MLflow UI shows it above its points)")
         else:
             runs = [decide_run(args.decide[0]), decide_run(args.decide[1])]
             if runs[0].id == runs[1].id:

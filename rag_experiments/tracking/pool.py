@@ -128,12 +128,17 @@ def decide_run(ref: str) -> RunView:
              if r.status == "FINISHED"]
     if not named:
         raise UserError(f"--decide {ref!r}: no finished run has that id or name",
-                        hint="give a run id (rag-exp history lists them) or a run name")
+                        hint="give a run id or a run name as compare's table shows it (e.g. retrieval=hybrid): "
+                        "rag-exp compare --last-sweep lists the last sweep's runs, the MLflow UI every run and its id")
     return named[0]
 
 
 def ranked_of(run: RunView) -> dict:
     ranked = load_ranked_lists(run)
+    if ranked is None and sweep_children(run.id, per_case=False):
+        raise UserError(f"run {run.id} ({run.label}) is a sweep's parent: its points have the ranked lists, it has none",
+                        hint=f"--decide --sweep {run.id} (the sweep's best point against the points it cannot be "
+                        "told from), or --decide with two of its points")
     if ranked is None:
         raise UserError(f"run {run.id} ({run.label}) has no stored ranked lists (run.trec): it cannot be rescored",
                         hint="re-run its config (runs log run.trec since the golden-versions release)")

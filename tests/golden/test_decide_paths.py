@@ -78,6 +78,13 @@ def test_decide_sweep_takes_the_best_point_and_its_rival(store, mini_golden, cap
     assert cli("golden", "label", "--golden", str(mini_golden), "--decide", "alpha", "--sweep", parent) == 2
     assert "give two runs (--decide A B), or none with --sweep PARENT" in " ".join(capsys.readouterr().err.split())
 
+    # the parent given as a run: said to be a sweep's parent, with --decide --sweep (it said "re-run its config")
+    assert cli("golden", "label", "--golden", str(mini_golden), "--decide", "alpha", parent, *sets) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"run {parent} (sweep) is a sweep's parent" in err and f"--decide --sweep {parent}" in err, err
+    assert cli("golden", "label", "--golden", str(mini_golden), "--decide", "alpha", "no-such-run", *sets) == 2
+    assert "rag-exp compare --last-sweep lists" in " ".join(capsys.readouterr().err.split())  # not "history"
+
 
 @pytest.mark.parametrize("n", ["0", "-3"])
 def test_a_budget_below_one_label_is_refused(mini_golden, capsys, n):
