@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import shlex
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from ..tracking.compare import run_labels
 from ..tracking.configured import objective
 from ..tracking.decide_tracker import PairTracker, SweepTracker, judged_in_pool
 from ..tracking.pool import decide_run, decide_views, doc_text_of, ranked_of
+from .sheet_args import same_sheet_args
 from ..tracking.runs import sweep_children
 from ..tracking.sweep_parent import best_of
 from .llm_job import configured_corpus, counter_line, resolve_llm, run_llm_job
@@ -202,7 +204,9 @@ def label_decide(args: argparse.Namespace, console: Any, say, labeller: str) -> 
 def _export(d: Decision, args: argparse.Namespace, console: Any, say) -> int:
     """The candidates in the order that settles the decision, with a ``why`` column (import as always)."""
     state = d.state()
-    say(console, f"{state.bounds_line}; {state.settling.text(*d.names)}", soft_wrap=True)
+    # what the terminal loop prints at each step (labels done, left, Δ, the decision now): a new user on the
+    # CSV route ran a --dry-run after every import to see them (nginx docs, 2026-12-07)
+    say(console, step_line(state, 0, *d.names, before=state.judged), soft_wrap=True)
     if state.settling.settled:
         say(console, "nothing to export: the decision is settled")
         return 0
@@ -218,9 +222,12 @@ def _export(d: Decision, args: argparse.Namespace, console: Any, say) -> int:
     _add_why(Path(args.export), why)
     if plan.applied:
         hl.append_held(GoldenFile(args.golden), list(plan.applied))
+    again = same_sheet_args(args)  # the import needs the same golden file, corpus and labeller
     say(console, f"wrote {n} passage(s) to {args.export} in the order that settles the decision (column why); "
                  f"skipped: {counter_line(plan.skipped)}; fill in the verdict column, import it with "
-                 f"rag-exp golden label --import {args.export}, then run --decide again to see whether it is settled",
+                 f"rag-exp golden label {' '.join(again)} --import {shlex.quote(str(args.export))}, then run --decide "
+                 "again to see whether it is settled"
+                 + (" (a --set with a secret is masked as ***: put the value back)" if again.masked else ""),
         soft_wrap=True)
     return 0
 

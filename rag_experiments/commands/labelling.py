@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import ConfigError, UserError
+from .sheet_args import same_sheet_args
 from .llm_job import (
     check_llm_args,
     configured_corpus,
@@ -113,14 +114,17 @@ def add_parser(sub: Any, golden_arg: Callable, llm_args: Callable, overrides_arg
                      "with --by-hand, --export (in that order, with a why column) or the LLM")
     dec.add_argument("--stop", choices=("confident", "certain"), default="confident",
                      help="with --decide: confident (default): settled when the same decision comes out in at least "
-                     "--stop-level of 2,000 seeded draws of the unjudged verdicts, each relevant at the rate the "
+                     "--stop-level of 2,000 seeded draws of the unjudged verdicts (a first look with 400 while far "
+                     "below the level), each relevant at the rate the "
                      "judged passages of its rank band and side show, moved by how many of the question's terms it "
                      "holds and scaled by its question's factor (the pool's last 10%% is labelled, not modelled); "
                      "certain: "
                      "only when every verdict the unjudged passages could get gives the same decision (needs far "
                      "more labels)")
     dec.add_argument("--stop-level", type=float, metavar="P", default=0.99,
-                     help="with --stop confident: the probability of the same decision that settles it (0.5-1)")
+                     help="with --stop confident: the probability of the same decision that settles it (0.5 to "
+                     "below 1; default 0.99: at 0.95, 2 of 10 random label orders of a pair at p=0.058 were "
+                     "declared settled the wrong way)")
     dec.add_argument("--decide-metric", metavar="METRIC", default=None,
                      help="the metric decided on (recall_at_K, mrr_at_K, ndcg_at_K, hit_at_K; default: run A's "
                      "objective, else recall_at_5); its K is the labelling depth")
@@ -181,25 +185,6 @@ def _pool_plan(args: argparse.Namespace, price, spec=None):
                           sample=spec, source=definition, language=language)
 
 
-class _SheetArgs(list):
-    masked = False  # a --set override held a secret, shown as ***
-
-
-def _same_sheet_args(args: argparse.Namespace) -> _SheetArgs:
-    """The options an import of a sheet needs again: the same golden file and corpus (the --set overrides)
-    and who labelled (a command that dropped them would fail on the corpus, or credit the verdicts to
-    whoever runs it). A secret in an override (a db.url password, a key) is masked: terminal output ends
-    up in CI logs."""
-    from ..redaction import redact_text
-
-    shown = [redact_text(o) for o in args.overrides]
-    again = _SheetArgs([f"--golden {shlex.quote(str(args.golden))}"] + [f"--set {shlex.quote(o)}" for o in shown])
-    again += [f"--labeller {shlex.quote(args.labeller)}"] * bool(args.labeller)
-    again += ["--judge-kind agent"] * (args.judge_kind == "agent")
-    again.masked = shown != list(args.overrides)
-    return again
-
-
 def _label_by_hand(args: argparse.Namespace) -> int:
     """`golden label --by-hand` / `--export` / `--import` (rag_experiments.golden.hand_label)."""
     from ..corpus.loader import load_corpus
@@ -218,7 +203,7 @@ def _label_by_hand(args: argparse.Namespace) -> int:
                 say(console, "  " + line)
             say(console, f"{len(report.disagree)} verdict(s) differ from the recorded ones and were not recorded "
                 "(the first verdict stays until a judgement supersedes it); to record them as corrections: rag-exp "
-                f"golden label {' '.join(_same_sheet_args(args))} --import {shlex.quote(str(args.import_csv))} "
+                f"golden label {' '.join(same_sheet_args(args))} --import {shlex.quote(str(args.import_csv))} "
                 "--supersede 'REASON'", soft_wrap=True)
         return 0
     spec = _sample_spec(args)
@@ -251,7 +236,7 @@ def _label_by_hand(args: argparse.Namespace) -> int:
         # the import needs the same corpus (the --set overrides) and records who labelled: a command that
         # dropped them would fail on the corpus, or credit the verdicts to whoever runs it. A secret in an
         # override (a db.url password, a key) is masked: terminal output ends up in CI logs
-        again = _same_sheet_args(args)
+        again = same_sheet_args(args)
         shown = again.masked
         say(console, f"wrote {n} passage(s) to {args.export}: fill in the verdict column (YES / PART / NO, empty to "
                      f"skip), then: rag-exp golden label {' '.join(again)} --import {shlex.quote(str(args.export))}"

@@ -206,7 +206,7 @@ class Bounds:
             return f"{MetricKey.parse(self.metric).title} {self.value:.3f}, every hit in the top " \
                    f"{metric_parts(self.metric)[1]} judged"
         return (f"{MetricKey.parse(self.metric).title} {self.value:.3f}, could be {self.low:.2f}-{self.high:.2f} "
-                f"with {self.unjudged} hits unjudged")
+                f"with {self.unjudged} hits unjudged{beyond_cut_off(self.metric)}")
 
 
 @dataclass(frozen=True)
@@ -236,10 +236,27 @@ class DeltaBounds:
         rng = f", could be {self.low:+.3f} to {self.high:+.3f} with {self.unjudged} passages unjudged"
         if self.sign_fixed:
             ahead = a if self.low > 0 else b
-            return f"{head}{rng}: {ahead} ahead whatever they turn out to be (the sign cannot flip)"
+            return f"{head}{rng}: {ahead} ahead whatever they turn out to be (the sign cannot flip{beyond_cut_off(self.metric, paired=True)})"
         if self.low == self.high:  # e.g. both find every relevant passage whatever the rest are
             return f"{head}{rng}: no verdict on them can move it"
         return f"{head}{rng}: the sign can still flip"
+
+
+# metrics whose value reads how many relevant passages the case has (recall's denominator, nDCG's ideal list)
+READS_EVERY_RELEVANT = ("recall", "ndcg")
+
+
+def beyond_cut_off(metric: str, paired: bool = False) -> str:
+    """What the ranges leave out, for a metric that reads every relevant passage of a case: a passage
+    judged relevant outside these top k (another run's, a deeper rank) joins the case's relevant units and
+    lowers the value below the range, and moves a Δ. A new user read "could be 0.80-0.97" as a floor and
+    saw 0.61 after labelling the other runs' pool (nginx docs, 2026-12-07)."""
+    name, k = metric_parts(metric)
+    if name not in READS_EVERY_RELEVANT:
+        return ""
+    if paired:
+        return f"; over the passages in these top {k}: one found relevant outside both can still move Δ"
+    return f" (over this top {k}: a passage found relevant outside it lowers {MetricKey.parse(metric).title})"
 
 
 def run_bounds(metric: str, run_views: Mapping[str, CaseView]) -> Bounds:

@@ -183,12 +183,16 @@ class Outcome:
     winner: str  # "A" | "B" | "tie"
     delta: float
     p: float
+    # the t interval of Δ at 1 - alpha (the test's own): nan when undefined (one case, or all alike)
+    ci: tuple[float, float] = (math.nan, math.nan)
 
-    def text(self, a: str = "A", b: str = "B") -> str:
+    def text(self, a: str = "A", b: str = "B", interval: bool = False) -> str:
+        """"B ahead (Δ-0.120, p=0.031)"; ``interval``: with the interval, "Δ-0.120 [-0.23, -0.01]"."""
         p = _p(self.p)
+        ci = (f" [{self.ci[0]:+.3f}, {self.ci[1]:+.3f}]" if interval and not math.isnan(self.ci[0]) else "")
         if self.winner == "tie":
-            return f"no significant difference (Δ{self.delta:+.3f}, {p})"
-        return f"{a if self.winner == 'A' else b} ahead (Δ{self.delta:+.3f}, {p})"
+            return f"no significant difference (Δ{self.delta:+.3f}{ci}, {p})"
+        return f"{a if self.winner == 'A' else b} ahead (Δ{self.delta:+.3f}{ci}, {p})"
 
 
 def outcome(diffs: Sequence[float], alpha: float = ALPHA) -> Outcome:
@@ -198,12 +202,15 @@ def outcome(diffs: Sequence[float], alpha: float = ALPHA) -> Outcome:
         return Outcome("tie", 0.0, 1.0)
     mean = math.fsum(diffs) / n
     sd = math.sqrt(math.fsum((d - mean) ** 2 for d in diffs) / (n - 1)) if n > 1 else 0.0
+    ci = (math.nan, math.nan)
     if sd == 0.0:
         p = 1.0 if mean == 0.0 else 0.0
     else:
         p = float(2 * sps.t.sf(abs(mean) / (sd / math.sqrt(n)), n - 1))
+        half = float(sps.t.ppf(1 - alpha / 2, n - 1)) * sd / math.sqrt(n)
+        ci = (mean - half, mean + half)
     winner = "tie" if p >= alpha else ("A" if mean > 0 else "B")
-    return Outcome(winner, mean, p)
+    return Outcome(winner, mean, p, ci)
 
 
 # The confident rule settles only while more than this share of the pool is unjudged. On the git-doc
@@ -249,8 +256,8 @@ class Settling:
         ends = (f"lowest Δ{self.low.delta:+.3f}, {_p(self.low.p)}; highest Δ{self.high.delta:+.3f}, "
                 f"{_p(self.high.p)}")
         if self.certain:
-            return (f"settled (rule: certain): {self.low.text(a, b).split(' (')[0]} whatever the unjudged passages "
-                    f"turn out to be ({ends})")
+            return (f"settled (rule: certain): {self.low.text(a, b).split(' (')[0]} whatever this pool's unjudged "
+                    f"passages turn out to be ({ends})")
         worst = (f"with every unjudged passage against {a} it would be {self.low.text(a, b)}, "
                  f"with every one for {a} {self.high.text(a, b)}")
         c = self.confidence
@@ -306,6 +313,9 @@ class State:
     # the pool passages of these runs judged now, by anyone and any route (a CSV import, an earlier
     # session, the judge): None when the caller does not count them (the replay)
     judged: int | None = None
+    # what a settled decision leaves out, said with the stop (recall and nDCG: passages judged relevant
+    # outside both cut-offs move Δ: evaluation.bounds.beyond_cut_off)
+    note: str = ""
 
 
 @dataclass
@@ -323,7 +333,8 @@ def step_line(state: State, done: int, a: str = "A", b: str = "B", before: int |
     left = len(state.candidates)
     moving = sum(1 for c in state.candidates if c.weight > 0)
     return (f"labels done {labels_done(state, done, before)}, left {left} ({moving} can move Δ); "
-            f"{state.bounds_line}; decision now: {state.settling.now.text(a, b)}; {state.settling.text(a, b)}")
+            f"{state.bounds_line}; decision now: {state.settling.now.text(a, b, interval=True)}; "
+            f"{state.settling.text(a, b)}")
 
 
 def labels_done(state: State, done: int, before: int | None = None) -> str:
@@ -364,7 +375,7 @@ def run_loop(current: Callable[[], State], label: Callable[[Candidate], int], *,
             done = (f"{report.labels} label(s)" if state.judged is None else
                     f"{state.judged} label(s), {report.labels} of them this session")
             say(f"stop: the decision is settled after {done} ({reason}); "
-                f"{len(state.candidates)} passage(s) left unlabelled")
+                f"{len(state.candidates)} passage(s) left unlabelled" + (f"; {state.note}" if state.note else ""))
             return report
         if not state.candidates:
             report.stopped = "no passage left"

@@ -16,6 +16,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from ..evaluation import bounds as B
+from ..evaluation.metric_key import MetricKey
 from ..golden.decide import (ALPHA, Candidate, State, favoured_side, in_tail, normalised_text, one_per_text, order,
                              settle, text_groups)
 from ..golden.decide_stop import (DRAWS, LEVEL, SEED, CaseTable, Judged, RelevanceModel, cell_of, confidence,
@@ -166,7 +167,15 @@ class PairTracker:
         candidates = order(candidates, favour, value)
         if settling.confidence is not None and in_tail(len(candidates), len(self.judged)):
             settling = replace(settling, tail=len(candidates))  # the last of the pool: labelled, not modelled
-        return State(settling, d.text(*self.names), tuple(candidates))
+        return State(settling, d.text(*self.names), tuple(candidates), note=self._note())
+
+    def _note(self) -> str:
+        """What the settled decision leaves out, for a metric that reads every relevant passage of a case."""
+        if self.name not in B.READS_EVERY_RELEVANT:
+            return ""
+        title = MetricKey.parse(self.metric).title
+        return (f"{title} reads every relevant passage of a question, so labels on passages outside both top "
+                f"{self.k} (another run's, deeper ranks) can still move Δ: run --decide again after them")
 
     def _value(self, model: RelevanceModel, candidates: Sequence[Candidate],
                ) -> tuple[Callable[[Candidate], float], dict[tuple[str, str], int]]:
@@ -294,4 +303,4 @@ class SweepTracker:
         lines = "; ".join(f"{s.bounds_line.split(':')[0]} [{'settled' if s.settling.settled else 'open'}]"
                           for s in states.values())
         return State(shown.settling, f"{len(open_)} of {len(states)} pair(s) open: {lines}",
-                     tuple(order(one_per_text(order(best.values())))), shown_names)
+                     tuple(order(one_per_text(order(best.values())))), shown_names, note=shown.note)

@@ -82,17 +82,26 @@ def test_aggregates_and_the_line():
     ra = run_bounds("recall_at_2", a)
     # c1: 1 of 2, or 2 of 3 with u1 YES; c2: 0
     assert (ra.value, ra.low, ra.high, ra.unjudged) == (0.25, 0.25, pytest.approx(1 / 3), 1)
-    assert ra.text() == "recall@2 0.250, could be 0.25-0.33 with 1 hits unjudged"
+    # the range is over the hits in the cut-off: a passage found relevant elsewhere lowers recall, said so
+    assert ra.text() == ("recall@2 0.250, could be 0.25-0.33 with 1 hits unjudged (over this top 2: a passage found "
+                         "relevant outside it lowers recall@2)")
     d = delta_bounds("recall_at_2", a, b)
     # c1: u1 NO -> 1/2 - 1/2 = 0; YES -> 2/3 - 1/3 (u1 joins b's denominator too); c2: 0 - 1
     assert (d.delta, d.low, d.high) == (-0.5, -0.5, pytest.approx((1 / 3 - 1) / 2))
     assert d.sign_fixed
-    assert "B ahead whatever they turn out to be" in d.text()
+    assert "B ahead whatever they turn out to be (the sign cannot flip; over the passages in these top 2: one " \
+           "found relevant outside both can still move Δ)" in d.text()
+    # why the note: c2 gets 4 more relevant units no run retrieved (another run's, deeper): c2's Δ 0 - 1/5,
+    # c1's unchanged 0: the mean Δ -0.1, outside the range -0.5 to -0.33 printed for these passages
+    later = delta_bounds("recall_at_2", {**a, "c2": view(0, 0, grades=(2,) * 5)}, {**b, "c2": view(2, 0, grades=(2,) * 5)})
+    assert later.delta == pytest.approx(-0.1) and later.delta > d.high
     flips = delta_bounds("recall_at_2", {"c1": view(0, "u1", grades=(2,))}, {"c1": view(2, 0, grades=(2,))})
     # u1 NO: 0 - 1; YES: 1/2 - 1/2 (u1 is a second unit of the case, for b too): a tie at best
     assert (flips.low, flips.high) == (-1.0, 0.0) and not flips.sign_fixed
     can = delta_bounds("mrr_at_10", {"c1": view("u1", 0, grades=(2,))}, {"c1": view(0, 2, grades=(2,))})
     assert (can.low, can.high) == (-0.5, 0.5) and not can.sign_fixed and "can still flip" in can.text()
+    # MRR reads no denominator: its ranges are whole, no note
+    assert "outside" not in can.text() and "outside" not in run_bounds("mrr_at_10", {"c1": view("u1", 0)}).text()
 
 
 def test_case_view_from_credit():

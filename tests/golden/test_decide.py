@@ -85,6 +85,21 @@ def test_a_decision_no_passage_can_flip_stops_at_once():
     assert "A ahead whatever they turn out to be (the sign cannot flip)" in lines[0]
 
 
+def test_the_lines_give_the_interval_and_say_what_a_recall_decision_leaves_out():
+    """A new user on nginx's documentation found no command printing Δ's interval, and a recall@5 decision
+    settled "whatever the unjudged passages turn out to be" later read another Δ: labels of a third run's
+    passages joined the cases' relevant units. The step line gives the test's interval; the stop line says,
+    for recall (not MRR, which reads no denominator), that labels outside both cut-offs can move Δ."""
+    a, b = lists(10, 10)
+    report, lines = replay(a, b, {f"d:{i}-{i + 1}": 0 for i in range(10)})
+    assert report.stopped == "settled"
+    # 20 cases: ten at +1, ten at 0: mean 0.5, sd 0.513, t(0.975, 19) 2.093: half-width 0.240
+    assert "decision now: A ahead (Δ+0.500 [+0.260, +0.740], p<0.001)" in lines[-2]
+    assert "recall@5 reads every relevant passage of a question, so labels on passages outside both top 5" in lines[-1]
+    _, mrr_lines = replay(a, b, {f"d:{i}-{i + 1}": 0 for i in range(10)}, metric="mrr_at_10")
+    assert mrr_lines[-1].startswith("stop: the decision is settled") and "reads every relevant" not in mrr_lines[-1]
+
+
 def test_order_puts_the_passage_one_side_ranks_high_first_and_a_budget_stops():
     a = {"c": CaseView(("same", 0, "a3", 0, 0), (2,))}
     b = {"c": CaseView(("same", "b2", 0, 0, 0), (2,))}
@@ -156,8 +171,15 @@ def test_decide_export_in_order_with_why_then_import_settles(store, mini_golden,
     _run_a, run_b, cases, sets = two_runs(mini_golden)
     sheet = tmp_path / "next.csv"
     base = ["golden", "label", "--golden", str(mini_golden), *sets]
-    assert cli(*base, "--decide", "alpha", run_b, "--decide-metric", "mrr_at_10", "--export", str(sheet)) == 0
-    assert "in the order that settles the decision (column why)" in " ".join(capsys.readouterr().out.split())
+    assert cli(*base, "--decide", "alpha", run_b, "--decide-metric", "mrr_at_10", "--export", str(sheet),
+               "--labeller", "bob", "--judge-kind", "agent") == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "in the order that settles the decision (column why)" in out
+    # the state, as the terminal loop prints it (the export printed Δ's range only), and an import command
+    # that records the verdicts to the same golden file, corpus and labeller (it gave --import FILE alone)
+    assert f"labels done 0 (0 before this session), left {len(cases)}" in out and "decision now:" in out
+    assert f"rag-exp golden label --golden {mini_golden} --set " in out
+    assert f"--labeller bob --judge-kind agent --import {sheet}" in out
     with sheet.open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == len(cases) and list(rows[0])[-2:] == ["why", "verdict"]
