@@ -130,6 +130,8 @@ def _run_experiment(settings: Settings, conn: psycopg.Connection | None = None) 
     if copies is not None:
         manifest["copies"] = {"mode": settings.corpus.copies, **copies.to_json()}
         if settings.corpus.copies == "exclude" and builtin:
+            if copies.exclusion_loss():  # a copy's own part (a template page's directives) goes with it
+                warnings.warn(copies.exclusion_loss(), stacklevel=2)
             # labelled spans in the copies are scored on the same text in the documents kept
             moved = relocate_to_kept(golden, docs, copies.doc_ids, {c.doc_id: c.source for c in copies.copies})
             golden = moved.golden

@@ -64,16 +64,25 @@ class Copy:
     contained: float
     source: str
     source_share: float  # the share held by ``source`` alone
+    words: int = 0  # its words: with ``contained``, how many of them no kept document holds
+
+    @property
+    def own_words(self) -> int:
+        """Its words in no 5-word run of a kept document: what excluding it takes out of the index."""
+        return round(self.words * (1 - self.contained))
 
     def describe(self) -> str:
+        # what excluding it loses, said: a module page built from a template shares its sentences with its
+        # siblings, and its own 10-20% (its directives) is found nowhere else (nginx's docs, 2026-12-07)
+        own = f"; its other {1 - self.contained:.0%}, {self.own_words} words, not found in the kept documents" if self.own_words else ""
         if self.source_share >= self.contained - 0.05:  # (nearly) all of it in one document
-            return f"{self.doc_id} ⊂ {self.source} ({self.contained:.0%})"
+            return f"{self.doc_id} ⊂ {self.source} ({self.contained:.0%}{own})"
         return (f"{self.doc_id} ⊂ other documents together ({self.contained:.0%}; "
-                f"most in {self.source}: {self.source_share:.0%})")
+                f"most in {self.source}: {self.source_share:.0%}{own})")
 
     def to_json(self) -> dict:
         return {"doc_id": self.doc_id, "contained": round(self.contained, 4), "source": self.source,
-                "source_share": round(self.source_share, 4)}
+                "source_share": round(self.source_share, 4), "words": self.words, "own_words": self.own_words}
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,17 @@ class CopyReport:
     @property
     def doc_ids(self) -> frozenset[str]:
         return frozenset(c.doc_id for c in self.copies)
+
+    def exclusion_loss(self, limit: int = 3) -> str:
+        """What ``corpus.copies=exclude`` takes out of the index beyond the copied text: the copies' words
+        in no kept document ("" when none)."""
+        lost = sorted((c for c in self.copies if c.own_words), key=lambda c: -c.own_words)
+        if not lost:
+            return ""
+        most = ", ".join(f"{c.doc_id} {c.own_words} ({1 - c.contained:.0%})" for c in lost[:limit])
+        return (f"corpus.copies=exclude: {sum(c.own_words for c in lost)} words of the {len(self.copies)} excluded "
+                f"documents are not found in the kept ones and cannot be retrieved (most: {most}); `rag-exp corpus "
+                f"convert` lists each, corpus.copies=report indexes them")
 
     def line(self, limit: int = 8) -> str:
         """``3 documents are mostly copies of others (≥ 80% contained): a.html ⊂ b.html (93%), ...``"""
@@ -115,11 +135,11 @@ class CopyReport:
 
     def to_cache(self) -> dict:  # unrounded: the report read back equals the one computed
         return {"n_documents": self.n_documents, "threshold": self.threshold,
-                "copies": [[c.doc_id, c.contained, c.source, c.source_share] for c in self.copies]}
+                "copies": [[c.doc_id, c.contained, c.source, c.source_share, c.words] for c in self.copies]}
 
     @classmethod
     def from_cache(cls, raw: dict, seconds: float = 0.0) -> CopyReport:
-        copies = tuple(Copy(str(d), float(c), str(src), float(share)) for d, c, src, share in raw["copies"])
+        copies = tuple(Copy(str(d), float(c), str(src), float(share), int(n)) for d, c, src, share, n in raw["copies"])
         return cls(copies, int(raw["n_documents"]), float(raw["threshold"]), seconds, cached=True)
 
 
@@ -256,7 +276,7 @@ def _find_copies(docs: list[Document], threshold: float) -> CopyReport:
         shares = np.bincount(holders[is_kept[holders]], minlength=len(docs))
         best = int(np.argmax(shares))  # the kept document sharing most of its shingles (lowest index on a tie)
         alone = covered(np.isin(where[i], slots[best]), n_words[i])
-        copies.append(Copy(docs[i].doc_id, contained, docs[best].doc_id, alone))
+        copies.append(Copy(docs[i].doc_id, contained, docs[best].doc_id, alone, int(n_words[i])))
     return CopyReport(tuple(copies), len(docs), threshold, time.perf_counter() - t0)
 
 

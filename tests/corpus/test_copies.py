@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 
 from rag_experiments import cli
 from rag_experiments.config import CorpusParams, settings_from_cfg
-from rag_experiments.corpus.copies import find_copies, indexed_documents
+from rag_experiments.corpus.copies import CopyReport, find_copies, indexed_documents
 from rag_experiments.corpus.loader import load_corpus
 from rag_experiments.errors import ConfigError
 from rag_experiments.experiment import run_experiment
@@ -68,6 +68,26 @@ def test_an_index_page_of_the_pages_first_lines_is_contained_in_them_together():
     report = find_copies([*pages, index])
     assert [c.doc_id for c in report.copies] == ["index.txt"]
     assert report.copies[0].contained == pytest.approx(1.0, abs=0.1) and report.copies[0].source_share < 0.3
+
+
+def test_a_template_sibling_is_a_copy_and_its_own_part_is_said():
+    """Two module pages from one template (nginx's imap and smtp pages: 87% shared): one is reported as
+    a copy, and the report says how many of its words no kept document holds (its own directives),
+    which corpus.copies=exclude would take out of the index; a run with exclude warns with them."""
+    template = _prose(7, 340)
+    docs = [_doc("smtp.html", template + " " + _prose(8, 60)), _doc("imap.html", template + " " + _prose(9, 40)),
+            _doc("o.html", OTHER)]
+    report = find_copies(docs)
+    (copy,) = report.copies
+    assert copy.doc_id == "smtp.html" and copy.words == 400  # the larger goes first
+    assert copy.own_words == 60 and "not found in the kept documents" in copy.describe()  # its own 60 words
+    assert copy.describe().startswith("smtp.html ⊂ imap.html (85%; its other 15%, ")
+    assert report.exclusion_loss().startswith(f"corpus.copies=exclude: {copy.own_words} words of the 1 excluded "
+                                               f"documents are not found in the kept ones and cannot be retrieved (most: smtp.html")
+    # read back from the disk cache: the same report, words and all
+    assert CopyReport.from_cache(report.to_cache()).copies == report.copies
+    assert find_copies([_doc("page.html", PAGE_A), _doc("big.html", PAGE_A + " " + _prose(3, 900))]
+                       ).exclusion_loss() == ""  # wholly inside another page: nothing of its own
 
 
 def test_two_equal_copies_lose_exactly_one_and_no_text_is_lost():
