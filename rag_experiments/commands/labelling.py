@@ -189,13 +189,14 @@ def _label_by_hand(args: argparse.Namespace) -> int:
     """`golden label --by-hand` / `--export` / `--import` (rag_experiments.golden.hand_label)."""
     from ..corpus.loader import load_corpus
     from ..golden import hand_label as hl
+    from ..golden.sheet_import import import_csv
     from ..golden.golden_file import GoldenFile
 
     console = rich_console()
     labeller = (args.labeller or "").strip() or hl.default_labeller()
     docs = load_corpus(configured_corpus(args.overrides))
     if args.import_csv is not None:
-        report = hl.import_csv(args.golden, args.import_csv, docs, labeller=labeller, judge_kind=args.judge_kind,
+        report = import_csv(args.golden, args.import_csv, docs, labeller=labeller, judge_kind=args.judge_kind,
                                supersede=args.supersede)
         say(console, report.summary(args.import_csv) + f"; labeller {labeller}")
         if report.disagree:
