@@ -35,10 +35,10 @@ from ..tracking.compare import run_labels
 from ..tracking.configured import objective
 from ..tracking.decide_tracker import PairTracker, SweepTracker, judged_in_pool
 from ..tracking.pool import decide_run, decide_views, doc_text_of, ranked_of
-from .sheet_args import same_sheet_args
 from ..tracking.runs import sweep_children
 from ..tracking.sweep_parent import best_of
 from .llm_job import configured_corpus, counter_line, resolve_llm, run_llm_job
+from .sheet_args import same_sheet_args
 
 DEFAULT_METRIC = "recall_at_5"
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import ConfigError, UserError
-from .sheet_args import same_sheet_args
 from .llm_job import (
     check_llm_args,
     configured_corpus,
@@ -26,6 +25,7 @@ from .llm_job import (
     run_llm_job,
     say,
 )
+from .sheet_args import same_sheet_args
 
 JUDGE_BY_HAND = ("human", "agent")  # the judge.kind of a --by-hand / --import verdict
 DEFAULT_DEPTH = 10  # -k when the objective has no cut-off (bpref): the headline MRR@10 and nDCG@10 read the top 10
@@ -197,15 +197,18 @@ def _label_by_hand(args: argparse.Namespace) -> int:
     docs = load_corpus(configured_corpus(args.overrides))
     if args.import_csv is not None:
         report = import_csv(args.golden, args.import_csv, docs, labeller=labeller, judge_kind=args.judge_kind,
-                               supersede=args.supersede)
+                            supersede=args.supersede)
         say(console, report.summary(args.import_csv) + f"; labeller {labeller}")
-        if report.disagree:
-            for line in report.disagreement_lines():
-                say(console, "  " + line)
-            say(console, f"{len(report.disagree)} verdict(s) differ from the recorded ones and were not recorded "
-                "(the first verdict stays until a judgement supersedes it); to record them as corrections: rag-exp "
-                f"golden label {' '.join(same_sheet_args(args))} --import {shlex.quote(str(args.import_csv))} "
-                "--supersede 'REASON'", soft_wrap=True)
+        for line in report.disagreement_lines():
+            say(console, "  " + line)
+        fixable = [d for d in report.disagree if not d.own_evidence]  # --supersede records these
+        if fixable:
+            again = same_sheet_args(args)
+            say(console, f"{len(fixable)} verdict(s) differ from the recorded ones and were not recorded (the recorded "
+                "verdict stays until a judgement supersedes it); to record them as corrections: rag-exp golden label "
+                f"{' '.join(again)} --import {shlex.quote(str(args.import_csv))} --supersede 'REASON'"
+                + (" (a --set with a secret is masked as ***: put the value back)" if again.masked else ""),
+                soft_wrap=True)
         return 0
     spec = _sample_spec(args)
     if args.pool or args.sweep:

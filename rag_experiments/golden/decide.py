@@ -187,7 +187,7 @@ class Outcome:
     ci: tuple[float, float] = (math.nan, math.nan)
 
     def text(self, a: str = "A", b: str = "B", interval: bool = False) -> str:
-        """"B ahead (Δ-0.120, p=0.031)"; ``interval``: with the interval, "Δ-0.120 [-0.23, -0.01]"."""
+        """``B ahead (Δ-0.120, p=0.031)``; ``interval``: with Δ's interval, ``Δ-0.120 [-0.230, -0.010]``."""
         p = _p(self.p)
         ci = (f" [{self.ci[0]:+.3f}, {self.ci[1]:+.3f}]" if interval and not math.isnan(self.ci[0]) else "")
         if self.winner == "tie":
