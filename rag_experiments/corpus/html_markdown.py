@@ -4,10 +4,7 @@
 Conversion rules (:func:`html_to_markdown`):
 
 * ``div.navheader``, ``div.navfooter``, tables of contents (``div.toc``), index anchors
-  (``a.indexterm``), images and rules are dropped, and so is a site's navigation: ``<nav>`` and
-  ``role="navigation"`` (HTML's own mark for it: nginx.org's menu, Sphinx's and MkDocs' sidebars),
-  which otherwise became a chunk of every page ("english русский news about download ...": a new
-  user on nginx's documentation, 2026-12-07).
+  (``a.indexterm``), images and rules are dropped.
 * The page title is the single ``#`` heading at the top. Other headings get their level from how
   deeply their section ``div`` (``sect1``..``sect5``, ``refsect1``..``refsect3``,
   ``refsynopsisdiv``, ``chapter``, ...) is nested below the title's, clamped to ``##``..``######``.
@@ -450,8 +447,7 @@ def html_to_markdown(html: str) -> tuple[str, str]:
     deterministic. Returns ``(title, "")`` when the page has no text besides its title.
     """
     soup = BeautifulSoup(html, "html.parser")
-    for tag in soup.select("div.navheader, div.navfooter, div.toc, a.indexterm, script, style, nav, "
-                           "[role=navigation]"):
+    for tag in soup.select("div.navheader, div.navfooter, div.toc, a.indexterm, script, style"):
         tag.decompose()
     root: Tag = soup.body or soup
     head_title = soup.title.get_text() if soup.title else ""

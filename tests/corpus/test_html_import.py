@@ -115,17 +115,6 @@ def test_navigation_and_toc_are_dropped() -> None:
         assert nav not in text
 
 
-def test_a_sites_nav_element_is_dropped_like_docbooks_navheader() -> None:
-    """nginx.org's pages put the site menu in <nav> ("english русский news about download ..."): it was
-    converted into every page, a chunk the runs ranked; <nav> and role="navigation" are navigation by
-    HTML's own definition."""
-    html = ('<html><head><title>Module x</title></head><body><div id="menu"><nav class="nav"><ul><li>english</li>'
-            '<li><a href="/news.html">news</a></li></ul></nav></div><div role="navigation"><a href="/">home</a>'
-            '</div><div id="content"><h2>Module x</h2><p>Sets the timeout.</p></div></body></html>')
-    title, text = html_to_markdown(html)
-    assert title == "Module x" and text == "# Module x\n\nSets the timeout.\n"
-
-
 ERRCODES_PAGE = page(
     """<div class="appendix" id="ERRCODES-APPENDIX"><div class="titlepage"><div><div>
 <h2 class="title">Appendix&nbsp;A.&nbsp;<span class="productname">PostgreSQL</span> Error Codes</h2>
