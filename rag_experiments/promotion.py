@@ -226,11 +226,17 @@ def _promote(metric: str, sweep: str | None, name: str, force: bool, alpha: floa
     pool = same_level(runs, champion)
     # a frozen dev/test split: a sweep's best is chosen on dev and reported on test (tracking.held_out)
     split = held_out.split_for(pool) if sweep and len(pool) > 1 else None
-    loaded = [get_run(r.id, c=c) for r in pool] if split is not None or (sweep and champion is not None) else []
+    # the best is chosen among the pool, a sweep's points or every run of the store: the test against the
+    # champion counts every one tried (tracking.promote.Selection). Without --sweep it did not, so a plain
+    # promote took the best of 13 runs with one uncorrected test and would promote the point promote
+    # --sweep had just refused (a new user on nginx's documentation, 2026-12-07)
+    choosing = champion is not None and len(pool) > 1
+    loaded = [get_run(r.id, c=c) for r in pool] if split is not None or choosing else []
     best = (held_out.best_on_dev(loaded, metric, split) if split is not None else None) or pick_best(pool, metric)
     best = next((r for r in loaded if r.id == best.id), None) or get_run(best.id, c=c)  # with its per-case table
     # a sweep's best was chosen among its points: the test counts every one (tracking.promote.Selection)
-    family = loaded if sweep and champion is not None and len(pool) > 1 else []
+    family = (loaded if sweep else [r for r in loaded if r.id != champion.run.id]) if choosing else []
+    tried = "sweep points" if sweep else (f"runs of experiment {experiment!r}" if experiment else "runs in the store")
     held = held_out.lines(best, len(pool), metric, split, family=loaded) if sweep and len(pool) > 1 else []
     if decide_on == "test" and sweep and split is None:
         raise UserError("--decide-on test: the golden set of this sweep has no dev/test split "
@@ -241,7 +247,8 @@ def _promote(metric: str, sweep: str | None, name: str, force: bool, alpha: floa
         held = [split_decision.promote_line(best, decision.compared or (champion.run, best), metric, split,
                                             decision.checks[0].p if decision.checks else None)]
     else:
-        decision = decide(champion, best, metric, alpha, "beat", GUARD_SEGMENT, n_resamples, seed, family)
+        decision = decide(champion, best, metric, alpha, "beat", GUARD_SEGMENT, n_resamples, seed, family,
+                          tried=tried)
     decision = refuse_dirty_tree(decision)
     if champion is not None and champion.run.id == best.id:
         return Promotion(decision, False, False, champion.version, already_champion=True, held_out=held)

@@ -78,18 +78,23 @@ class Selection:
     (:func:`rag_experiments.stats.maxt.against_control`, Westfall & Young 1993), beside the
     uncorrected p of the best alone."""
 
-    points: int  # N: the sweep's points that paired with the champion
+    points: int  # N: the sweep's points (or the store's runs) that paired with the champion
     cases: int  # the cases every one of them shares with the champion
     p_adjusted: float
     p_uncorrected: float
     delta: float  # the best point's difference from the champion on those cases
+    tried: str = "sweep points"  # what the N are: "sweep points", "runs in the store"
+
+    @property
+    def noun(self) -> str:
+        return "point" if self.tried == "sweep points" else "run"
 
     def passed(self, alpha: float) -> bool:
         return self.delta > 0 and self.p_adjusted < alpha
 
     def line(self, metric: str, alpha: float) -> str:
         verdict = "significant" if self.passed(alpha) else "NOT significant"
-        return (f"{metric}: the best of {self.points} sweep points vs the champion, every point counted "
+        return (f"{metric}: the best of {self.points} {self.tried} vs the champion, every {self.noun} counted "
                 f"(max-T, Westfall-Young): Δ{self.delta:+.3f}, adjusted p={self.p_adjusted:.3f} "
                 f"(uncorrected p={self.p_uncorrected:.3f}, as if it were the only point tried), {verdict} at "
                 f"alpha {alpha:g}, {self.cases} cases")
@@ -255,10 +260,12 @@ def _has_kind(run: RunView, kind: str) -> bool:
 
 def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: float = 0.05, mode: str = "beat",
            guard_segment: str = GUARD_SEGMENT, n_resamples: int = 10000, seed: int = 13,
-           family: Sequence[RunView] = (), cases: Collection[str] | None = None) -> Decision:
+           family: Sequence[RunView] = (), cases: Collection[str] | None = None,
+           tried: str = "sweep points") -> Decision:
     """The gate. ``mode='beat'`` (promote): the candidate must beat the champion on ``metric`` and
     not lose on ``guard_segment``. ``mode='no_loss'`` (nightly gate): it must lose on neither.
-    ``family``: every point the candidate was chosen from (``promote --sweep``, with per-case tables);
+    ``family``: every point the candidate was chosen from (``promote --sweep``, or every run of the store
+    for a plain promote; with per-case tables; ``tried`` says which in the lines);
     with two or more, the candidate must also beat the champion once all of them are counted
     (:class:`Selection`), else it is refused. ``cases``: check only these case ids (the held-out test
     cases of a dev/test split, :mod:`.split_decision`), after aligning golden versions."""
@@ -321,14 +328,16 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
     selection = None
     if mode == "beat" and len(family) > 1:
         selection = selection_check(champion.run, family, candidate.id, metric, n_resamples, seed)
+        selection = replace(selection, tried=tried) if selection is not None else None
         if selection is None:
             notes.append(f"the {len(family)} points could not be paired with the champion on shared cases: "
                          "no test counting every point tried; the uncorrected p-value above is optimistic")
         else:
             notes.insert(0, selection.line(MetricKey.parse(metric).title, alpha))
             if checks[0].passed and not selection.passed(alpha):
-                reasons.append(f"{checks[0].title}: the best of {selection.points} points is not significantly "
-                               f"better than the champion once every point tried is counted (max-T adjusted "
+                many = "points" if selection.noun == "point" else tried
+                reasons.append(f"{checks[0].title}: the best of {selection.points} {many} is not significantly "
+                               f"better than the champion once every {selection.noun} tried is counted (max-T adjusted "
                                f"p={selection.p_adjusted:.3f}, uncorrected p={selection.p_uncorrected:.3f}, "
                                f"alpha {alpha:g}): the best of many equal points often looks better by chance")
     checks, newest = with_newest(checks, champion, metric)

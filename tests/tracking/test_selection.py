@@ -67,6 +67,26 @@ def test_promote_sweep_refuses_the_best_of_ten_null_points_that_one_test_would_p
     assert MlflowClient().get_run(best).data.tags["promoted_forced"] == "true"
 
 
+def test_a_plain_promote_counts_every_run_of_the_store_it_chose_from(store, make_run, make_parent, capsys):
+    """A plain promote chooses the best of every run in the store: it took the best of them with one
+    uncorrected test and promoted the point promote --sweep had just refused (a new user on nginx's
+    documentation: the best of 13 runs). Now the same max-T count applies, over the runs of the store
+    other than the champion."""
+    parent, best = _null_sweep(make_run, make_parent)
+    capsys.readouterr()
+    assert cli("promote", "--metric", "recall_at_5", "--sweep", parent, "--dry-run") == 1
+    capsys.readouterr()
+    result = promote("recall_at_5", dry_run=True)  # no --sweep: the store's 11 runs, the champion among them
+    assert result.decision.candidate.id == best and not result.decision.ok
+    sel = result.decision.selection
+    assert sel.points == 10 and sel.tried == "runs in the store" and sel.p_uncorrected < 0.05 <= sel.p_adjusted
+    assert cli("promote", "--metric", "recall_at_5") == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "the best of 10 runs in the store is not significantly better than the champion once every run tried is " \
+           "counted" in out, out
+    assert MlflowClient().get_model_version_by_alias(MODEL, ALIAS).run_id != best
+
+
 def test_a_real_winner_of_a_sweep_is_still_promoted(store, make_run, make_parent, capsys):
     make_run(per_case_frame(CHAMPION, kinds=KINDS), name="champion")
     assert cli("promote", "--metric", "recall_at_5") == 0
