@@ -191,7 +191,11 @@ class EmbeddedPostgres:
         # signal it. Move the lock aside (kept for post-mortem) so postgres can start.
         stale = self.pgdata / "postmaster.pid"
         stale.replace(self.pgdata / f"postmaster.pid.stale-{int(time.time())}")
-        sock_lock = (info.socket_dir or self.socket_dir()) / ".s.PGSQL.5432.lock"
+        # Our own socket folder only, never the one the stale file names: in a data folder copied from a
+        # running server (cp -a of a project) that is the other server's, and unlinking its socket cut a
+        # live server off (a new user's trial, 2026-12-07), while the copied lock in ours stayed and the
+        # start failed ("Is another postmaster (PID ...) using socket file").
+        sock_lock = self.socket_dir() / ".s.PGSQL.5432.lock"
         sock = sock_lock.with_suffix("")
         for path in (sock_lock, sock):
             try:
@@ -257,7 +261,10 @@ class EmbeddedPostgres:
             raise DatabaseError(
                 f"{what} failed for embedded PostgreSQL in {self.pgdata} (exit {proc.returncode}):\n"
                 f"{proc.stderr.strip()}\n{log_tail}",
-                hint="delete the data folder to start afresh, or set DATABASE_URL to a server of your own",
+                # not "delete the data folder": a copied lock file was the cause once, and deleting threw an
+                # index away; moved aside, nothing is lost and the next run rebuilds the index from the corpus
+                hint=f"the log above says why; if it cannot be fixed, move {self.pgdata} aside (the next run builds "
+                "a new index from the corpus) or set DATABASE_URL to a server of your own",
             )
 
 

@@ -163,3 +163,23 @@ def test_sigterm_reaches_the_handler_when_the_parent_had_it_blocked(tmp_path):
     finally:
         client.kill()
         client.wait()
+
+
+def test_a_copied_data_folder_never_touches_the_other_servers_socket(tmp_path):
+    """`cp -a` of a project while its server runs: the copy's postmaster.pid names the other server's
+    pid and socket folder. The stale-lock cleanup unlinked the socket and its lock in *that* folder (a
+    live server cut off) and left the copied lock in its own, so the copy could not start. Now it
+    clears its own socket folder only. Files only: no server is needed to show it."""
+    other, copy = tmp_path / "other" / "pgdata", tmp_path / "copy" / "pgdata"
+    for folder in (other, copy):
+        folder.mkdir(parents=True)
+        (folder / ".s.PGSQL.5432.lock").write_text("10488\n")
+        (folder / ".s.PGSQL.5432").write_text("")  # a socket file stands in
+    (copy / "postmaster.pid").write_text(f"10488\n{other}\n1796642092\n5432\n{other}\n\n  2196168 98347\nready\n")
+    server = EmbeddedPostgres(copy)
+    info = LockInfo.read(copy)
+    assert info is not None and info.socket_dir == other
+    server._remove_stale_lock(info)
+    assert (other / ".s.PGSQL.5432.lock").exists() and (other / ".s.PGSQL.5432").exists()  # the other's: untouched
+    assert not (copy / ".s.PGSQL.5432.lock").exists() and not (copy / ".s.PGSQL.5432").exists()
+    assert not (copy / "postmaster.pid").exists() and list(copy.glob("postmaster.pid.stale-*"))
