@@ -14,7 +14,7 @@ from typing import Sequence
 from ..errors import UserError
 from ..evaluation.metric_key import HEADLINE, MetricKey, headline
 from ..evaluation.rescore import params_from_flat
-from .runs import RunView, search, sweep_children
+from .runs import RunView, get_run, search, sweep_children
 
 
 def headline_metrics(run: RunView) -> list[str]:
@@ -74,7 +74,23 @@ def store_objective(sweep: str | None = None, experiment: str | None = None, c=N
     """The objective to promote on when none is given: the sweep's children's, else the newest
     finished run's (of ``experiment``, else of the store)."""
     if sweep:
-        return configured_objective(sweep_children(sweep, per_case=False, c=c))
+        children = sweep_children(sweep, per_case=False, c=c)
+        if not children:  # said as what it is, not as "no run states its objective" (a new user's trial)
+            raise UserError(f"--sweep {sweep}: {_not_a_parent(sweep, c)}",
+                            hint="give the sweep parent's id (the sweep prints it; the MLflow UI shows it above its "
+                            "points), or leave --sweep out to choose among every run of the store")
+        return configured_objective(children)
     newest = [r for r in search("attributes.status = 'FINISHED'", per_case=False, order="DESC", max_results=20,
                                 c=c, experiment=experiment) if not r.is_sweep_parent and objective(r)]
     return configured_objective(newest[:1])
+
+
+def _not_a_parent(run_id: str, c=None) -> str:
+    """Why a --sweep id has no points: no such run, a sweep's point, or a run of its own."""
+    try:
+        run = get_run(run_id, per_case=False, c=c)
+    except Exception:  # noqa: BLE001 - not found, or not an id at all: one sentence either way
+        return "no run has this id in the store"
+    if run.parent_id:
+        return f"run {run.id[:12]} ({run.name}) is a point of sweep {run.parent_id}, not a sweep's parent"
+    return f"run {run.id[:12]} ({run.name}) is not a sweep's parent: no run names it as its parent"

@@ -129,3 +129,19 @@ def test_one_tie_rule_the_earliest_point_everywhere(store, make_run, make_parent
     first = make_run(per_case_frame(same, kinds=KINDS), name="first")
     second = make_run(per_case_frame(same, kinds=KINDS), name="second")
     assert pick_best([get_run(second), get_run(first)], "recall_at_5").id == first
+
+
+def test_promote_sweep_names_what_a_wrong_id_is(store, make_run, make_parent, capsys):
+    """A child's id, a plain run's or an unknown one as --sweep said "no run states its objective; give
+    --metric" (a new user's trial): the wrong diagnosis. Now: what the id is, and the parent's id."""
+    plain = make_run(per_case_frame(CHAMPION, kinds=KINDS), name="plain")
+    parent = make_parent("fusion.rrf_k=1,2")
+    child = make_run(per_case_frame(CHAMPION, kinds=KINDS), name="fusion.rrf_k=1", parent=parent,
+                     tags={"sweep.job_num": "0"})
+    capsys.readouterr()
+    for given, said in ((child, f"is a point of sweep {parent}, not a sweep's parent"),
+                        (plain, "(plain) is not a sweep's parent: no run names it as its parent"),
+                        ("0" * 32, "no run has this id in the store")):
+        assert cli("promote", "--sweep", given) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert f"--sweep {given}: " in err and said in err and "states its objective" not in err, err
