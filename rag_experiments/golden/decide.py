@@ -37,7 +37,7 @@ from typing import Callable, Iterable, Sequence
 
 from scipy import stats as sps
 
-from ..stats.paired import p_digits
+from ..stats.shown import p_digits
 from .decide_stop import Confidence, cell_text
 from .fuzzy import tokenize
 from .golden_file import GoldenFile

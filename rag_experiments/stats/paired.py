@@ -239,12 +239,3 @@ def win_tie_loss(a: Sequence[float], b: Sequence[float], eps: float = 1e-12) -> 
     wins = int(np.count_nonzero(d > eps))
     losses = int(np.count_nonzero(d < -eps))
     return WinTieLoss(wins, len(d) - wins - losses, losses)
-
-
-def p_digits(p: float, alpha: float = 0.05) -> str:
-    """A p-value as shown beside a decision: "<0.001", else three places, four within 0.0005 of α, where
-    three read as a contradiction ("no significant difference (p=0.050)" for p=0.0503: a new user on
-    nginx's documentation, 2026-12-07)."""
-    if p < 0.001:
-        return "<0.001"
-    return f"{p:.4f}" if abs(p - alpha) < 0.0005 else f"{p:.3f}"

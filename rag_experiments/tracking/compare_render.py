@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..evaluation.metric_key import metric_title
-from ..stats.paired import p_digits
+from ..stats.shown import p_digits
 from ..terminal import console as make_console
 
 WARN = "⚠"

@@ -25,7 +25,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..stats.maxt import all_pairs
-from ..stats.paired import p_digits, test_settings
+from ..stats.paired import test_settings
+from ..stats.shown import p_digits
 from ..stats.power import POWER, estimate
 from .compare import Pairing, column_values, in_segment
 from .coverage import JUDGED_PREFIX

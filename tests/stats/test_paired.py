@@ -271,12 +271,3 @@ def test_settings_from_arguments_environment_and_defaults(monkeypatch):
         test_settings()
     with pytest.raises(UserError, match="the paired test's resamples: 0 is below 1"):
         test_settings(0, 1)
-
-
-def test_a_p_near_alpha_is_shown_with_four_places():
-    """p=0.0503 beside "no significant difference" was shown as 0.050, which read as a contradiction."""
-    from rag_experiments.stats.paired import p_digits
-
-    assert p_digits(0.0503) == "0.0503" and p_digits(0.0497) == "0.0497"
-    assert p_digits(0.052) == "0.052" and p_digits(0.2) == "0.200" and p_digits(0.0004) == "<0.001"
-    assert p_digits(0.0103, alpha=0.01) == "0.0103"
