@@ -81,7 +81,10 @@ def _stop(args) -> int:
 
 
 def _url(args) -> int:
-    from ..db.connect import redact_url, resolve_database_url
+    from ..db.connect import redact_url
 
-    print(redact_url(resolve_database_url()))
+    # DATABASE_URL replaces the embedded server; else the server of --pgdata / db.pgdata, as status, start and
+    # stop read it (url started and printed the default folder's server whatever --pgdata said)
+    url = os.environ.get("DATABASE_URL") or _server(args).ensure_running()
+    print(redact_url(url))
     return 0

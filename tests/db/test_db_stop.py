@@ -27,3 +27,18 @@ def test_db_stop_stops_the_server_a_run_started_with_db_pgdata(tmp_path, pg_fold
         assert f"no server of {srv.pgdata} is running" in capsys.readouterr().out
     finally:
         srv.stop()
+
+
+def test_db_url_serves_the_folder_pgdata_names(tmp_path, pg_folder, monkeypatch, capsys):
+    """`db url --pgdata F` started the default folder's server and printed its URL (a new user's trial),
+    while status, start and stop read --pgdata."""
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.setenv("RAG_EXP_HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    srv = EmbeddedPostgres(pg_folder / "pgdata")
+    try:
+        assert main(["db", "url", "--pgdata", str(srv.pgdata)]) == 0
+        assert capsys.readouterr().out.strip() == srv.url() and srv.running_pid()
+        assert not (tmp_path / ".rag-exp" / "pgdata").exists()  # the default folder's server was not started
+    finally:
+        srv.stop()
