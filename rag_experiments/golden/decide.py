@@ -37,7 +37,7 @@ from typing import Callable, Iterable, Sequence
 
 from scipy import stats as sps
 
-from ..stats.shown import p_digits
+from ..stats.shown import p_eq
 from .decide_stop import Confidence, cell_text
 from .fuzzy import tokenize
 from .golden_file import GoldenFile
@@ -278,8 +278,7 @@ def said_as(winner: str, a: str, b: str) -> str:
 
 
 def _p(p: float, alpha: float = ALPHA) -> str:
-    shown = p_digits(p, alpha)  # four places near α
-    return "p" + shown if shown.startswith("<") else "p=" + shown
+    return p_eq(p, alpha)  # four places near α
 
 
 def settle(now: Sequence[float], low: Sequence[float], high: Sequence[float], alpha: float = ALPHA) -> Settling:

@@ -11,3 +11,9 @@ def p_digits(p: float, alpha: float = 0.05) -> str:
     if p < 0.001:
         return "<0.001"
     return f"{p:.4f}" if abs(p - alpha) < 0.0005 else f"{p:.3f}"
+
+
+def p_eq(p: float, alpha: float = 0.05) -> str:
+    """"p<0.001" or "p=0.031" (:func:`p_digits`): a verdict line said "p=0.000" where its table said <0.001."""
+    shown = p_digits(p, alpha)
+    return "p" + shown if shown.startswith("<") else "p=" + shown

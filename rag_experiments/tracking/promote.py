@@ -31,6 +31,7 @@ from typing import Any, Collection, Sequence
 from ..errors import UserError
 from ..evaluation.metric_key import MetricKey, Segment
 from ..stats.maxt import against_control
+from ..stats.shown import p_eq
 from ..stats.paired import WinTieLoss, paired_permutation_test, win_tie_loss
 from ..stats.power import PowerEstimate, estimate
 from .champion import Champion
@@ -95,8 +96,8 @@ class Selection:
     def line(self, metric: str, alpha: float) -> str:
         verdict = "significant" if self.passed(alpha) else "NOT significant"
         return (f"{metric}: the best of {self.points} {self.tried} vs the champion, every {self.noun} counted "
-                f"(max-T, Westfall-Young): Δ{self.delta:+.3f}, adjusted p={self.p_adjusted:.3f} "
-                f"(uncorrected p={self.p_uncorrected:.3f}, as if it were the only point tried), {verdict} at "
+                f"(max-T, Westfall-Young): Δ{self.delta:+.3f}, adjusted {p_eq(self.p_adjusted, alpha)} "
+                f"(uncorrected {p_eq(self.p_uncorrected, alpha)}, as if it were the only point tried), {verdict} at "
                 f"alpha {alpha:g}, {self.cases} cases")
 
 
@@ -318,12 +319,12 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
         elif mode == "beat" and chk.key == metric:
             reasons.append(f"{chk.title}: not significantly better than the champion "
                            + (f"on {decided_on} " if decided_on else "")
-                           + f"(Δ{chk.delta:+.3f}, p={chk.p:.3f}, alpha {alpha:g})"
+                           + f"(Δ{chk.delta:+.3f}, {p_eq(chk.p, alpha)}, alpha {alpha:g})"
                            + (f"; {chk.power.sentence()}" if chk.power is not None else "")
                            + (f"; {chk.noise}" if chk.noise else ""))
         else:
             reasons.append(f"{chk.title}: significantly worse than the champion "
-                           + (f"on {decided_on} " if decided_on else "") + f"(Δ{chk.delta:+.3f}, p={chk.p:.3f})"
+                           + (f"on {decided_on} " if decided_on else "") + f"(Δ{chk.delta:+.3f}, {p_eq(chk.p, alpha)})"
                            + (f"; but {chk.noise}" if chk.noise else ""))
     selection = None
     if mode == "beat" and len(family) > 1:
@@ -338,7 +339,7 @@ def decide(champion: Champion | None, candidate: RunView, metric: str, alpha: fl
                 many = "points" if selection.noun == "point" else tried
                 reasons.append(f"{checks[0].title}: the best of {selection.points} {many} is not significantly "
                                f"better than the champion once every {selection.noun} tried is counted (max-T adjusted "
-                               f"p={selection.p_adjusted:.3f}, uncorrected p={selection.p_uncorrected:.3f}, "
+                               f"{p_eq(selection.p_adjusted, alpha)}, uncorrected {p_eq(selection.p_uncorrected, alpha)}, "
                                f"alpha {alpha:g}): the best of many equal points often looks better by chance")
     checks, newest = with_newest(checks, champion, metric)
     if newest is not None:
