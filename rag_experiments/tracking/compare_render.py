@@ -304,6 +304,15 @@ def check_cells(chk, alpha: float = 0.05, newest: bool = False) -> list[str]:
             ("ok" if chk.passed else "FAIL") + (f" ({'; '.join(notes)})" if notes else "")]
 
 
+def refused_by_selection(decision, chk) -> bool:
+    """The primary check passed alone, but the best of several points (or runs) is refused once every one
+    tried is counted (tracking.promote.Selection): its row said "ok" beside a REFUSED verdict (a new
+    user's trial, 2026-12-07)."""
+    sel = getattr(decision, "selection", None)
+    return (sel is not None and bool(decision.checks) and chk is decision.checks[0]
+            and not sel.passed(decision.alpha))
+
+
 def check_power(chk, alpha: float) -> str:
     """A non-significant check's 'MDE 0.047 (n≈1,900)': the smallest |Δ| its paired cases could detect
     at α with power 0.8, and the cases that would detect the Δ observed; '—' when significant."""
@@ -354,8 +363,9 @@ def decision_table(decision, title: str, candidate_label: str = "candidate"):
     for chk in decision.checks:
         cells = check_cells(chk, decision.alpha, newest)
         cells = [cells[i] for i in keep]
-        cells[-1] = "ok" if chk.passed else "FAIL"
-        style = "green" if chk.passed else "bold red"
+        passed = chk.passed and not refused_by_selection(decision, chk)
+        cells[-1] = "ok" if passed else ("FAIL: max-T" if chk.passed else "FAIL")
+        style = "green" if passed else "bold red"
         table.add_row(*cells[:-1], f"[{style}]{cells[-1]}[/{style}]")
         if chk.note:
             below.append(Text(f"note: {chk.title}: {chk.note}", style="yellow"))
@@ -374,7 +384,10 @@ def decision_markdown(decision, candidate_label: str = "candidate") -> str:
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 2) + "---|"]
     for chk in decision.checks:
         cells = check_cells(chk, decision.alpha, newest)
-        cells[-1] = ("✅ " if chk.passed else "❌ **") + cells[-1] + ("" if chk.passed else "**")
+        if refused_by_selection(decision, chk):
+            cells[-1] = "❌ **FAIL: max-T** (ok alone)"
+        else:
+            cells[-1] = ("✅ " if chk.passed else "❌ **") + cells[-1] + ("" if chk.passed else "**")
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     lines += ["", f"_{MDE_LEGEND}_"]
     lines += [f"- {n}" for n in getattr(decision, "notes", [])]

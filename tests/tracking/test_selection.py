@@ -55,6 +55,7 @@ def test_promote_sweep_refuses_the_best_of_ten_null_points_that_one_test_would_p
     assert cli("promote", "--metric", "recall_at_5", "--sweep", parent) == 1
     out = " ".join(capsys.readouterr().out.split())
     assert "REFUSED" in out and "the best of 10 points is not significantly better than the champion" in out, out
+    assert "FAIL: max-T" in out  # its row said "ok" beside the refusal (the check passes alone)
     assert "max-T adjusted p=" in out and "uncorrected p=0.039" in out, out
     family = [get_run(r.id) for r in sweep_children(parent, per_case=False)]
     selection = decide(champion, get_run(best), "recall_at_5", family=family).selection
