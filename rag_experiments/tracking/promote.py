@@ -31,9 +31,9 @@ from typing import Any, Collection, Sequence
 from ..errors import UserError
 from ..evaluation.metric_key import MetricKey, Segment
 from ..stats.maxt import against_control
-from ..stats.shown import p_eq
 from ..stats.paired import WinTieLoss, paired_permutation_test, win_tie_loss
 from ..stats.power import PowerEstimate, estimate
+from ..stats.shown import p_eq
 from .champion import Champion
 from .champion_newest import on_newest
 from .compare import Pairing, paired_values
