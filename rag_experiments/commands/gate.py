@@ -242,6 +242,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
             "gate_model": model_name(args.name), "gate_decided_on": decided_on}
     if champion.version:
         tags["gate_champion_version"] = champion.version
+    if args.overrides:  # not the promoted config: history leaves such a run out of the nightly trend
+        from ..redaction import redact_text
+
+        tags["gate_overrides"] = " ".join(redact_text(o) for o in args.overrides)[:5000]
     tags.update(gap_tags(decision.gap, current))
     for chk in decision.checks:
         if chk.p is not None:

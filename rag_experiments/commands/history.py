@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
 
 def cmd_history(args: argparse.Namespace) -> int:
     from ..terminal import console
-    from ..tracking.history import build_history, log_history, rich_table, trend_markdown
+    from ..tracking.history import build_history, log_history, rich_table, runs_with_overrides, trend_markdown
     from ..tracking.champion import current_champion, model_name
     from ..tracking.runs import client
 
@@ -52,6 +52,11 @@ def cmd_history(args: argparse.Namespace) -> int:
         raise UserError(f"--metric {metric}: no point of the history logged it; metrics they logged: "
                         f"{', '.join(logged) or '(none)'}")
     out = console()
+    others = runs_with_overrides(args.name, c)
+    if others:
+        shown = "; ".join(f"{r.id[:12]} ({r.tags['gate_overrides'][:80]})" for r in others[:3])
+        out.print(f"left out {len(others)} gate run(s) made with --set overrides (not the promoted config): {shown}"
+                  + (" ..." if len(others) > 3 else ""), soft_wrap=True, markup=False)
     if not points:
         out.print(f"no nightly gate run and no promotion of {model_name(args.name)} yet")
     else:

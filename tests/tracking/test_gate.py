@@ -99,3 +99,20 @@ def test_experiment_override_follows_the_defaults_list(tmp_path):
     assert experiment_override(tmp_path, "promoted") == "experiment=promoted"
     cfg.write_text("defaults:\n  - optional experiment: null\n")
     assert experiment_override(tmp_path, "promoted_faq") == "experiment=promoted_faq"
+
+
+def test_a_run_now_with_overrides_is_tagged_with_them(store, make_run, monkeypatch, capsys):
+    """`--run-now --set K=V` runs another config than the promoted one: the run is tagged gate_overrides
+    (a secret masked), which history reads to leave it out of the nightly trend. The subprocess run is
+    stood in for by a logged run: what is tested is the gate's record of it."""
+    import rag_experiments.commands.gate as gate
+
+    _champion(make_run)
+    now = make_run(per_case_frame(_cases(30, 18), kinds=KINDS), name="nightly")
+    monkeypatch.setattr(gate, "run_now", lambda name, overrides: now)
+    assert cli("gate", "--run-now", "--set", "retrieval.variant=keyword", "--set",
+               "db.url=postgresql://u:hunter2@h/db") == 0
+    tags = MlflowClient().get_run(now).data.tags
+    assert tags["gate_overrides"].startswith("retrieval.variant=keyword db.url=") and "hunter2" not in tags["gate_overrides"]
+    plain = make_run(per_case_frame(_cases(30, 18), kinds=KINDS), name="nightly")
+    assert cli("gate", "--run", plain) == 0 and "gate_overrides" not in MlflowClient().get_run(plain).data.tags

@@ -128,3 +128,23 @@ def test_history_of_a_metric_no_point_logged_names_the_logged_ones(golden, capsy
     assert err.startswith("error: --metric recall_at_7: no point of the history logged it; metrics they logged: ")
     assert "recall_at_5" in err
     mlflow.end_run()
+
+
+def test_a_gate_run_made_with_overrides_is_no_point_of_the_trend(store, make_run, capsys):
+    """`gate --run-now --set ...` runs another config than the promoted one: history drew it as a nightly
+    point (a new user's trial: 0.546 -> 0.473 -> 0.037 from two such runs). It is tagged and left out,
+    and history says so."""
+    from rag_experiments.tracking.history import collect, runs_with_overrides
+
+    from .conftest import per_case_frame
+
+    plain = make_run(per_case_frame([1.0, 0.0, 1.0, 1.0]), name="nightly", tags={"gate": "PASS"})
+    other = make_run(per_case_frame([0.0, 0.0, 0.0, 1.0]), name="nightly",
+                     tags={"gate": "FAIL", "gate_overrides": "retrieval.variant=keyword"})
+    assert [r.id for _, _, r in collect("default", "recall_at_5")] == [plain]
+    assert [r.id for r in runs_with_overrides("default")] == [other]
+    capsys.readouterr()
+    assert cli("history", "--no-log") == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"left out 1 gate run(s) made with --set overrides (not the promoted config): {other[:12]} " \
+           "(retrieval.variant=keyword)" in out, out
