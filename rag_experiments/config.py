@@ -24,6 +24,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Sequence
 
+import yaml
+
 from .cache_key import canonical_json
 from .chunk_index import HnswParams
 from .chunking import ChunkingParams
@@ -250,6 +252,8 @@ def check_override_keys(overrides: list[str], conf_dir: Path | Sequence[Path]) -
         key = m.group(1)
         if key in groups:
             _check_group_option(key, arg[m.end():], dirs)
+            for line in pinned_keys(key, arg[m.end():], overrides, dirs):
+                print(f"warning: {line}", file=sys.stderr)
             continue
         nested: dict = {}
         node = nested
@@ -334,6 +338,43 @@ def _check_group_option(group: str, raw: str, dirs: Sequence[Path]) -> None:
             close = difflib.get_close_matches(value, known, n=1)
             hint = f"did you mean {close[0]}? " if close else ""
             raise ConfigError(f"{group}={value}: no such option ({hint}options of {group}: {', '.join(known)})")
+
+
+def pinned_keys(group: str, raw: str, overrides: Sequence[str], dirs: Sequence[Path]) -> list[str]:
+    """``group=option`` with an ``experiment=X`` whose file sets keys of ``group`` itself: Hydra applies the
+    preset after the groups, so its keys win over the option's, and that was silent (``gate --run-now --set
+    retrieval=keyword`` on ``experiment=promoted`` measured hybrid: a new user's trial, 2026-12-07). A line
+    per option naming the keys the preset keeps and the overrides that set them. A warning, not an error:
+    often the preset's value is the one wanted (``experiment=cranfield fusion=convex`` keeps Cranfield's
+    fusion.depth=200 for recall@100)."""
+    lines: list[str] = []
+    presets = [v for a in overrides if (m := re.match(r"\+?experiment=(.+)$", a))
+               for v in (_override_values(f"experiment={m.group(1)}") or []) if isinstance(v, str)]
+    for preset in presets:
+        path = next((d / "experiment" / f"{preset}.yaml" for d in dirs if (d / "experiment" / f"{preset}.yaml").is_file()),
+                    None)
+        try:
+            pinned = (yaml.safe_load(path.read_text()) or {}).get(group) if path is not None else None
+        except (OSError, yaml.YAMLError):
+            continue  # an unreadable preset: Hydra's own error follows
+        if not isinstance(pinned, dict) or not pinned:
+            continue
+        for option in _override_values(f"{group}={raw}") or []:
+            if not isinstance(option, str):
+                continue
+            opt_path = next((d / group / f"{option}.yaml" for d in dirs if (d / group / f"{option}.yaml").is_file()), None)
+            try:
+                own = (yaml.safe_load(opt_path.read_text()) or {}) if opt_path is not None else {}
+            except (OSError, yaml.YAMLError):
+                own = {}
+            lost = {k: v for k, v in own.items() if k in pinned and pinned[k] != v and not isinstance(v, dict)}
+            if lost:
+                direct = " ".join(f"{group}.{k}={v}" for k, v in lost.items())
+                kept = ", ".join(f"{group}.{k}={pinned[k]}" for k in lost)
+                lines.append(f"{group}={option}: experiment={preset} sets {kept} itself, and a preset's own keys win "
+                             f"over a group's option, so the run keeps {'it' if len(lost) == 1 else 'them'}; to use "
+                             f"{group}={option}'s, set {direct}")
+    return lines
 
 
 def describe_hydra_error(exc: BaseException) -> str:

@@ -69,3 +69,25 @@ def test_an_unknown_embedder_is_rejected_with_the_config(name):
     bad name started the sweep, then failed as a FAILED child."""
     with pytest.raises(ConfigError, match="embedding.name: unknown embedder"):
         settings_from_cfg(_compose([f"embedding.name={name}"]))
+
+
+def test_a_group_option_a_preset_overrides_is_said_naming_the_keys(tmp_path, capsys):
+    """`experiment=promoted retrieval=keyword` ran hybrid without a word: the preset's own retrieval.variant
+    wins over a group's option (Hydra applies the preset after the groups). A warning line now names the
+    key the preset keeps and the override that sets it; the run goes on (a preset's value is often the one
+    wanted: experiment=cranfield fusion=convex keeps Cranfield's fusion.depth)."""
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "pinned.yaml").write_text("# @package _global_\nretrieval:\n  variant: hybrid\n")
+    (tmp_path / "experiment" / "free.yaml").write_text("# @package _global_\nfusion:\n  rrf_k: 30\n")
+    dirs = [tmp_path, CONF]
+    check_override_keys(["experiment=pinned", "retrieval=keyword"], dirs)
+    assert capsys.readouterr().err.strip() == (
+        "warning: retrieval=keyword: experiment=pinned sets retrieval.variant=hybrid itself, and a preset's own keys "
+        "win over a group's option, so the run keeps it; to use retrieval=keyword's, set retrieval.variant=keyword")
+    check_override_keys(["+experiment=pinned", "retrieval=hybrid,vector"], dirs)  # every option of a sweep
+    err = capsys.readouterr().err
+    assert "retrieval=vector: experiment=pinned" in err and "retrieval=hybrid:" not in err  # hybrid loses nothing
+    for quiet in (["experiment=pinned", "retrieval.variant=keyword"], ["experiment=free", "retrieval=keyword"],
+                  ["retrieval=keyword"]):
+        check_override_keys(quiet, dirs)
+        assert capsys.readouterr().err == "", quiet
