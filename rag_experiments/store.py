@@ -259,9 +259,9 @@ def embed_with_cache(conn: psycopg.Connection, embedder: Embedder, texts: list[s
     if progress and missing:
         print(_embedding_plan_line(embedder, len(missing), len(unique) - len(missing) - n_shipped, n_shipped,
                                    rate, progress_label), file=sys.stderr, flush=True)
-        from tqdm import tqdm
+        from .progress import progress_bar
 
-        bar = tqdm(total=len(missing), desc=f"embedding ({embedder.model_id}){progress_label}", unit="text")
+        bar = progress_bar(total=len(missing), desc=f"embedding ({embedder.model_id}){progress_label}", unit="text")
     if executor is None:
         executor = LocalEmbedding(embedder, model_batch_size)
     try:

@@ -130,9 +130,9 @@ class OnnxMiniLM:
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         bar = None
         if progress:
-            from tqdm import tqdm
+            from ..progress import progress_bar
 
-            bar = tqdm(total=len(texts), desc="embedding", unit="text")
+            bar = progress_bar(total=len(texts), desc="embedding", unit="text")
         for lo in range(0, len(order), batch_size):
             idx = order[lo : lo + batch_size]
             hidden, mask = self._forward([encodings[i].ids for i in idx])
