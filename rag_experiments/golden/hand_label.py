@@ -41,7 +41,6 @@ import csv
 import getpass
 import json
 import os
-import signal
 import statistics
 import sys
 import time
@@ -54,6 +53,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..errors import UserError
+from ..interrupts import sigint_held
 from .golden_file import GoldenFile
 from .label import Pair, candidate_pairs, sampled_pairs
 from .records import new_id
@@ -180,20 +180,14 @@ def offer_records(offer: Offer, verdict: str, judge: Mapping[str, Any], *, via: 
 
 def append_held(gf: GoldenFile, records: list[dict], then: Callable[[], None] | None = None) -> None:
     """Append with Ctrl-C held back until the records and the manifest are written, and ``then`` (the
-    session's count of them) has run: a Ctrl-C during the write is delivered as the mask lifts, so a
-    count kept after this call would miss a verdict the file holds."""
+    session's count of them) has run: a Ctrl-C during the write is delivered after it
+    (:func:`..interrupts.sigint_held`), so a count kept after this call would miss a verdict the file holds."""
     if not records:
         return
-    blocked = hasattr(signal, "pthread_sigmask")
-    if blocked:
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
+    with sigint_held():
         gf.append(records)
         if then is not None:
             then()
-    finally:
-        if blocked:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 # -- the terminal loop --------------------------------------------------------------------------

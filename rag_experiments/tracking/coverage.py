@@ -26,6 +26,7 @@ from ..evaluation.rescore import rescore
 from ..golden.resolve import GoldenSet, load_golden
 from ..golden.versions import GoldenVersion, NotAnAncestor
 from ..stats.paired import holm, paired_permutation_test
+from ..stats.shown import p_eq
 from .champion_newest import eval_params
 from .runs import RunView
 from .versioned import logged_precision, quality_metrics, candidate_files, find_chain, load_ranked_lists
@@ -62,7 +63,7 @@ class CoverageGap:
     def line(self) -> str:
         k = self.column[len(JUDGED_PREFIX):]
         side = "fewer" if self.delta < 0 else "more"
-        p = "p<0.001" if self.p < 0.001 else f"p={self.p:.3f}"
+        p = p_eq(self.p)
         return (f"{COVERAGE_LINE}: {self.label} has judged@{k} {self.value:.3f} vs the baseline's "
                 f"{self.base:.3f} (Δ{self.delta:+.3f}, {p}): {side} of its top {k} were ever judged, "
                 f"and an unjudged hit counts as a miss, so the comparison is biased "
