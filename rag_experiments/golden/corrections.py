@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from .label import same_passage
-from .records import Judgement, new_id
+from .records import VERDICTS, Judgement, new_id
 from .resolve import GoldenSet
 
-VERDICT_OF_GRADE = {2: "YES", 1: "PART", 0: "NO"}
+VERDICT_OF_GRADE = {grade: verdict for verdict, grade in VERDICTS.items()}  # records.VERDICTS, inverted
 
 
 @dataclass(frozen=True)
