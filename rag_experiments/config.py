@@ -32,6 +32,7 @@ from .chunking import ChunkingParams
 from .corpus.copies import COPIES_MODES
 from .embedding.options import EmbeddingParams
 from .errors import ConfigError
+from .redaction import redact_text
 from .evaluation.evaluate import EvalParams
 from .evaluation.metric_key import MetricKey
 from .llm import LLMParams
@@ -253,7 +254,7 @@ def check_override_keys(overrides: list[str], conf_dir: Path | Sequence[Path]) -
         if key in groups:
             _check_group_option(key, arg[m.end():], dirs)
             for line in pinned_keys(key, arg[m.end():], overrides, dirs):
-                print(f"warning: {line}", file=sys.stderr)
+                print(f"warning: {redact_text(line)}", file=sys.stderr)  # a preset's or option's value may be a secret
             continue
         nested: dict = {}
         node = nested

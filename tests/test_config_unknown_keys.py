@@ -91,3 +91,16 @@ def test_a_group_option_a_preset_overrides_is_said_naming_the_keys(tmp_path, cap
                   ["retrieval=keyword"]):
         check_override_keys(quiet, dirs)
         assert capsys.readouterr().err == "", quiet
+
+
+def test_the_preset_warning_masks_a_secret_value(tmp_path, capsys):
+    """The warning quotes the preset's and the option's values: a password in one is masked."""
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "pinned.yaml").write_text(
+        "# @package _global_\ndb:\n  url: postgresql://u:hunter2@h/db\n")
+    (tmp_path / "db").mkdir()
+    (tmp_path / "db" / "mine.yaml").write_text("url: postgresql://u:s3cret@h2/db\n")
+    check_override_keys(["experiment=pinned", "db=mine"], [tmp_path, CONF])
+    err = capsys.readouterr().err
+    assert err.startswith("warning: db=mine: experiment=pinned sets db.url=") and "hunter2" not in err
+    assert "s3cret" not in err
